@@ -2,12 +2,13 @@
 
 Payload::
 
-    {"kind": "policy", "policy": "creative" | "cross_user" | "mutation" | "time_sensitive",
+    {"kind": "policy", "policy": "creative" | "cross_user" | "personalized" | "mutation" | "time_sensitive",
      "reason": "why this request must not be served from a cache"}
 
-A policy row is MISS whatever the similarity of its two sides. The checker
+A policy row is MISS whatever the similarity of its two sides. Other keys (e.g.
+the tool calls of a mutation row) may ride along for documentation. The checker
 also insists that the row's method is ``policy_no_cache`` and that the named
-policy is one of the four, so a mislabelled row surfaces as a disagreement.
+policy is a known one, so a mislabelled row surfaces as a disagreement.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from . import Check
 from ..schema import MISS, POLICY_NO_CACHE, Row
 
-POLICIES = ("creative", "cross_user", "mutation", "time_sensitive")
+POLICIES = ("creative", "cross_user", "personalized", "mutation", "time_sensitive")
 
 
 def check(row: Row) -> Check:
