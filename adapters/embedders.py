@@ -82,7 +82,8 @@ class MiniLMTorch:
 
         self._model = SentenceTransformer(minilm_model_path(), device="cpu")
         self._batch_size = batch_size
-        self.version = f"all-MiniLM-L6-v2 (sentence-transformers {sentence_transformers.__version__})"
+        st_version = sentence_transformers.__version__
+        self.version = f"all-MiniLM-L6-v2 (sentence-transformers {st_version})"
 
     def encode(self, texts: list[str]) -> np.ndarray:
         vecs = self._model.encode(
@@ -224,18 +225,79 @@ class E5Small:
         return _normalise(vecs)
 
 
+class LocalOnnxEmbedding:
+    """A GPTCache-style ONNX sentence encoder loaded from a local directory.
+
+    Selected with ``get_embedder("onnx-dir:/path")``. Mirrors
+    ``gptcache.embedding.Onnx`` (tokenise, run ``model.onnx``, mean-pool the
+    first output over the attention mask) without its hub download: the
+    directory must hold ``model.onnx`` and ``tokenizer.json``. Use it to run
+    GPTCache's "onnx-default" configuration when you have the
+    paraphrase-albert-onnx files locally.
+    """
+
+    def __init__(self, model_dir: str | Path, max_tokens: int = 512) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        model_dir = Path(model_dir)
+        onnx_path = model_dir / "model.onnx"
+        tok_path = model_dir / "tokenizer.json"
+        for p in (onnx_path, tok_path):
+            if not p.is_file():
+                raise FileNotFoundError(f"{p} not found (need model.onnx and tokenizer.json)")
+        self._session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        tok = Tokenizer.from_file(str(tok_path))
+        tok.enable_truncation(max_tokens)
+        self._tokenizer = tok
+        self.name = f"onnx:{model_dir.name}"
+        self.version = f"local ONNX model {onnx_path}"
+        self.dim = int(self.encode(["probe"]).shape[1])
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
+        out = []
+        for text in texts:
+            enc = self._tokenizer.encode(text)
+            feeds = {
+                "input_ids": np.array([enc.ids], dtype=np.int64),
+                "attention_mask": np.array([enc.attention_mask], dtype=np.int64),
+                "token_type_ids": np.array([enc.type_ids], dtype=np.int64),
+            }
+            feeds = {k: v for k, v in feeds.items() if k in self._inputs}
+            hidden = self._session.run(None, feeds)[0]
+            mask = feeds["attention_mask"][:, :, None].astype(np.float32)
+            pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
+            out.append(pooled[0])
+        vecs = np.asarray(out, dtype=np.float32)
+        return vecs / np.clip(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12, None)
+
+
 EMBEDDERS: dict[str, type] = {
     MiniLMTorch.name: MiniLMTorch,
     MiniLMOnnx.name: MiniLMOnnx,
     E5Small.name: E5Small,
 }
 
+ONNX_DIR_PREFIX = "onnx-dir:"
 _loaded: dict[str, Any] = {}
 _loaded_lock = threading.Lock()
 
 
 def get_embedder(name: str) -> Embedder:
-    """The process-wide instance of embedder ``name`` (loaded once: loading costs seconds)."""
+    """The process-wide instance of embedder ``name`` (loaded once: loading costs seconds).
+
+    ``name`` is one of :data:`EMBEDDERS` or ``onnx-dir:<directory>`` for a local
+    ONNX sentence encoder (:class:`LocalOnnxEmbedding`).
+    """
+    if name.startswith(ONNX_DIR_PREFIX):
+        with _loaded_lock:
+            if name not in _loaded:
+                _loaded[name] = LocalOnnxEmbedding(name[len(ONNX_DIR_PREFIX) :])
+            local: Embedder = _loaded[name]
+            return local
     if name not in EMBEDDERS:
         raise ValueError(f"unknown embedder {name!r} (expected one of {', '.join(EMBEDDERS)})")
     with _loaded_lock:

@@ -37,8 +37,8 @@ Models are local only (see :mod:`adapters.embedders`); GPTCache's hub-loading
 defaults (``Onnx()``, ``OnnxModelEvaluation()``, ``init_similar_cache()``) are
 never called. GPTCache's "onnx-default" embedding (paraphrase-albert-onnx) and
 its ONNX cross-encoder evaluator (albert-duplicate-onnx) live on a model hub
-and cannot be had offline; ``LocalOnnxEmbedding(model_dir)`` runs any local
-ONNX sentence encoder (``model.onnx`` + ``tokenizer.json``) the same way
+and cannot be had offline; ``embedder="onnx-dir:/path/to/model"`` runs any
+local ONNX sentence encoder (``model.onnx`` + ``tokenizer.json``) the way
 GPTCache's ``Onnx`` does, for users who have such a directory.
 """
 
@@ -49,7 +49,6 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cacheeval.schema import Row, Verdict
@@ -357,52 +356,3 @@ _PROBE_ROW = Row(
     real_world_grounding=None,
     split="test",
 )
-
-
-class LocalOnnxEmbedding:
-    """A GPTCache-style ONNX sentence encoder loaded from a local directory.
-
-    Mirrors ``gptcache.embedding.Onnx`` (tokenise, run ``model.onnx``, mean-pool
-    the first output over the attention mask) without its hub download: the
-    directory must hold ``model.onnx`` and ``tokenizer.json``. Use it to run
-    GPTCache's "onnx-default" configuration when you have the
-    paraphrase-albert-onnx files locally.
-    """
-
-    def __init__(self, model_dir: str | Path, max_tokens: int = 512) -> None:
-        import onnxruntime as ort
-        from tokenizers import Tokenizer
-
-        model_dir = Path(model_dir)
-        onnx_path = model_dir / "model.onnx"
-        tok_path = model_dir / "tokenizer.json"
-        for p in (onnx_path, tok_path):
-            if not p.is_file():
-                raise FileNotFoundError(f"{p} not found (need model.onnx and tokenizer.json)")
-        self._session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
-        self._inputs = {i.name for i in self._session.get_inputs()}
-        tok = Tokenizer.from_file(str(tok_path))
-        tok.enable_truncation(max_tokens)
-        self._tokenizer = tok
-        self.name = f"onnx:{model_dir.name}"
-        self.version = f"local ONNX model {onnx_path}"
-        self.dim = int(self.encode(["probe"]).shape[1])
-
-    def encode(self, texts: list[str]) -> np.ndarray:
-        import numpy as np
-
-        out = []
-        for text in texts:
-            enc = self._tokenizer.encode(text)
-            feeds = {
-                "input_ids": np.array([enc.ids], dtype=np.int64),
-                "attention_mask": np.array([enc.attention_mask], dtype=np.int64),
-                "token_type_ids": np.array([enc.type_ids], dtype=np.int64),
-            }
-            feeds = {k: v for k, v in feeds.items() if k in self._inputs}
-            hidden = self._session.run(None, feeds)[0]
-            mask = feeds["attention_mask"][:, :, None].astype(np.float32)
-            pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
-            out.append(pooled[0])
-        vecs = np.asarray(out, dtype=np.float32)
-        return vecs / np.clip(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12, None)
