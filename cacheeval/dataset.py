@@ -26,7 +26,7 @@ from .schema import (
     derive_binary_label,
 )
 
-ID_PATTERN = re.compile(r"^cb-([a-z_]+)-(\d{4})$")
+ID_PATTERN = re.compile(r"\Acb-([a-z_]+)-([0-9]{4})\Z")
 
 _STR_FIELDS = ("id", "domain", "query_a", "query_b", "split")
 _OPT_STR_FIELDS = (

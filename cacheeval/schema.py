@@ -254,6 +254,8 @@ class Verdict:
             out.append(f"confidence is {type(self.confidence).__name__}, not a number")
         elif math.isnan(self.confidence):
             out.append("confidence is NaN")
+        elif not 0.0 <= self.confidence <= 1.0:
+            out.append(f"confidence {self.confidence!r} is outside [0, 1]")
         if not isinstance(self.tier_used, str):
             out.append(f"tier_used is {type(self.tier_used).__name__}, not str")
         if self.score is not None:

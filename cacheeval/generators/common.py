@@ -55,7 +55,9 @@ def _tokens(text: str) -> set[str]:
     return set(_TOKEN.findall(text.casefold()))
 
 
-def request_text(query: str, context: Sequence[dict[str, str]] | None, system_prompt: str | None) -> str:
+def request_text(
+    query: str, context: Sequence[dict[str, str]] | None, system_prompt: str | None
+) -> str:
     """The whole request as one string: system prompt, prior turns, query."""
     parts = [system_prompt or ""]
     parts += [t["content"] for t in context or ()]

@@ -59,8 +59,8 @@ def check_row(row: Row) -> Check:
     module_name = CHECKERS.get(kind)
     if module_name is None:
         return Check(None, f"no checker for payload kind {kind!r}")
-    module = importlib.import_module(f"{__name__}.{module_name}")
     try:
+        module = importlib.import_module(f"{__name__}.{module_name}")
         result: Check = module.check(row)
     except Exception as e:  # a checker bug must surface as a disagreement, not a crash
         return Check(None, f"checker {kind!r} raised {type(e).__name__}: {e}")

@@ -16,17 +16,26 @@ in its own side's alias set.
 
 from __future__ import annotations
 
-from . import Check
 from ..schema import HIT, MISS, Row
+from . import Check
 from .textnorm import normalize_answer
+
+
+def _string_list(value: object) -> bool:
+    # An empty aliases_a made every row "undecided" with a misleading message,
+    # and a non-string alias crashed normalize_answer.
+    return isinstance(value, list) and bool(value) and all(isinstance(s, str) for s in value)
 
 
 def check(row: Row) -> Check:
     p = row.verification_payload or {}
     aliases_a = p.get("aliases_a")
     aliases_b = p.get("aliases_b")
-    if not isinstance(aliases_a, list) or not isinstance(aliases_b, list) or not aliases_b:
-        return Check(None, "alias_set payload needs non-empty lists aliases_a and aliases_b")
+    if not _string_list(aliases_a) or not _string_list(aliases_b):
+        return Check(
+            None, "alias_set payload needs non-empty lists of strings aliases_a and aliases_b"
+        )
+    assert isinstance(aliases_a, list) and isinstance(aliases_b, list)
     if row.expected_answer_a is None or row.expected_answer_b is None:
         return Check(None, "expected answers are missing")
     norm_a = {normalize_answer(s) for s in aliases_a}

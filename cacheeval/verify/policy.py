@@ -2,7 +2,8 @@
 
 Payload::
 
-    {"kind": "policy", "policy": "creative" | "cross_user" | "personalized" | "mutation" | "time_sensitive",
+    {"kind": "policy",
+     "policy": "creative" | "cross_user" | "personalized" | "mutation" | "time_sensitive",
      "reason": "why this request must not be served from a cache"}
 
 A policy row is MISS whatever the similarity of its two sides. Other keys (e.g.
@@ -13,8 +14,8 @@ policy is a known one, so a mislabelled row surfaces as a disagreement.
 
 from __future__ import annotations
 
-from . import Check
 from ..schema import MISS, POLICY_NO_CACHE, Row
+from . import Check
 
 POLICIES = ("creative", "cross_user", "personalized", "mutation", "time_sensitive")
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import re
 
-from . import Check
 from ..schema import HIT, MISS, Row
+from . import Check
 
 
 def _failed(answer: str, criteria: list[dict[str, str]]) -> list[str]:

@@ -1,0 +1,89 @@
+"""``cacheeval verify``: re-derive every shard row's binary label with its
+checker and report the tier distribution and every disagreement."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+NAME = "verify"
+HELP = (
+    "Re-derive each labelled shard row's HIT/MISS with its verification checker; "
+    "print the tier distribution and every disagreement (exit 1 if any)."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..generators.common import DOMAINS_DIR
+    from ..schema import DOMAINS
+
+    parser.add_argument(
+        "--shards",
+        type=Path,
+        default=DOMAINS_DIR,
+        help="directory of domain shards <domain>.jsonl (default: domains/ of this checkout)",
+    )
+    parser.add_argument(
+        "--domain",
+        action="append",
+        choices=DOMAINS,
+        metavar="DOMAIN",
+        help="only this domain (repeatable; default: every present shard)",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="worker processes for the checkers (default: the CPU count)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from concurrent.futures.process import BrokenProcessPool
+
+    from ..build.shards import read_shards, to_row
+    from ..dataset import row_problem
+    from ..jsonio import JsonlError
+    from ..schema import Row
+    from ..verify.engine import format_report, problems, terminal_progress, verify_rows
+
+    if args.jobs < 1:
+        print(f"verify: --jobs must be >= 1, got {args.jobs}", file=sys.stderr)
+        return 2
+    shards_dir: Path = args.shards
+    try:
+        shards = read_shards(shards_dir, args.domain)
+    except JsonlError as e:
+        print(f"verify: {e}", file=sys.stderr)
+        return 1
+    if not shards:
+        which = f" for {', '.join(args.domain)}" if args.domain else ""
+        print(f"verify: no shards{which} in {shards_dir}", file=sys.stderr)
+        return 1
+    rows: list[Row] = []
+    invalid: list[str] = []
+    for srows in shards.values():
+        for sr in srows:
+            data = sr.data
+            problem = (
+                row_problem({**data, "split": "train"}, require_labels=True)
+                if isinstance(data, dict)
+                else f"expected a JSON object, got {type(data).__name__}"
+            )
+            if problem:
+                invalid.append(f"{sr.where}: {problem}")
+            else:
+                rows.append(to_row(data))
+    try:
+        results = verify_rows(rows, jobs=args.jobs, progress=terminal_progress())
+    except BrokenProcessPool as e:  # a checker killed its worker (e.g. out of memory)
+        print(f"verify: a worker process died ({e}); retry with --jobs 1", file=sys.stderr)
+        return 2
+    print(format_report(results))
+    if invalid:
+        print(f"\ninvalid rows (not verified): {len(invalid)}")
+        for line in invalid:
+            print(f"  {line}")
+    return 1 if invalid or problems(results) else 0

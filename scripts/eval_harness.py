@@ -1,0 +1,62 @@
+"""Run a cache (or a baseline) against the CacheEval benchmark.
+
+The same command as ``cacheeval eval`` (same options, same code)::
+
+    python scripts/eval_harness.py --bench cachebench.jsonl --baseline exact_match --out r.md
+
+and, from the repository root, the library entry points::
+
+    from scripts.eval_harness import evaluate, load_bench, Verdict, Row
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file: import this checkout's cacheeval
+    _ROOT = str(Path(__file__).resolve().parent.parent)
+    if _ROOT not in sys.path:
+        sys.path.insert(0, _ROOT)
+
+from cacheeval.baselines import BASELINES  # noqa: E402
+from cacheeval.commands import eval as _eval_command  # noqa: E402
+from cacheeval.dataset import load_bench  # noqa: E402
+from cacheeval.harness import evaluate, predict, score  # noqa: E402
+from cacheeval.report import Report  # noqa: E402
+from cacheeval.schema import Row, Verdict  # noqa: E402
+
+__all__ = [
+    "BASELINES",
+    "Report",
+    "Row",
+    "Verdict",
+    "build_parser",
+    "evaluate",
+    "load_bench",
+    "main",
+    "predict",
+    "score",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``cacheeval eval`` parser under this script's name."""
+    parser = argparse.ArgumentParser(prog="eval_harness.py", description=_eval_command.HELP)
+    _eval_command.add_arguments(parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _eval_command.run(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""Shared fixtures: the hand-written mini benchmark and a tiny row builder."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import pytest
+
+from cacheeval.dataset import load_bench
+from cacheeval.schema import Row, derive_binary_label
+
+# The suite never reaches a model hub.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+MINI_BENCH = FIXTURES / "mini_bench.jsonl"
+MINI_LABELS = FIXTURES / "mini_test_labels.jsonl"
+
+_BASE = Row(
+    id="cb-qa_factual-0000",
+    domain="qa_factual",
+    subcategory="probe",
+    label="EQUIV",
+    binary_label="HIT",
+    difficulty="easy",
+    query_a="q",
+    query_b="q",
+    context_a=None,
+    context_b=None,
+    system_prompt_a=None,
+    system_prompt_b=None,
+    tools_a=None,
+    tools_b=None,
+    expected_answer_a=None,
+    expected_answer_b=None,
+    rationale=None,
+    verification_method="exact_match",
+    verification_payload=None,
+    construction_method="hand_written",
+    source="tests",
+    real_world_grounding=None,
+    split="train",
+)
+
+
+def make_row(i: int, label: str = "EQUIV", domain: str = "qa_factual", **changes: object) -> Row:
+    """A valid labelled row ``cb-<domain>-<i>`` with ``label`` (binary derived)."""
+    method = str(changes.pop("verification_method", "exact_match"))
+    return dataclasses.replace(
+        _BASE,
+        id=f"cb-{domain}-{i:04d}",
+        domain=domain,
+        label=label,
+        binary_label=derive_binary_label(label, method),
+        verification_method=method,
+        **changes,  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture(scope="session")
+def mini_rows() -> list[Row]:
+    """All 32 fixture rows, hidden test rows merged with their labels."""
+    return load_bench(MINI_BENCH, labels_path=MINI_LABELS)
+
+
+@pytest.fixture(scope="session")
+def public_rows() -> list[Row]:
+    """The fixture as the public sees it (5 test rows without labels)."""
+    return load_bench(MINI_BENCH)

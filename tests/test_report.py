@@ -1,0 +1,200 @@
+"""The report object: hand-counted numbers on the fixture, serialisation,
+JSON Schemas, and the Markdown rendering."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from cacheeval.baselines import AlwaysHit, ExactMatch
+from cacheeval.harness import evaluate, predict
+from cacheeval.jsonio import iter_jsonl
+from cacheeval.predictions import make_header, write_predictions
+from cacheeval.report import Report
+from cacheeval.schema import Row, Verdict
+from tests.conftest import MINI_BENCH, make_row
+
+SCHEMAS = Path(__file__).resolve().parent.parent / "cacheeval" / "schemas"
+
+
+def _validator(name: str) -> jsonschema.Draft202012Validator:
+    schema = json.loads((SCHEMAS / name).read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+@pytest.fixture(scope="module")
+def exact_report(mini_rows: list[Row]) -> Report:
+    return evaluate(ExactMatch(), mini_rows, dataset_path=MINI_BENCH)
+
+
+def test_headline_on_fixture_hand_counted(exact_report: Report) -> None:
+    # exact_match serves the 9 pairs that are identical after case/space folding:
+    # 6 HIT rows (qa_factual-0001/0005, math-0002, conversational-0001,
+    # personalized-0002, multi_turn-0002) and 3 policy rows that must MISS
+    # (tool-0003 mutation, creative-0001, creative-0003). 12 HIT rows, 20 MISS.
+    c = exact_report.confusion
+    assert (c.tp, c.fp, c.fn, c.tn) == (6, 3, 6, 17)
+    h = exact_report.headline
+    assert h.fhr.value == pytest.approx(3 / 20)
+    assert h.recall.value == pytest.approx(6 / 12)
+    assert h.precision.value == pytest.approx(6 / 9)
+    assert h.accuracy.value == pytest.approx(23 / 32)
+    assert h.f1.value == pytest.approx(12 / (12 + 3 + 6))
+    # No ADVERSARIAL pair is verbatim identical (personalized-0001 differs in system prompt).
+    assert (h.adversarial_fhr.numerator, h.adversarial_fhr.denominator) == (0, 9)
+
+
+def test_per_domain_hand_counted(exact_report: Report) -> None:
+    by = {s.key: s for s in exact_report.per_domain}
+    assert list(by)[:3] == ["qa_factual", "qa_open", "math"]  # DOMAINS order
+    # qa_factual: TP 0001+0005, FN 0002, TN 0003+0004 -> F1 = 4/5, FHR 0/2.
+    assert by["qa_factual"].f1.value == pytest.approx(0.8)
+    assert (by["qa_factual"].fhr.numerator, by["qa_factual"].fhr.denominator) == (0, 2)
+    # tool: FP 0003 (mutation), FN 0001, TN 0002+0004 -> FHR 1/3, F1 0.
+    assert by["tool"].fhr.value == pytest.approx(1 / 3)
+    assert by["tool"].f1.value == 0.0
+    # creative: all policy MISS, two identical pairs served -> FHR 2/3, no HIT rows.
+    assert by["creative"].fhr.value == pytest.approx(2 / 3)
+    assert by["creative"].recall.value is None
+
+
+def test_per_label_hand_counted(exact_report: Report) -> None:
+    by = {s.key: s for s in exact_report.per_label}
+    assert list(by) == ["EQUIV", "PARA_SAFE", "RELATED_UNSAFE", "ADVERSARIAL", "UNRELATED"]
+    # Every EQUIV pair is verbatim: all 9 served; its 3 policy rows are false hits.
+    assert (by["EQUIV"].hit_rate.numerator, by["EQUIV"].hit_rate.denominator) == (9, 9)
+    assert by["EQUIV"].fhr.value == 1.0 and by["EQUIV"].fhr.denominator == 3
+    # No PARA_SAFE pair is verbatim.
+    assert by["PARA_SAFE"].hit_rate.value == 0.0
+    assert by["ADVERSARIAL"].fhr.value == 0.0 and by["ADVERSARIAL"].hit_rate.value == 0.0
+    assert by["UNRELATED"].recall.value is None
+
+
+def test_per_difficulty_hand_counted(exact_report: Report) -> None:
+    by = {s.key: s for s in exact_report.per_difficulty}
+    assert list(by) == ["easy", "medium", "hard"]
+    # hard: 12 MISS rows (9 ADVERSARIAL + 3 policy EQUIV), the 3 policy rows served.
+    assert by["hard"].n == 12 and by["hard"].fhr.value == pytest.approx(0.25)
+    assert by["hard"].recall.value is None
+    # easy: its 6 HIT rows are the verbatim pairs, all served; 4 MISS rows, none served.
+    assert by["easy"].recall.value == 1.0
+    assert (by["easy"].fhr.numerator, by["easy"].fhr.denominator) == (0, 4)
+
+
+def test_provenance(exact_report: Report) -> None:
+    p = exact_report.provenance
+    assert p.dataset_path == str(MINI_BENCH)
+    assert p.dataset_sha256 is not None and len(p.dataset_sha256) == 64
+    assert p.schema_version == "1.0" and p.n_rows == 32
+    assert p.cache_name == "exact_match" and p.cache_args == {}
+    assert p.created.endswith("Z") and "T" in p.created
+    assert p.split is None  # rows of three splits, no filter
+    assert p.git_commit is None or len(p.git_commit) == 40
+    assert p.git_dirty in (None, True, False)
+
+
+def test_dict_round_trip(exact_report: Report) -> None:
+    data = exact_report.to_dict()
+    assert next(iter(data)) == "cacheeval_report"
+    assert Report.from_dict(data) == exact_report
+    assert Report.from_dict(json.loads(exact_report.to_json())) == exact_report
+
+
+def test_from_dict_names_the_bad_key(exact_report: Report) -> None:
+    data = exact_report.to_dict()
+    data["headline"]["fhr"]["value"] = "high"
+    with pytest.raises(ValueError, match=r"report\.headline\.fhr\.value"):
+        Report.from_dict(data)
+    data = exact_report.to_dict()
+    del data["latency"]["p99_ms"]
+    with pytest.raises(ValueError, match="p99_ms"):
+        Report.from_dict(data)
+    with pytest.raises(ValueError, match="version"):
+        Report.from_dict({**exact_report.to_dict(), "cacheeval_report": "9.0"})
+
+
+def test_report_validates_against_schema(exact_report: Report, mini_rows: list[Row]) -> None:
+    v = _validator("report.schema.json")
+    v.validate(json.loads(exact_report.to_json()))
+
+    # A report with errors, no threshold-free block and null rates validates too.
+    def flaky(row: Row) -> Verdict:
+        if row.domain == "math":
+            raise RuntimeError("boom")
+        return Verdict(is_hit=False, tier_used="judge")
+
+    odd = evaluate(flaky, mini_rows[:3] + mini_rows[6:9], cache_args={"k": [1, 2]})
+    assert odd.threshold_free is None
+    v.validate(odd.to_dict())
+    bad = exact_report.to_dict()
+    bad["confusion"]["tp"] = -1
+    assert not v.is_valid(bad)
+
+
+def test_predictions_file_validates_against_schema(mini_rows: list[Row], tmp_path: Path) -> None:
+    v = _validator("prediction.schema.json")
+    header_schema = {**v.schema, "$ref": "#/$defs/header"}
+    header_schema.pop("oneOf")
+    row_schema = {**v.schema, "$ref": "#/$defs/prediction"}
+    row_schema.pop("oneOf")
+
+    def sometimes_fails(row: Row) -> Verdict:
+        if row.domain == "code":
+            raise KeyError("missing embedding")
+        return ExactMatch()(row)
+
+    preds = predict(sometimes_fails, mini_rows)
+    path = tmp_path / "p.jsonl"
+    header = make_header(cache_name="x", created="2026-01-01T00:00:00Z", dataset_sha256="0" * 64)
+    write_predictions(path, header, preds)
+    lines = [value for _, value in iter_jsonl(path)]
+    jsonschema.Draft202012Validator(header_schema).validate(lines[0])
+    for line in lines[1:]:
+        jsonschema.Draft202012Validator(row_schema).validate(line)
+        v.validate(line)
+    assert any(line["error"] for line in lines[1:])
+    wrong = dict(lines[1], is_hit=True, error="ValueError: x")
+    assert not jsonschema.Draft202012Validator(row_schema).is_valid(wrong)
+
+
+def test_markdown_has_every_section(exact_report: Report) -> None:
+    md = exact_report.to_markdown()
+    for heading in (
+        "# CacheEval report: exact_match",
+        "## Headline",
+        "## Threshold-free",
+        "## Per domain",
+        "## Per label",
+        "## Per difficulty",
+        "## Latency",
+        "## Cost",
+        "## Verification tiers",
+        "## Errors and timeouts",
+        "## Missing and extra ids",
+    ):
+        assert heading in md
+    h = exact_report.headline
+    # The renderer prints the computed numbers, formatted, with their CIs.
+    assert f"| FHR | {h.fhr.value:.3f} [{h.fhr.ci_low:.3f}, {h.fhr.ci_high:.3f}] | 3/20 |" in md
+    assert "| ADVERSARIAL-FHR | 0.000 [0.000, " in md
+    assert "nearest-rank" in md
+
+
+def test_markdown_shows_null_with_count() -> None:
+    rows = [make_row(1, "EQUIV"), make_row(2, "PARA_SAFE")]  # no MISS rows: FHR 0/0
+    md = evaluate(AlwaysHit(), rows).to_markdown()
+    assert "| FHR | null (0/0) | 0/0 |" in md
+    assert "| ADVERSARIAL-FHR | null (0/0) |" in md
+
+
+def test_markdown_escapes_table_cells(mini_rows: list[Row]) -> None:
+    def piped(row: Row) -> Verdict:
+        raise ValueError("a|b\nsecond line")
+
+    md = evaluate(piped, mini_rows[:2]).to_markdown()
+    assert "ValueError: a\\|b" in md
+    assert "second line" not in md  # only the first line of a message is kept
