@@ -157,7 +157,12 @@ def run_generator(
     parser.add_argument("--sources-dir", type=Path, default=SOURCES_DIR)
     parser.add_argument("--out", type=Path, default=DOMAINS_DIR / f"{domain}.jsonl")
     args = parser.parse_args(argv)
-    rows = generate(args.sources_dir)
+    try:
+        rows = generate(args.sources_dir)
+    except (ValueError, KeyError, OSError) as e:
+        # A fixture error names the file (and line where known); no traceback.
+        print(f"{domain}: cannot generate: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
     write_jsonl(args.out, rows)
     print(f"{domain}: wrote {len(rows)} rows to {args.out}", file=sys.stderr)
     return 0

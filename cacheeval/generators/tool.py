@@ -317,9 +317,11 @@ def _rationale(
     if canon_b is not None:
         def_b = _tool_entry(lib, b.tool_ids, canon_b["name"])["definition"]
     if canon_a is None and canon_b is None:
+        if label not in HIT_LABELS:
+            return f"{qa} gets {_no_call_phrase(a)} and {qb} gets {_no_call_phrase(b)}: {why}."
         if a.no_call == b.no_call == "refusal":
             return f"Neither {qa} nor {qb} can be served by the offered tools, so both get the same refusal: {why}."
-        return f"{qa} and {qb} need no tool: the cached {_no_call_phrase(a)} is what query_b gets, as {why}."
+        return f"{qa} and {qb} need no tool, and the direct reply {_q(a.answer or '')} answers both: {why}."
     if canon_a is None:
         assert canon_b is not None
         return (

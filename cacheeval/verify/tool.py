@@ -70,6 +70,8 @@ instead; see :mod:`cacheeval.verify.policy`.
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -294,14 +296,23 @@ def refusal_text(tools: Sequence[dict[str, Any]] | None) -> str:
     return "I can't do that with the tools available here (" + ", ".join(names) + ")."
 
 
-def schema_errors(args: dict[str, Any], tool: dict[str, Any]) -> list[str]:
-    """JSON-Schema violations of ``args`` under ``tool['parameters']`` (empty when valid)."""
+@functools.lru_cache(maxsize=256)
+def _validator(schema_json: str) -> Any:
+    """A checked validator for one parameters schema (cached: schemas repeat across rows)."""
     import jsonschema
 
-    schema = tool.get("parameters") or {}
+    schema = json.loads(schema_json)
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
-    validator = cls(schema)
+    return cls(schema)
+
+
+def schema_errors(args: dict[str, Any], tool: dict[str, Any]) -> list[str]:
+    """JSON-Schema violations of ``args`` under ``tool['parameters']`` (empty when valid).
+
+    Raises ``jsonschema.SchemaError`` when the parameters are not a valid schema.
+    """
+    validator = _validator(json.dumps(tool.get("parameters") or {}, sort_keys=True))
     return sorted(
         f"{'/'.join(str(p) for p in e.absolute_path) or '<root>'}: {e.message}"
         for e in validator.iter_errors(args)

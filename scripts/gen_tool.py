@@ -1,0 +1,14 @@
+"""Write domains/tool.jsonl: the tool-domain shard (tool calls, tool sets, never-cache policy)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from cacheeval.generators import tool  # noqa: E402
+from cacheeval.generators.common import run_generator  # noqa: E402
+
+if __name__ == "__main__":
+    sys.exit(run_generator("tool", tool.generate))
