@@ -233,6 +233,7 @@ def predict(
         raise ValueError(f"on_error must be 'miss' or 'raise', got {on_error!r}")
     if timeout_ms is not None and not timeout_ms > 0:
         raise ValueError(f"timeout_ms must be > 0, got {timeout_ms}")
+    rows = list(rows)  # a generator would be consumed by prepare() or len()
     bound = bind_cache(cache)
     failed = False
     try:
@@ -380,6 +381,7 @@ def score(
     duplicate ids. ``hidden_rows_skipped`` is recorded in the provenance (the
     command line leaves hidden test rows out when it has no labels for them).
     """
+    rows = list(rows)
     require_labels(rows)
     by_id: dict[str, Prediction] = {}
     for p in predictions:
@@ -448,6 +450,7 @@ def evaluate(
     """:func:`predict` then :func:`score`. Labels are checked before the cache
     runs, so a hidden test split fails fast. ``cache_name`` defaults to
     :func:`cache_name_of`; ``split``/``domains`` record the row filters."""
+    rows = list(rows)
     require_labels(rows)
     args = _json_args(cache_args)
     prices = cost_table(cache)

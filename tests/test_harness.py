@@ -466,3 +466,28 @@ def test_load_cache_errors(
         module = str(path)
     with pytest.raises(CacheLoadError, match=fragment.replace("(", r"\(")):
         load_cache(module, cls, kwargs)
+
+
+# --- progress -------------------------------------------------------------------------
+
+
+def test_progress_only_on_a_terminal() -> None:
+    import io
+
+    from cacheeval.progress import TerminalProgress, format_eta, terminal_progress
+
+    assert terminal_progress(io.StringIO()) is None  # not a tty: no output at all
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Tty()
+    bar = terminal_progress(stream)
+    assert isinstance(bar, TerminalProgress)
+    bar(1, 4)
+    bar(4, 4)  # the last row is always drawn and ends the line
+    text = stream.getvalue()
+    assert text.startswith("\r1/4 rows  ") and "rows/s  ETA " in text
+    assert "\r4/4 rows  " in text and text.endswith("ETA 0:00:00\n")
+    assert format_eta(3725.4) == "1:02:05"

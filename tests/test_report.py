@@ -198,3 +198,16 @@ def test_markdown_escapes_table_cells(mini_rows: list[Row]) -> None:
     md = evaluate(piped, mini_rows[:2]).to_markdown()
     assert "ValueError: a\\|b" in md
     assert "second line" not in md  # only the first line of a message is kept
+
+
+def test_git_info(tmp_path: Path) -> None:
+    from cacheeval.gitinfo import read_git_info
+    from tests.conftest import REPO_ROOT
+
+    assert read_git_info(tmp_path) == read_git_info(tmp_path / "missing")
+    outside = read_git_info(tmp_path)
+    assert outside.commit is None and outside.dirty is None
+    inside = read_git_info(REPO_ROOT)
+    if inside.commit is not None:  # the suite may run from an exported tree
+        assert len(inside.commit) == 40 and int(inside.commit, 16) >= 0
+        assert isinstance(inside.dirty, bool)

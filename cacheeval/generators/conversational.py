@@ -60,7 +60,7 @@ from ..schema import (
     Row,
 )
 from ..verify import check_row
-from .common import REPO_ROOT, load_source, make_row, number_rows, source_ref
+from .common import REPO_ROOT, make_row, number_rows, source_ref
 
 DOMAIN = "conversational"
 
@@ -220,9 +220,8 @@ class FixtureText:
         try:
             return json.loads(self.text)
         except json.JSONDecodeError as e:
-            raise FixtureError(
-                f"{display_path(self.path)}:{e.lineno}: not valid JSON ({e.msg} at column {e.colno})"
-            ) from None
+            where = f"{display_path(self.path)}:{e.lineno}"
+            raise FixtureError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from None
 
     def find(self, needles: tuple[str, ...], start: int = 0) -> int:
         """Offset of the last of ``needles`` (JSON-quoted) found one after another
@@ -334,7 +333,12 @@ class Family:
 def _phrasing(fx: FixtureText, fam: str, req: str, key: str, value: Any) -> Phrasing:
     where = (fam, "requests", req, "phrasings", key)
     if key == "base":
-        expect(fx, isinstance(value, str) and bool(value.strip()), "base must be a non-empty string", *where)
+        expect(
+            fx,
+            isinstance(value, str) and bool(value.strip()),
+            "base must be a non-empty string",
+            *where,
+        )
         return Phrasing(value, None)
     ok = (
         isinstance(value, list)
@@ -357,13 +361,17 @@ def _request(fx: FixtureText, fam: str, key: str, data: Any) -> Request:
         )
     crit = data.get("criteria")
     ok = isinstance(crit, list) and len(crit) == 3
-    ok = ok and all(isinstance(c, list) and len(c) == 2 and all(isinstance(s, str) for s in c) for c in crit)
+    ok = ok and all(
+        isinstance(c, list) and len(c) == 2 and all(isinstance(s, str) for s in c) for c in crit
+    )
     expect(fx, ok, f"request {key!r} needs exactly three [criterion, pattern] criteria", *where)
     for _, pattern in crit:
         try:
             re.compile(pattern)
         except re.error as e:
-            raise fx.error(f"bad pattern {pattern!r} in request {key!r}: {e}", *where, pattern) from None
+            raise fx.error(
+                f"bad pattern {pattern!r} in request {key!r}: {e}", *where, pattern
+            ) from None
     phr = data.get("phrasings")
     expect(
         fx,
@@ -385,7 +393,11 @@ def load_families(fixture_dir: Path) -> list[Family]:
     for path in files:
         fx = FixtureText(path)
         data = fx.load()
-        expect(fx, isinstance(data, dict) and isinstance(data.get("families"), dict), "top level needs 'families'")
+        expect(
+            fx,
+            isinstance(data, dict) and isinstance(data.get("families"), dict),
+            "top level needs 'families'",
+        )
         for fam, body in data["families"].items():
             expect(fx, fam not in seen, f"family {fam!r} already defined in {seen.get(fam)}", fam)
             seen[fam] = display_path(path)
@@ -404,7 +416,11 @@ def load_families(fixture_dir: Path) -> list[Family]:
             offsets = fx.row_offsets(fam, rows)
             specs = []
             for spec, off in zip(rows, offsets, strict=True):
-                ok = isinstance(spec, list) and len(spec) == 4 and all(isinstance(s, str) for s in spec)
+                ok = (
+                    isinstance(spec, list)
+                    and len(spec) == 4
+                    and all(isinstance(s, str) for s in spec)
+                )
                 if not ok:
                     raise fx.error("row must be [label, subcategory, ref_a, ref_b]", offset=off)
                 specs.append(RowSpec(spec[0], spec[1], spec[2], spec[3], off))
@@ -449,11 +465,15 @@ def _rationale(spec: RowSpec, ra: Request, rb: Request, pa: Phrasing, pb: Phrasi
     if spec.label in HIT_LABELS:
         change = "surface change" if spec.label == EQUIV else "rewording"
         return (
-            f"Both sides ask for {ra.gist}, and {_hit_difference(pa, pb)}; that {change} "
-            f"leaves the advice unchanged, so the cached reply meets all three of query_b's criteria."
+            f"Both sides ask for {ra.gist}, and {_hit_difference(pa, pb)}; that {change} leaves "
+            f"the advice unchanged, so the cached reply meets all three of query_b's criteria."
         )
     missed = _failed(ra.answer, rb)
-    miss = f"the cached reply fails query_b's criterion '{missed[0]}'" if missed else "no criterion fails"
+    miss = (
+        f"the cached reply fails query_b's criterion '{missed[0]}'"
+        if missed
+        else "no criterion fails"
+    )
     if spec.label == ADVERSARIAL:
         return (
             f"A minimal edit ({word_changes(pa.text, pb.text)}) turns a request for {ra.gist} "
@@ -465,7 +485,10 @@ def _rationale(spec: RowSpec, ra: Request, rb: Request, pa: Phrasing, pb: Phrasi
             f"Query_b ({quoted}) stays on query_a's topic but wants {rb.gist} "
             f"rather than {ra.gist}; {miss}."
         )
-    return f"Query_a wants {ra.gist} while query_b ({quoted}) wants {rb.gist}, an unrelated request; {miss}."
+    return (
+        f"Query_a wants {ra.gist} while query_b ({quoted}) wants {rb.gist}, "
+        f"an unrelated request; {miss}."
+    )
 
 
 def _build(spec: RowSpec, home: Family, by_key: dict[str, Family]) -> dict[str, Any]:
@@ -539,13 +562,21 @@ def check_rows(
                 f"{verdict.binary}: {verdict.detail}",
                 offset=off,
             )
-        side_a = tuple(json.dumps(r[f"{k}_a"], ensure_ascii=False) for k in ("query", "context", "system_prompt", "tools"))
-        side_b = tuple(json.dumps(r[f"{k}_b"], ensure_ascii=False) for k in ("query", "context", "system_prompt", "tools"))
+        side_a = tuple(
+            json.dumps(r[f"{k}_a"], ensure_ascii=False)
+            for k in ("query", "context", "system_prompt", "tools")
+        )
+        side_b = tuple(
+            json.dumps(r[f"{k}_b"], ensure_ascii=False)
+            for k in ("query", "context", "system_prompt", "tools")
+        )
         if side_a == side_b:
             raise fx.error(f"row {r['id']} has identical sides", offset=off)
         key = tuple(sorted((side_a, side_b)))
         if key in seen_pairs:
-            raise fx.error(f"row {r['id']} repeats the pair of row {seen_pairs[key] + 1}", offset=off)
+            raise fx.error(
+                f"row {r['id']} repeats the pair of row {seen_pairs[key] + 1}", offset=off
+            )
         seen_pairs[key] = i
         for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z])", r["rationale"]):
             if sentence in sentences:

@@ -271,7 +271,12 @@ def _nonempty(value: Any) -> bool:
 
 
 def _version(fx: FixtureText, where: tuple[str, ...], lang: str, data: Any) -> Version:
-    expect(fx, lang in LANGUAGES, f"unknown language code {lang!r} (known: {', '.join(LANGUAGES)})", *where)
+    expect(
+        fx,
+        lang in LANGUAGES,
+        f"unknown language code {lang!r} (known: {', '.join(LANGUAGES)})",
+        *where,
+    )
     expect(fx, isinstance(data, dict), f"language {lang!r} must be an object", *where)
     answers = data.get("answers")
     expect(
@@ -281,7 +286,12 @@ def _version(fx: FixtureText, where: tuple[str, ...], lang: str, data: Any) -> V
         *where,
     )
     phr = data.get("phrasings")
-    expect(fx, isinstance(phr, dict) and _nonempty(phr.get("base")), f"language {lang!r} needs a base phrasing", *where)
+    expect(
+        fx,
+        isinstance(phr, dict) and _nonempty(phr.get("base")),
+        f"language {lang!r} needs a base phrasing",
+        *where,
+    )
     phrasings: dict[str, Phrasing] = {}
     for key, value in phr.items():
         if key == "base":
@@ -303,25 +313,44 @@ def load_families(fixture_dir: Path) -> list[Family]:
     for path in files:
         fx = FixtureText(path)
         data = fx.load()
-        expect(fx, isinstance(data, dict) and isinstance(data.get("families"), dict), "top level needs 'families'")
+        expect(
+            fx,
+            isinstance(data, dict) and isinstance(data.get("families"), dict),
+            "top level needs 'families'",
+        )
         for fam, body in data["families"].items():
             expect(fx, fam not in seen, f"family {fam!r} already defined in {seen.get(fam)}", fam)
             seen[fam] = display_path(path)
-            expect(fx, isinstance(body, dict) and _nonempty(body.get("grounding")), f"family {fam!r} needs a grounding", fam)
+            expect(
+                fx,
+                isinstance(body, dict) and _nonempty(body.get("grounding")),
+                f"family {fam!r} needs a grounding",
+                fam,
+            )
             qs = body.get("questions")
             expect(fx, isinstance(qs, dict) and bool(qs), f"family {fam!r} needs questions", fam)
             questions: dict[str, Question] = {}
             for qkey, q in qs.items():
                 where = (fam, "questions", qkey)
-                ok = isinstance(q, dict) and _nonempty(q.get("gist")) and isinstance(q.get("langs"), dict)
+                ok = (
+                    isinstance(q, dict)
+                    and _nonempty(q.get("gist"))
+                    and isinstance(q.get("langs"), dict)
+                )
                 expect(fx, ok, f"question {qkey!r} needs a gist and langs", *where)
-                langs = {lang: _version(fx, (*where, lang), lang, v) for lang, v in q["langs"].items()}
+                langs = {
+                    lang: _version(fx, (*where, lang), lang, v) for lang, v in q["langs"].items()
+                }
                 questions[qkey] = Question(qkey, q["gist"], langs)
             rows = body.get("rows")
             expect(fx, isinstance(rows, list) and bool(rows), f"family {fam!r} needs rows", fam)
             specs = []
             for spec, off in zip(rows, fx.row_offsets(fam, rows), strict=True):
-                ok = isinstance(spec, list) and len(spec) == 4 and all(isinstance(s, str) for s in spec)
+                ok = (
+                    isinstance(spec, list)
+                    and len(spec) == 4
+                    and all(isinstance(s, str) for s in spec)
+                )
                 if not ok:
                     raise fx.error("row must be [label, subcategory, ref_a, ref_b]", offset=off)
                 specs.append(RowSpec(spec[0], spec[1], spec[2], spec[3], off))
@@ -352,7 +381,9 @@ def _resolve(ref: str, home: Family, by_key: dict[str, Family], spec: RowSpec) -
         raise home.fx.error(f"unknown family {fam_key!r} in reference {ref!r}", offset=spec.offset)
     parts = local.split(".")
     if len(parts) != 3:
-        raise home.fx.error(f"reference {ref!r} must be <question>.<lang>.<phrasing>", offset=spec.offset)
+        raise home.fx.error(
+            f"reference {ref!r} must be <question>.<lang>.<phrasing>", offset=spec.offset
+        )
     q = fam.questions.get(parts[0])
     v = q.langs.get(parts[1]) if q else None
     p = v.phrasings.get(parts[2]) if v else None
@@ -378,6 +409,11 @@ def edit_description(a: str, b: str, unspaced: bool) -> str:
     return ", ".join(parts[:2] + (["more"] if len(parts) > 2 else [])) or "no visible change"
 
 
+def _an(word: str) -> str:
+    """``word`` with its indefinite article (an English, a Spanish)."""
+    return f"{'an' if word[:1] in 'AEIOU' else 'a'} {word}"
+
+
 def _rationale(spec: RowSpec, sa: _Side, sb: _Side) -> str:
     lang_a, lang_b = sa.lang_name, sb.lang_name
     if spec.label in HIT_LABELS:
@@ -387,13 +423,17 @@ def _rationale(spec: RowSpec, sa: _Side, sb: _Side) -> str:
         else:
             diff = f"query_b {pb.note}" if pb.note else f"query_a {pa.note}"
         return (
-            f"Both sides ask for {sa.question.gist} and want a {lang_a} answer; {diff}, "
+            f"Both sides ask for {sa.question.gist} and want {_an(lang_a)} answer; {diff}, "
             f'so the cached "{sa.answer}" is an accepted answer to query_b.'
         )
     if spec.label == ADVERSARIAL and sa.question is sb.question:
-        how = f"query_b {sb.phrasing.note}" if sb.phrasing.note else f"query_b is the {lang_b} version"
+        how = (
+            f"query_b {sb.phrasing.note}"
+            if sb.phrasing.note
+            else f"query_b is the {lang_b} version"
+        )
         return (
-            f"Both sides ask for {sa.question.gist}, but query_a wants a {lang_a} answer and "
+            f"Both sides ask for {sa.question.gist}, but query_a wants {_an(lang_a)} answer and "
             f'{how}; the cached "{sa.answer}" would come back in the wrong language '
             f'(query_b expects "{sb.answer}").'
         )
@@ -408,12 +448,13 @@ def _rationale(spec: RowSpec, sa: _Side, sb: _Side) -> str:
     langs = f"both in {lang_a}" if lang_a == lang_b else f"{lang_a} then {lang_b}"
     if spec.label == RELATED_UNSAFE:
         return (
-            f"Query_b ({quoted}) stays with {sa.question.gist} but asks for {sb.question.gist} "
+            f"Query_b ({quoted}) asks for {sb.question.gist} instead of {sa.question.gist} "
             f'({langs}); the cached "{sa.answer}" does not answer it.'
         )
     return (
         f"Query_a asks for {sa.question.gist} while query_b ({quoted}) asks for "
-        f'{sb.question.gist} ({langs}), an unrelated question; the cached "{sa.answer}" is no answer to it.'
+        f"{sb.question.gist} ({langs}), an unrelated question; "
+        f'the cached "{sa.answer}" is no answer to it.'
     )
 
 
@@ -436,9 +477,11 @@ def _build(spec: RowSpec, home: Family, by_key: dict[str, Family]) -> dict[str, 
     same_q = sa.family is sb.family and sa.question is sb.question
     same_l = sa.version.lang == sb.version.lang
     if (q_rel == _SAME_Q) != same_q:
-        raise fail(f"{spec.subcategory} needs {'the same question' if q_rel == _SAME_Q else 'two questions'}")
+        want = "the same question" if q_rel == _SAME_Q else "two different questions"
+        raise fail(f"{spec.subcategory} needs {want}")
     if (l_rel == _SAME_L) != same_l:
-        raise fail(f"{spec.subcategory} needs {'one answer language' if l_rel == _SAME_L else 'two answer languages'}")
+        want = "one answer language" if l_rel == _SAME_L else "two answer languages"
+        raise fail(f"{spec.subcategory} needs {want}")
     if spec.label == UNRELATED and sb.family is home:
         raise fail("an UNRELATED row must take query_b from another family")
     if spec.label in (RELATED_UNSAFE, ADVERSARIAL) and sb.family is not home:
