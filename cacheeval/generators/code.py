@@ -302,9 +302,12 @@ def build_verification(
 
 
 def generate(sources_dir: Path) -> list[dict[str, Any]]:
-    """The code shard: every authored row, checked, shuffled with a fixed seed, numbered."""
+    """The code shard: every authored row, checked, shuffled with a fixed seed, numbered.
+
+    All fixture checks (unknown requests, identical sides, repeated pairs or
+    rationales, label counts against MATRIX) run before any row is built.
+    """
     tasks, requests, specs = load_fixtures(sources_dir)
-    rows: list[dict[str, Any]] = []
     seen_pairs: dict[frozenset[str], str] = {}
     seen_rationales: dict[str, str] = {}
     for s in specs:
@@ -312,16 +315,27 @@ def generate(sources_dir: Path) -> list[dict[str, Any]]:
         for side in (s.a, s.b):
             if side not in requests:
                 raise FixtureError(f"{at}: family {s.family!r} names unknown request {side!r}")
-        req_a, req_b = requests[s.a], requests[s.b]
-        if req_a.text == req_b.text:
+        text_a, text_b = requests[s.a].text, requests[s.b].text
+        if text_a == text_b:
             raise FixtureError(f"{at}: requests {s.a!r} and {s.b!r} have identical text")
-        pair = frozenset((req_a.text, req_b.text))
+        pair = frozenset((text_a, text_b))
         if pair in seen_pairs:
             raise FixtureError(f"{at}: pair {s.a!r}/{s.b!r} repeats a pair at {seen_pairs[pair]}")
         seen_pairs[pair] = at
         if s.rationale in seen_rationales:
             raise FixtureError(f"{at}: rationale repeats the one at {seen_rationales[s.rationale]}")
         seen_rationales[s.rationale] = at
+    counts = Counter(s.label for s in specs)
+    want = dict(zip(LABELS, MATRIX[DOMAIN], strict=True))
+    got = {label: counts.get(label, 0) for label in LABELS}
+    if got != want:
+        raise FixtureError(
+            f"{sources_dir / DOMAIN}:1: label counts {got} differ from MATRIX {want}"
+        )
+
+    rows: list[dict[str, Any]] = []
+    for s in specs:
+        req_a, req_b = requests[s.a], requests[s.b]
         task_a, task_b = tasks[req_a.task], tasks[req_b.task]
         method, payload = build_verification(req_a, req_b, task_a, task_b)
         rows.append(
@@ -341,13 +355,6 @@ def generate(sources_dir: Path) -> list[dict[str, Any]]:
                 source=source_ref(s.path, s.family),
                 real_world_grounding=s.grounding,
             )
-        )
-    counts = Counter(r["label"] for r in rows)
-    want = dict(zip(LABELS, MATRIX[DOMAIN], strict=True))
-    got = {label: counts.get(label, 0) for label in LABELS}
-    if got != want:
-        raise FixtureError(
-            f"{sources_dir / DOMAIN}:1: label counts {got} differ from MATRIX {want}"
         )
     rng(DOMAIN, "row-order").shuffle(rows)
     return number_rows(DOMAIN, rows)

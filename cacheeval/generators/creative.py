@@ -179,7 +179,9 @@ class Family:
     path: Path
 
 
-def _variants(fx: Fixture, item: dict[str, Any], field: str, *, output: bool) -> tuple[Variant, ...]:
+def _variants(
+    fx: Fixture, item: dict[str, Any], field: str, *, output: bool
+) -> tuple[Variant, ...]:
     out = []
     for n, v in enumerate(req_list(fx, item, field)):
         where = f"{field}[{n}]"
@@ -248,8 +250,13 @@ def _all_variants(fam: Family) -> Iterator[Variant]:
 _POLICY_REASON = {
     EQUIV: "the same creative request asked again expects a newly written {form}, not a replay",
     PARA_SAFE: "a reworded request for a {form} still expects a fresh piece of writing",
-    RELATED_UNSAFE: "creative output is never served from cache; here the {form} would also be wrong",
-    ADVERSARIAL: "creative output is never served from cache; the edited request also needs a different {form}",
+    RELATED_UNSAFE: (
+        "creative output is never served from cache; here the {form} would also be wrong"
+    ),
+    ADVERSARIAL: (
+        "creative output is never served from cache; "
+        "the edited request also needs a different {form}"
+    ),
     UNRELATED: "creative output is never served from cache, and these requests are unrelated",
 }
 
@@ -290,7 +297,8 @@ def _rationale(label: str, fam: Family, v: Variant | None, other: Family | None)
         assert v is not None
         return (
             f"Both sides share the theme of {fam.what}, but one {v.note}, so the right output "
-            f"differs materially, and the creative policy would refuse the cached {fam.form} anyway."
+            f"differs materially, and the creative policy would refuse the cached {fam.form} "
+            "anyway."
         )
     if label == ADVERSARIAL:
         assert v is not None

@@ -102,9 +102,7 @@ def _users(fx: Fixture, item: dict[str, Any]) -> tuple[dict[str, str], dict[str,
     if len(users) != 2:
         raise fx.error(item["key"], "field 'users' must hold exactly two profiles")
     for n, u in enumerate(users):
-        if not isinstance(u, dict) or not all(
-            isinstance(v, str) and v.strip() for v in u.values()
-        ):
+        if not isinstance(u, dict) or not all(isinstance(v, str) and v.strip() for v in u.values()):
             raise fx.error(item["key"], f"users[{n}] must map slot names to non-empty strings")
         sub_str(fx, item["key"], u, "name", f"users[{n}]")
     if users[0] == users[1]:
@@ -144,7 +142,9 @@ def load_families(sources_dir: Path) -> list[Family]:
     for fam in families:
         for partner in fam.unrelated_with:
             if partner not in seen or partner == fam.key:
-                raise seen[fam.key].error(fam.key, f"unrelated_with names unknown family {partner!r}")
+                raise seen[fam.key].error(
+                    fam.key, f"unrelated_with names unknown family {partner!r}"
+                )
     return families
 
 
@@ -214,7 +214,10 @@ def _row(
     if same:
         reason = f"the answer quotes {names[0]}'s private profile data, so it is not shared"
     else:
-        reason = f"{names[0]} and {names[1]} are different users; one's answer must never reach the other"
+        reason = (
+            f"{names[0]} and {names[1]} are different users; "
+            "one's answer must never reach the other"
+        )
     return make_row(
         id=f"cb-{DOMAIN}-0000",
         domain=DOMAIN,
@@ -240,7 +243,11 @@ def family_rows(fam: Family, by_key: dict[str, Family]) -> list[dict[str, Any]]:
     r = rng(DOMAIN, fam.key, "users")
     k = r.randrange(2)
     # EQUIV and PARA_SAFE use different profiles, so both users appear in rows of every label.
-    picks = {EQUIV: fam.users[k], PARA_SAFE: fam.users[1 - k], RELATED_UNSAFE: fam.users[r.randrange(2)]}
+    picks = {
+        EQUIV: fam.users[k],
+        PARA_SAFE: fam.users[1 - k],
+        RELATED_UNSAFE: fam.users[r.randrange(2)],
+    }
     tail = {lab: f"{fam.grounding}; {t}." for lab, t in _GROUNDING_TAIL.items()}
     rows = []
     for label, q, sub in (
@@ -271,9 +278,7 @@ def family_rows(fam: Family, by_key: dict[str, Family]) -> list[dict[str, Any]]:
                 f"to {q.note}, so the answers differ ({base[2]!r} versus {other[2]!r}), and both "
                 f"read private data that is never cached."
             )
-        rows.append(
-            _row(label, fam, sub, (base, other), (name, name), q.text, why, tail[label])
-        )
+        rows.append(_row(label, fam, sub, (base, other), (name, name), q.text, why, tail[label]))
 
     u0, u1 = fam.users
     s0, s1 = _side(fam, u0, fam.base), _side(fam, u1, fam.base)
@@ -287,8 +292,16 @@ def family_rows(fam: Family, by_key: dict[str, Family]) -> list[dict[str, Any]]:
         f"profile's answer to the other."
     )
     rows.append(
-        _row(ADVERSARIAL, fam, fam.adv_axis, (s0, s1), (u0["name"], u1["name"]), "adv", why,
-             tail[ADVERSARIAL])
+        _row(
+            ADVERSARIAL,
+            fam,
+            fam.adv_axis,
+            (s0, s1),
+            (u0["name"], u1["name"]),
+            "adv",
+            why,
+            tail[ADVERSARIAL],
+        )
     )
 
     for partner in fam.unrelated_with:
@@ -296,7 +309,8 @@ def family_rows(fam: Family, by_key: dict[str, Family]) -> list[dict[str, Any]]:
         ua, ub = fam.users[0], other_fam.users[1]
         why = (
             f"{ua['name']} asks about {fam.topic} and {ub['name']} about {other_fam.topic}: "
-            f"different users with unrelated requests, and neither personalised answer may be cached."
+            "different users with unrelated requests, and neither personalised answer may be "
+            "cached."
         )
         grounding = f"{fam.grounding}; {other_fam.grounding[0].lower()}{other_fam.grounding[1:]}."
         rows.append(

@@ -131,6 +131,16 @@ def _fail(path: Path, needle: str, message: str) -> FixtureError:
     return FixtureError(f"{path}:{_line_of(path, needle)}: {message}")
 
 
+def _source(path: Path, key: str) -> str:
+    """``source`` of a row: the fixture's repo path plus the family key. Fixtures
+    read from elsewhere (``--sources-dir``) are named by their place in the repo
+    layout, ``sources/tool/<file>``."""
+    try:
+        return source_ref(path, key)
+    except ValueError:
+        return f"sources/{DOMAIN}/{path.name}#{key}"
+
+
 def _load(path: Path) -> Any:
     try:
         return load_source(path)
@@ -221,9 +231,13 @@ def _variant_side(lib: Library, base: Side, v: dict[str, Any], where: Where) -> 
     if not isinstance(v.get("q"), str) or not v["q"]:
         raise _fail(where.path, where.key, f"{where.key}: a variant has no q")
     if v.get("label") not in LABELS or v["label"] == UNRELATED:
-        raise _fail(where.path, needle, f"{where.key}: variant label {v.get('label')!r} is not a pair label")
+        raise _fail(
+            where.path, needle, f"{where.key}: variant label {v.get('label')!r} is not a pair label"
+        )
     if v.get("sub") not in lib.axes:
-        raise _fail(where.path, needle, f"{where.key}: subcategory {v.get('sub')!r} is not in axes.json")
+        raise _fail(
+            where.path, needle, f"{where.key}: subcategory {v.get('sub')!r} is not in axes.json"
+        )
     call: dict[str, Any] | None
     if "call" in v:
         call = v["call"]
@@ -252,10 +266,16 @@ def _answer(lib: Library, side: Side, where: Where) -> tuple[str, dict[str, Any]
             return toolcheck.refusal_text(tools), None
         if side.no_call == "direct" and isinstance(side.answer, str) and side.answer:
             return side.answer, None
-        raise _fail(where.path, side.query, f"{where.key}: a null call needs no_call refusal, or direct + answer")
+        raise _fail(
+            where.path,
+            side.query,
+            f"{where.key}: a null call needs no_call refusal, or direct + answer",
+        )
     canon, why = toolcheck.valid_canonical(side.call, tools)
     if canon is None:
-        raise _fail(where.path, side.query, f"{where.key}: call for {side.query!r} is invalid: {why}")
+        raise _fail(
+            where.path, side.query, f"{where.key}: call for {side.query!r} is invalid: {why}"
+        )
     return toolcheck.render_call(canon), canon
 
 
@@ -390,7 +410,9 @@ def _build_row(
         name = next(p[1] for p in policies if p[0] == kind)
         entry = _tool_entry(lib, b.tool_ids if _policy_of(lib, b) else a.tool_ids, name)
         policy_q = b.query if _policy_of(lib, b) else a.query
-        rationale += f" Besides, {name} {entry['effect']}, so {_q(policy_q)} is never answered from a cache."
+        rationale += (
+            f" Besides, {name} {entry['effect']}, so {_q(policy_q)} is never answered from a cache."
+        )
         method = POLICY_NO_CACHE
         payload = {
             "kind": "policy",
@@ -444,7 +466,9 @@ def _self_check(row: dict[str, Any], label: str, where: Where, needle: str) -> N
     got = toolcheck.check(Row.from_dict(data))
     want = HIT if label in HIT_LABELS else MISS
     if got.binary != want:
-        raise _fail(where.path, needle, f"{where.key}: {label} row checks as {got.binary} ({got.detail})")
+        raise _fail(
+            where.path, needle, f"{where.key}: {label} row checks as {got.binary} ({got.detail})"
+        )
 
 
 def _oriented(a: Side, b: Side, *seed: str | int) -> tuple[Side, Side]:
@@ -467,7 +491,7 @@ def generate(sources_dir: Path) -> list[dict[str, Any]]:
             where = Where(path, key)
             base = _base_side(lib, fam, where)
             families[key] = (fam, where, base)
-            source = source_ref(path, key)
+            source = _source(path, key)
             for i, v in enumerate(fam.get("variants", [])):
                 other = _variant_side(lib, base, v, where)
                 a, b = _oriented(base, other, key, i)
@@ -534,7 +558,7 @@ def _unrelated_rows(
                 b=b,
                 why=lib.axes["cross_intent"]["why"],
                 construction=CONSTRUCTION[UNRELATED],
-                source=source_ref(where_b.path, where_b.key),
+                source=_source(where_b.path, where_b.key),
                 where=Where(path, str(pair)),
                 seed=("unrelated", j),
             )
@@ -557,6 +581,7 @@ def _check_unique(rows: list[dict[str, Any]]) -> None:
             )
         seen[key] = i
         if r["rationale"] in rationales:
-            raise FixtureError(f"{r['source']}: rows {rationales[r['rationale']] + 1} and {i + 1} share a rationale")
+            raise FixtureError(
+                f"{r['source']}: rows {rationales[r['rationale']] + 1} and {i + 1} share a rationale"
+            )
         rationales[r["rationale"]] = i
-

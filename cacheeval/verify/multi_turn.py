@@ -46,8 +46,8 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
-from . import Check
 from ..schema import HIT, MISS, Row
+from . import Check
 from .textnorm import normalize_answer
 
 METHODS = ("exact_match", "rubric")

@@ -77,9 +77,9 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
-from . import Check
 from ..jsonio import dumps
 from ..schema import HIT, MISS, Row
+from . import Check
 
 METHODS = ("json_schema", "canonical_tool_call")
 NO_CALL_KINDS = ("refusal", "direct")
@@ -228,9 +228,7 @@ def _canonical_object(obj: dict[str, Any], schema: dict[str, Any]) -> dict[str, 
     for key, prop in props.items():
         if key not in filled and isinstance(prop, dict) and "default" in prop:
             filled[key] = prop["default"]
-    out = {
-        key: canonical_value(filled[key], props.get(key) or {}) for key in sorted(filled)
-    }
+    out = {key: canonical_value(filled[key], props.get(key) or {}) for key in sorted(filled)}
     return _base_unit(out, props)
 
 
@@ -347,9 +345,7 @@ def _answer_key(text: str) -> str:
     return free_text(text)
 
 
-def _side(
-    row: Row, p: dict[str, Any], side: str
-) -> tuple[dict[str, Any] | None, str | None]:
+def _side(row: Row, p: dict[str, Any], side: str) -> tuple[dict[str, Any] | None, str | None]:
     """(canonical call or None, problem or None) for one side."""
     call = p.get(f"call_{side}")
     tools = getattr(row, f"tools_{side}")
@@ -392,7 +388,9 @@ def check(row: Row) -> Check:
         which = "query_a" if canon_a is None else "query_b"
         return Check(MISS, f"{which} needs no tool call while the other side does")
     if canon_a != canon_b:
-        return Check(MISS, f"canonical calls differ: {render_call(canon_a)} vs {render_call(canon_b)}")
+        return Check(
+            MISS, f"canonical calls differ: {render_call(canon_a)} vs {render_call(canon_b)}"
+        )
     under_b, why = valid_canonical(p["call_a"], row.tools_b)
     if under_b is None:
         return Check(MISS, f"the cached call is not valid for query_b's tools: {why}")

@@ -1,0 +1,43 @@
+"""Grade the three baselines on every labelled row and write reports/baseline_<name>.{md,json}.
+
+The test split's labels come from the git-ignored private/test_labels.jsonl that
+`python scripts/assemble.py` writes.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from cacheeval.baselines import BASELINES, make_baseline  # noqa: E402
+from cacheeval.dataset import load_bench  # noqa: E402
+from cacheeval.harness import evaluate  # noqa: E402
+from cacheeval.jsonio import write_bytes_atomic  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--bench", type=Path, default=REPO / "cachebench.jsonl")
+    parser.add_argument("--labels", type=Path, default=REPO / "private" / "test_labels.jsonl")
+    parser.add_argument("--out-dir", type=Path, default=REPO / "reports")
+    args = parser.parse_args()
+    if not args.labels.exists():
+        print(
+            f"error: {args.labels} not found: run `python scripts/assemble.py` first",
+            file=sys.stderr,
+        )
+        return 2
+    rows = load_bench(args.bench, labels_path=args.labels)
+    for name in BASELINES:
+        report = evaluate(make_baseline(name), rows, cache_name=name, dataset_path=args.bench)
+        write_bytes_atomic(args.out_dir / f"baseline_{name}.md", report.to_markdown().encode())
+        write_bytes_atomic(args.out_dir / f"baseline_{name}.json", report.to_json().encode())
+        h = report.headline
+        print(f"{name}: F1 {h.f1.value} FHR {h.fhr.value} recall {h.recall.value}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
