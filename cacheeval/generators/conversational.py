@@ -213,7 +213,10 @@ class FixtureText:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.text = path.read_text(encoding="utf-8")
+        try:
+            self.text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise FixtureError(f"{display_path(path)}:1: cannot read fixture ({e})") from None
 
     def load(self) -> Any:
         """The decoded JSON; a syntax error becomes a :class:`FixtureError`."""
@@ -264,12 +267,18 @@ def source_for(path: Path, item: str, domain: str) -> str:
         return f"sources/{domain}/{path.name}#{item}"
 
 
-def word_changes(text_a: str, text_b: str, limit: int = 2) -> str:
-    """The words an edit replaced, inserted or deleted, e.g. ``'vegetarian' -> 'vegan'``."""
-    wa, wb = text_a.split(), text_b.split()
+def edit_description(text_a: str, text_b: str, unspaced: bool = False, limit: int = 2) -> str:
+    """The spans an edit replaced, inserted or deleted, e.g. ``'vegetarian' -> 'vegan'``.
+
+    Spans are words, or characters for scripts written without spaces
+    (``unspaced``: Japanese, Chinese). At most ``limit`` spans are listed.
+    """
+    ta: list[str] = list(text_a) if unspaced else text_a.split()
+    tb: list[str] = list(text_b) if unspaced else text_b.split()
+    join = "" if unspaced else " "
     parts = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=wa, b=wb, autojunk=False).get_opcodes():
-        old, new = " ".join(wa[i1:i2]), " ".join(wb[j1:j2])
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=ta, b=tb, autojunk=False).get_opcodes():
+        old, new = join.join(ta[i1:i2]), join.join(tb[j1:j2])
         if op == "replace":
             parts.append(f"'{old}' -> '{new}'")
         elif op == "insert":
@@ -278,7 +287,7 @@ def word_changes(text_a: str, text_b: str, limit: int = 2) -> str:
             parts.append(f"drops '{old}'")
     if len(parts) > limit:
         parts = parts[:limit] + ["more"]
-    return ", ".join(parts) if parts else "no word-level change"
+    return ", ".join(parts) if parts else "no visible change"
 
 
 def strip_end(text: str) -> str:
@@ -476,7 +485,7 @@ def _rationale(spec: RowSpec, ra: Request, rb: Request, pa: Phrasing, pb: Phrasi
     )
     if spec.label == ADVERSARIAL:
         return (
-            f"A minimal edit ({word_changes(pa.text, pb.text)}) turns a request for {ra.gist} "
+            f"A minimal edit ({edit_description(pa.text, pb.text)}) turns a request for {ra.gist} "
             f"into one for {rb.gist}; {miss}."
         )
     quoted = f'"{strip_end(pb.text)}"'

@@ -45,7 +45,6 @@ refuses to emit a row it does not reproduce.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,6 +67,7 @@ from .conversational import (
     FixtureText,
     check_rows,
     display_path,
+    edit_description,
     expect,
     source_for,
     strip_end,
@@ -390,23 +390,6 @@ def _resolve(ref: str, home: Family, by_key: dict[str, Family], spec: RowSpec) -
     if q is None or v is None or p is None:
         raise home.fx.error(f"reference {ref!r} names no question phrasing", offset=spec.offset)
     return _Side(fam, q, v, p)
-
-
-def edit_description(a: str, b: str, unspaced: bool) -> str:
-    """The spans an edit changed: words, or characters in scripts without spaces."""
-    ta: list[str] = list(a) if unspaced else a.split()
-    tb: list[str] = list(b) if unspaced else b.split()
-    join = "" if unspaced else " "
-    parts = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=ta, b=tb, autojunk=False).get_opcodes():
-        old, new = join.join(ta[i1:i2]), join.join(tb[j1:j2])
-        if op == "replace":
-            parts.append(f"'{old}' -> '{new}'")
-        elif op == "insert":
-            parts.append(f"adds '{new}'")
-        elif op == "delete":
-            parts.append(f"drops '{old}'")
-    return ", ".join(parts[:2] + (["more"] if len(parts) > 2 else [])) or "no visible change"
 
 
 def _an(word: str) -> str:

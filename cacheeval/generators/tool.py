@@ -340,8 +340,12 @@ def _rationale(
         if label not in HIT_LABELS:
             return f"{qa} gets {_no_call_phrase(a)} and {qb} gets {_no_call_phrase(b)}: {why}."
         if a.no_call == b.no_call == "refusal":
-            return f"Neither {qa} nor {qb} can be served by the offered tools, so both get the same refusal: {why}."
-        return f"{qa} and {qb} need no tool, and the direct reply {_q(a.answer or '')} answers both: {why}."
+            return (
+                f"Neither {qa} nor {qb} can be served by the offered tools, "
+                f"so both get the same refusal: {why}."
+            )
+        reply = _q(a.answer or "")
+        return f"{qa} and {qb} need no tool, and the direct reply {reply} answers both: {why}."
     if canon_a is None:
         assert canon_b is not None
         return (
@@ -356,13 +360,15 @@ def _rationale(
     if label in HIT_LABELS or label == UNRELATED:
         if canon_a == canon_b:
             return f"{qa} and {qb} resolve to the same call, {_summary(canon_a, def_a)}: {why}."
-        return f"{qa} asks for {_summary(canon_a, def_a)} while {qb} asks for {_summary(canon_b, def_b)}: {why}."
+        sa, sb = _summary(canon_a, def_a), _summary(canon_b, def_b)
+        return f"{qa} asks for {sa} while {qb} asks for {sb}: {why}."
     if canon_a["name"] == canon_b["name"] and canon_a["arguments"] != canon_b["arguments"]:
         da, db = _diff(canon_a["arguments"], canon_b["arguments"])
         return f"The cached {canon_a['name']} call for {qa} has {da}, but {qb} needs {db}: {why}."
     if canon_a == canon_b:
         return f"{qa} and {qb} would make the same call, {_summary(canon_a, def_a)}, but {why}."
-    return f"{qa} needs {_summary(canon_a, def_a)}, whereas {qb} needs {_summary(canon_b, def_b)}: {why}."
+    sa, sb = _summary(canon_a, def_a), _summary(canon_b, def_b)
+    return f"{qa} needs {sa}, whereas {qb} needs {sb}: {why}."
 
 
 def _grounding(lib: Library, a: Side, b: Side, sub: str, seed: tuple[str | int, ...]) -> str:
@@ -373,9 +379,13 @@ def _grounding(lib: Library, a: Side, b: Side, sub: str, seed: tuple[str | int, 
     else:
         phrases = [
             "Tool-equipped assistants regularly receive requests their tools cannot serve",
-            "Assistants with a fixed tool list still get everyday questions they must answer or decline",
+            "Assistants with a fixed tool list still get everyday questions to answer or decline",
         ]
     tool_phrase = phrases[pick.randrange(len(phrases))]
+    if sub == "cross_intent":
+        other = a if lead is b else b
+        before = f"a {other.call['name']} request" if other.call else "a request no tool serves"
+        return f"{tool_phrase}; here it follows {before} in the same assistant's traffic."
     return f"{tool_phrase}; {lib.axes[sub]['grounding']}."
 
 
@@ -581,7 +591,6 @@ def _check_unique(rows: list[dict[str, Any]]) -> None:
             )
         seen[key] = i
         if r["rationale"] in rationales:
-            raise FixtureError(
-                f"{r['source']}: rows {rationales[r['rationale']] + 1} and {i + 1} share a rationale"
-            )
+            first = rationales[r["rationale"]] + 1
+            raise FixtureError(f"{r['source']}: rows {first} and {i + 1} share a rationale")
         rationales[r["rationale"]] = i

@@ -194,7 +194,8 @@ def canonical_value(value: Any, schema: dict[str, Any]) -> Any:
     if isinstance(value, dict):
         return _canonical_object(value, schema)
     if isinstance(value, list):
-        item_schema = schema.get("items") if isinstance(schema.get("items"), dict) else {}
+        items_schema = schema.get("items")
+        item_schema: dict[str, Any] = items_schema if isinstance(items_schema, dict) else {}
         items = [canonical_value(v, item_schema) for v in value]
         if schema.get("uniqueItems"):
             items = sorted(items, key=dumps)
@@ -245,16 +246,19 @@ def _base_unit(obj: dict[str, Any], props: dict[str, Any]) -> dict[str, Any]:
         return obj
     key = numeric[0]
     value = obj.get(key)
-    if not _is_number(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         return obj
+    converted: float
     if unit in _TIME_FACTORS and "seconds" in unit_enum:
-        converted: float = value * _TIME_FACTORS[unit]
+        converted = value * _TIME_FACTORS[unit]
         base = "seconds"
     elif unit in _TEMPERATURE_UNITS and "celsius" in unit_enum:
         converted = value if unit == "celsius" else round((value - 32) * 5 / 9, 2)
         base = "celsius"
     else:
         return obj
+    if props[key].get("type") == "integer" and not float(converted).is_integer():
+        return obj  # an integer-only field keeps its own unit rather than become invalid
     return {**obj, key: canonical_number(float(converted)), "unit": base}
 
 

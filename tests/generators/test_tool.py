@@ -313,3 +313,29 @@ def test_label_contradicting_the_calls_is_refused(tmp_path: Path) -> None:
         match=r"home\.json:\d+: lights_kitchen_off: ADVERSARIAL row checks as HIT",
     ):
         tool.generate(root)
+
+
+def test_script_reports_fixture_errors_without_a_traceback(tmp_path: Path) -> None:
+    root = broken_sources(
+        tmp_path,
+        "policy.json",
+        '"key": "stock_msft", "bundle": "finance"',
+        '"key": "stock_msft", "bundle": 7',
+    )
+    out = tmp_path / "tool.jsonl"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO_ROOT / "scripts" / "gen_tool.py"),
+            "--sources-dir",
+            str(root),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode != 0
+    assert re.search(r"policy\.json:\d+: stock_msft: tools must be a bundle name", done.stderr)
+    assert "Traceback" not in done.stderr
+    assert not out.exists()

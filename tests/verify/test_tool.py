@@ -220,7 +220,8 @@ def test_enum_case_defaults_sets_and_key_order() -> None:
     days = T.canonical_call(alarm(time="6:30", repeat_days=["fri", "mon", "wed"]), ALARM)
     assert days["arguments"]["repeat_days"] == ["fri", "mon", "wed"]
     assert T.render_call(days) == (
-        '{"name": "set_alarm", "arguments": {"repeat_days": ["fri", "mon", "wed"], "time": "06:30"}}'
+        '{"name": "set_alarm", "arguments": '
+        '{"repeat_days": ["fri", "mon", "wed"], "time": "06:30"}}'
     )
 
 
@@ -367,3 +368,17 @@ def test_payload_shape_problems_are_undecided() -> None:
     broken["parameters"]["properties"]["time"]["type"] = "clock"
     got = T.check(row(alarm(time="07:00"), alarm(time="07:00"), tools_a=[broken], tools_b=[broken]))
     assert got.binary is None and "invalid parameters schema" in got.detail
+
+
+def test_integer_fields_keep_their_unit_when_conversion_is_fractional() -> None:
+    whole = copy.deepcopy(THERMOSTAT)
+    whole["parameters"]["properties"]["temperature"] = {"type": "integer"}
+    f72 = {"name": "set_thermostat", "arguments": {"temperature": 72, "unit": "fahrenheit"}}
+    f68 = {"name": "set_thermostat", "arguments": {"temperature": 68, "unit": "fahrenheit"}}
+    assert T.canonical_call(f72, whole)["arguments"]["unit"] == "fahrenheit"
+    assert T.canonical_call(f68, whole)["arguments"] == {
+        "mode": "auto",
+        "temperature": 20,
+        "unit": "celsius",
+    }
+    assert T.valid_canonical(f72, [whole])[0] is not None
