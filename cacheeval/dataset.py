@@ -111,7 +111,8 @@ def row_problem(data: Any, *, require_labels: bool = False) -> str | None:
     if data["binary_label"] not in BINARY_LABELS:
         return f"unknown binary_label {data['binary_label']!r} (expected HIT or MISS)"
     if data["difficulty"] not in DIFFICULTIES:
-        return f"unknown difficulty {data['difficulty']!r} (expected one of {', '.join(DIFFICULTIES)})"
+        expected = ", ".join(DIFFICULTIES)
+        return f"unknown difficulty {data['difficulty']!r} (expected one of {expected})"
     method = data["verification_method"]
     if method not in VERIFICATION_METHODS:
         return f"unknown verification_method {method!r}"
@@ -205,5 +206,7 @@ def _choice_set(
     chosen = frozenset([value] if isinstance(value, str) else value)
     unknown = sorted(chosen - set(allowed))
     if unknown:
-        raise ValueError(f"unknown {what}(s) {', '.join(unknown)} (expected one of {', '.join(allowed)})")
+        raise ValueError(
+            f"unknown {what}(s) {', '.join(unknown)} (expected one of {', '.join(allowed)})"
+        )
     return chosen

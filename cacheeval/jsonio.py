@@ -70,7 +70,8 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
             try:
                 yield lineno, json.loads(line)
             except json.JSONDecodeError as e:
-                raise JsonlError(str(path), lineno, f"not valid JSON ({e.msg} at column {e.colno})") from None
+                reason = f"not valid JSON ({e.msg} at column {e.colno})"
+                raise JsonlError(str(path), lineno, reason) from None
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:

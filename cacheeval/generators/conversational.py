@@ -267,18 +267,29 @@ def source_for(path: Path, item: str, domain: str) -> str:
         return f"sources/{domain}/{path.name}#{item}"
 
 
+#: Words (with inner apostrophes) and single punctuation marks, so that an edit
+#: reads 'vegetarian' -> 'vegan' rather than 'vegetarian.' -> 'vegan.'.
+_WORD = re.compile(r"\w+(?:['’]\w+)*|[^\w\s]", re.UNICODE)
+_SPACE_BEFORE_PUNCT = re.compile(r" ([,.;:!?])")
+
+
 def edit_description(text_a: str, text_b: str, unspaced: bool = False, limit: int = 2) -> str:
     """The spans an edit replaced, inserted or deleted, e.g. ``'vegetarian' -> 'vegan'``.
 
     Spans are words, or characters for scripts written without spaces
     (``unspaced``: Japanese, Chinese). At most ``limit`` spans are listed.
     """
-    ta: list[str] = list(text_a) if unspaced else text_a.split()
-    tb: list[str] = list(text_b) if unspaced else text_b.split()
-    join = "" if unspaced else " "
+    ta: list[str] = list(text_a) if unspaced else _WORD.findall(text_a)
+    tb: list[str] = list(text_b) if unspaced else _WORD.findall(text_b)
+
+    def join(tokens: list[str]) -> str:
+        if unspaced:
+            return "".join(tokens)
+        return _SPACE_BEFORE_PUNCT.sub(r"\1", " ".join(tokens))
+
     parts = []
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=ta, b=tb, autojunk=False).get_opcodes():
-        old, new = join.join(ta[i1:i2]), join.join(tb[j1:j2])
+        old, new = join(ta[i1:i2]), join(tb[j1:j2])
         if op == "replace":
             parts.append(f"'{old}' -> '{new}'")
         elif op == "insert":

@@ -324,7 +324,9 @@ def _parse_ref(raw: Any, family: str, loc: Locator, line: int) -> FormRef:
         return FormRef(parts[0], parts[1], parts[2])
     if not foreign and len(parts) == 2:
         return FormRef(family, parts[0], parts[1])
-    raise loc.fail(line, f"bad reference {raw!r} (expected 'question.form' or '@family.question.form')")
+    raise loc.fail(
+        line, f"bad reference {raw!r} (expected 'question.form' or '@family.question.form')"
+    )
 
 
 def load_families(
@@ -343,8 +345,10 @@ def load_families(
     locators: dict[str, Locator] = {}
     for path in paths:
         data, loc = read_fixture(path)
-        if not isinstance(data, dict) or set(data) != {"families"} or not isinstance(
-            data["families"], list
+        if (
+            not isinstance(data, dict)
+            or set(data) != {"families"}
+            or not isinstance(data["families"], list)
         ):
             raise loc.fail(1, 'a fixture must be an object {"families": [...]}')
         for raw in data["families"]:
@@ -399,7 +403,9 @@ def _parse_family(
     cursor = pairs_line
     for item in praw:
         if not isinstance(item, list) or len(item) not in (4, 5):
-            raise loc.fail(cursor, f"family {key!r}: a pair must be [a, b, label, subcategory(, note)]")
+            raise loc.fail(
+                cursor, f"family {key!r}: a pair must be [a, b, label, subcategory(, note)]"
+            )
         pline = loc.line_of(*(f'"{s}"' for s in item[:2] if isinstance(s, str)), start=cursor)
         cursor = pline
         a = _parse_ref(item[0], key, loc, pline)
@@ -468,10 +474,22 @@ def resolve_pairs(families: Sequence[Family[Q]]) -> list[ResolvedPair[Q]]:
             if key in seen:
                 path, line = seen[key]
                 raise FixtureError(
-                    fam.path, spec.line, f"the same pair of requests is already used at {path}:{line}"
+                    fam.path,
+                    spec.line,
+                    f"the same pair of requests is already used at {path}:{line}",
                 )
             seen[key] = (fam.path, spec.line)
             out.append(ResolvedPair(fam, spec, qa, qb, text_a, text_b, other.grounding))
+    used = {(p.family.key, p.spec.a.question, p.spec.a.form) for p in out}
+    used |= {(p.spec.b.family, p.spec.b.question, p.spec.b.form) for p in out}
+    for fam in families:
+        for qkey, q in fam.questions:
+            for form, _ in q.forms:
+                if (fam.key, qkey, form) not in used:
+                    # Dead fixture text is either a forgotten row or a stale edit.
+                    raise FixtureError(
+                        fam.path, fam.line, f"form {fam.key}.{qkey}.{form} is never used"
+                    )
     return out
 
 
@@ -488,8 +506,9 @@ def fixture_paths(sources_dir: Path, domain: str) -> list[Path]:
 
 _WORD = re.compile(r"[\w°]+(?:[-.,'’/][\w°]+)*", re.UNICODE)
 _STOP = frozenset(
-    "a an the of in on at to for is are was were be do does did what which who whom how "
-    "and or with by from that this it its me my i you your please can could would".split()
+    "a an the of in on at to for is are was were be do does did what which who whom how why "
+    "when where and or with by from that this it its me my i you your please can could would "
+    "so there".split()
 )
 
 
@@ -509,6 +528,9 @@ def describe_edit(a: str, b: str) -> str:
         if wa == wb:
             return "only punctuation and spacing differ"
         return "only letter case and punctuation differ"
+    if sorted(fa) == sorted(fb):
+        moved = [w for w, x in zip(wa, fb, strict=True) if w.casefold() != x]
+        return "the words " + " and ".join(f"'{w}'" for w in moved[:2]) + " swap places"
     parts: list[str] = []
     matcher = difflib.SequenceMatcher(a=fa, b=fb, autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -551,7 +573,14 @@ def order_rows(domain: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return number_rows(domain, keyed)
 
 
-def grounding_text(family_grounding: str, subcategory: str, subcategories: Mapping[str, tuple[str, str]]) -> str:
+def lower_first(text: str) -> str:
+    """``text`` with its first letter in lower case (for joining two phrases)."""
+    return text[:1].lower() + text[1:]
+
+
+def grounding_text(
+    family_grounding: str, subcategory: str, subcategories: Mapping[str, tuple[str, str]]
+) -> str:
     """``real_world_grounding``: where the family's traffic comes from, plus why
     this axis of variation occurs."""
     text = f"{family_grounding}; {subcategories[subcategory][1]}."
@@ -631,7 +660,7 @@ def build_fact_row(p: ResolvedPair[FactQuestion], domain: str) -> dict[str, Any]
     spec = p.spec
     grounding = p.family.grounding
     if spec.label == UNRELATED:
-        grounding = f"{grounding} next to {p.grounding_b}"
+        grounding = f"{grounding} next to {lower_first(p.grounding_b)}"
     return make_row(
         id=f"cb-{domain}-0000",
         domain=domain,

@@ -44,6 +44,7 @@ from .qa_factual import (
     fixture_paths,
     grounding_text,
     load_families,
+    lower_first,
     new_wording,
     nonempty_str,
     order_rows,
@@ -72,7 +73,10 @@ SUBCATEGORIES: dict[str, tuple[str, str]] = {
         PARA_SAFE,
         "requests arrive as instructions ('explain', 'tell me') as often as questions",
     ),
-    "structural_rewrite": (PARA_SAFE, "the same request is phrased with another sentence structure"),
+    "structural_rewrite": (
+        PARA_SAFE,
+        "the same request is phrased with another sentence structure",
+    ),
     "conversational_framing": (
         PARA_SAFE,
         "users add a line of personal context before the actual question",
@@ -125,7 +129,10 @@ SUBCATEGORIES: dict[str, tuple[str, str]] = {
         RELATED_UNSAFE,
         "a neighbouring concept that learners often mix up is asked next",
     ),
-    "cross_topic": (UNRELATED, "a general assistant sees unrelated explanatory requests side by side"),
+    "cross_topic": (
+        UNRELATED,
+        "a general assistant sees unrelated explanatory requests side by side",
+    ),
 }
 
 
@@ -173,7 +180,7 @@ def parse_open_question(where: str, raw: Any, loc: Locator, line: int) -> OpenQu
     crits: list[Criterion] = []
     for item in craw:
         if not isinstance(item, dict) or set(item) != {"criterion", "pattern"}:
-            raise loc.fail(line, f"{where}: a criterion is {{\"criterion\": ..., \"pattern\": ...}}")
+            raise loc.fail(line, f'{where}: a criterion is {{"criterion": ..., "pattern": ...}}')
         text = nonempty_str(item["criterion"], f"{where}.criterion", loc, line)
         pattern = nonempty_str(item["pattern"], f"{where}.pattern", loc, line)
         cline = loc.line_of(text, start=line)
@@ -237,6 +244,9 @@ def _payload_criteria(q: OpenQuestion) -> list[dict[str, str]]:
 def build_open_row(p: ResolvedPair[OpenQuestion]) -> dict[str, Any]:
     """The shard row of one resolved pair (id assigned later)."""
     spec = p.spec
+    grounding = p.family.grounding
+    if spec.label == UNRELATED:
+        grounding = f"{grounding} next to {lower_first(p.grounding_b)}"
     return make_row(
         id=f"cb-{DOMAIN}-0000",
         domain=DOMAIN,
@@ -255,11 +265,7 @@ def build_open_row(p: ResolvedPair[OpenQuestion]) -> dict[str, Any]:
         },
         construction_method=CONSTRUCTION[spec.label],
         source=source_ref(p.family.path, p.family.key),
-        real_world_grounding=grounding_text(
-            p.family.grounding if spec.label != UNRELATED else f"{p.family.grounding} next to {p.grounding_b.lower()}",
-            spec.subcategory,
-            SUBCATEGORIES,
-        ),
+        real_world_grounding=grounding_text(grounding, spec.subcategory, SUBCATEGORIES),
     )
 
 

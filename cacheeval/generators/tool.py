@@ -494,7 +494,14 @@ def generate(sources_dir: Path) -> list[dict[str, Any]]:
     for name in FAMILY_FILES:
         path = sources_dir / DOMAIN / name
         data = _load(path)
-        for fam in data.get("families", []) if isinstance(data, dict) else []:
+        families_list = data.get("families") if isinstance(data, dict) else None
+        if not isinstance(families_list, list):
+            raise FixtureError(f"{path}:1: expected an object with a 'families' list")
+        for fam in families_list:
+            if not isinstance(fam, dict) or not all(
+                isinstance(v, dict) for v in fam.get("variants", [])
+            ):
+                raise FixtureError(f"{path}:1: every family and variant must be a JSON object")
             key = fam.get("key")
             if not isinstance(key, str) or key in families:
                 raise _fail(path, str(key), f"family key {key!r} is missing or repeated")

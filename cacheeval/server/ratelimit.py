@@ -41,7 +41,9 @@ class RateLimit:
         if isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 1:
             raise ValueError(f"rate limit must be a positive integer, got {self.limit!r}")
         if not (math.isfinite(self.window_s) and self.window_s > 0):
-            raise ValueError(f"rate window must be a positive number of seconds, got {self.window_s!r}")
+            raise ValueError(
+                f"rate window must be a positive number of seconds, got {self.window_s!r}"
+            )
 
     def since(self, now: float) -> float:
         """Start of the window ending at ``now`` (exclusive)."""
