@@ -212,7 +212,6 @@ CONTRAST_GROUPS: tuple[frozenset[str], ...] = tuple(
         "buy sell",
         "import export",
         "push pop",
-        "read write",
         "true false",
         "even odd",
         "prime composite",
@@ -224,7 +223,7 @@ CONTRAST_GROUPS: tuple[frozenset[str], ...] = tuple(
         "economy business",
         "indoors outdoors indoor outdoor",
         "vegetarian vegan",
-        "like dislike love hate",
+        "love hate",
         "celsius fahrenheit kelvin",
         "inner outer",
         "union intersection",
@@ -256,6 +255,7 @@ CONTRAST_GROUPS: tuple[frozenset[str], ...] = tuple(
     )
 )
 _CONTRAST_OF: dict[str, int] = {w: i for i, g in enumerate(CONTRAST_GROUPS) for w in g}
+_SYNTACTIC_GROUPS = frozenset({_CONTRAST_OF["to"], _CONTRAST_OF["in"], _CONTRAST_OF["on"]})
 
 NEGATIONS = frozenset(
     {"not", "no", "never", "without", "none", "nobody", "nothing", "neither", "nor", "cannot"}
@@ -265,17 +265,20 @@ WH_WORDS = frozenset({"what", "which", "who", "whom", "whose", "when", "where", 
 #: Words that carry no answer-determining content: function words and the
 #: generic request verbs people pad a request with. Contrast words (to/from,
 #: on/off, not...) are deliberately absent.
-FILLER = frozenset(
-    """a an the of is are was were be been being am do does did done i me my mine myself
+FILLER = (
+    frozenset(
+        """a an the of is are was were be been being am do does did done i me my mine myself
     we us our you your yours it its this that these those there here please can could would
     will shall should may might must let just some any and or so for with at by about as
     than then hey hi hello thanks thank quick question one give tell show get got find help
     want need like know make write create generate implement provide list explain describe
     also really very quite bit little kindly maybe perhaps pretty okay ok oh well actually
-    something anything stuff thing things way ways good nice sure again now also too if
+    something anything stuff thing things way ways good nice sure again also too if
     into onto have has had having he she him her his hers they them their theirs whats
-    following below above""".split()
-) - _CONTRAST_OF.keys() - NEGATIONS - {"now"}
+    following below above ugh oh hmm um uh wow yo hiya heya dear btw fyi lol""".split()
+    )
+    - NEGATIONS
+)
 
 _PROG_LANGS: dict[str, str] = {
     "python": "python", "py": "python", "python3": "python", "javascript": "javascript",
@@ -334,6 +337,16 @@ _SCRIPTS: tuple[tuple[str, str], ...] = (
     ("HEBREW", "he"), ("THAI", "th"), ("BENGALI", "bn"), ("TAMIL", "ta"),
 )  # fmt: skip
 
+#: Prepositions kept out of the content tokens (their swaps are seen by the
+#: contrast and order features, which read every token).
+_PREPOSITIONS = frozenset({"on", "in", "at", "to", "from", "into", "onto", "of", "per", "via"})
+_DEGREE_WORDS = frozenset({"degree", "degrees"})
+#: Unit words that are also ordinary words ("set foot on"): units only after a number.
+_UNITS_AFTER_NUMBER = frozenset(
+    {"foot", "feet", "ft", "yard", "yards", "min", "mins", "sec", "secs", "mi", "pint", "pints"}
+    | {"quart", "quarts", "cup", "cups", "pound", "pounds", "degree", "degrees"}
+)
+
 _STEM_KEEP = frozenset({"this", "is", "was", "has", "does", "its", "us", "as", "yes", "plus"})
 
 # --- tokenisation ------------------------------------------------------------------
@@ -368,16 +381,25 @@ class Token:
     end: int
 
 
+_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
+
+
 def normalise_text(text: str) -> str:
-    """NFKC, straight quotes and hyphens, no zero-width characters."""
-    text = unicodedata.normalize("NFKC", text)
+    """Superscript powers as ``^n``, NFKC, straight quotes and hyphens, "π" as "pi",
+    no zero-width characters."""
+    text = re.sub(r"[⁰¹²³⁴⁵⁶⁷⁸⁹]+", lambda m: "^" + m.group().translate(_SUPERSCRIPTS), text)
+    text = unicodedata.normalize("NFKC", text).replace("π", " pi ")
     for src, dst in (("’", "'"), ("‘", "'"), ("–", "-"), ("—", " - "), ("−", "-"), ("\u200b", "")):
         text = text.replace(src, dst)
     return text
 
 
 def _canon_number(raw: str) -> tuple[str, bool]:
-    """``("1200", False)`` for "1,200"; ``("25", True)`` for "25th"."""
+    """``("1200", False)`` for "1,200"; ``("25", True)`` for "25th"; ``("-2", False)``
+    for "-2"."""
+    if raw.startswith("-"):
+        value, ordinal = _canon_number(raw[1:])
+        return ("-" + value if value != "0" else value), ordinal
     low = raw.lower()
     ordinal = low.endswith(("st", "nd", "rd", "th"))
     if ordinal:
@@ -457,6 +479,10 @@ def _canonicalise(tokens: list[Token]) -> list[Token]:
                 low = low[:-1]
             low = _ABBREVIATIONS.get(low, low)
             # number words: "twenty five", "one hundred", "twenty-fifth"
+            if low == "one" and not _counts_one(tokens, i):
+                out.append(Token("word", t.raw, "one", t.start, t.end))
+                i += 1
+                continue
             if low in _UNITS_SMALL or low in _TENS or low in _ORDINALS:
                 value, ordinal, j = _read_number_words(tokens, i)
                 canon = f"{value}th" if ordinal else str(value)
@@ -468,11 +494,27 @@ def _canonicalise(tokens: list[Token]) -> list[Token]:
                 i += 1
                 continue
             out.append(Token("word", t.raw, low, t.start, t.end))
+        elif (
+            t.kind == "sym"
+            and t.raw == "-"
+            and i + 1 < n
+            and tokens[i + 1].kind == "num"
+            and tokens[i + 1].start == t.end
+            and tokens[i + 1].raw[:1].isdigit()
+            and (not out or out[-1].kind == "sym" and out[-1].raw in "=(,<>*/^+:")
+        ):
+            # a sign, not a minus: "x = -2", "(-3, 4)"
+            nxt = tokens[i + 1]
+            out.append(Token("num", "-" + nxt.raw, "-" + nxt.raw, t.start, nxt.end))
+            i += 2
+            continue
         elif t.kind == "sym" and t.raw == "-" and out and i + 1 < n:
             # a hyphen inside a word ("lo-fi", "6-minute") joins nothing: drop it
             prev, nxt = tokens[i - 1], tokens[i + 1]
-            if prev.end == t.start and nxt.start == t.end and (
-                prev.kind == "word" or nxt.kind == "word"
+            if (
+                prev.end == t.start
+                and nxt.start == t.end
+                and (prev.kind == "word" or nxt.kind == "word")
             ):
                 i += 1
                 continue
@@ -481,6 +523,18 @@ def _canonicalise(tokens: list[Token]) -> list[Token]:
             out.append(t)
         i += 1
     return out
+
+
+def _counts_one(tokens: list[Token], i: int) -> bool:
+    """Whether "one" at ``tokens[i]`` is the number 1 ("one hour", "twenty one") rather
+    than a pronoun ("quick one", "one of those", "this one")."""
+    prev = tokens[i - 1].raw.lower() if i > 0 else ""
+    if prev in ("this", "that", "which", "the", "each", "every", "any", "no", "quick", "a"):
+        return False
+    nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+    if nxt is None or nxt.kind == "sym":
+        return prev in _TENS
+    return nxt.kind == "num" or nxt.raw.lower() not in FILLER
 
 
 def _read_number_words(tokens: list[Token], i: int) -> tuple[int, bool, int]:
@@ -494,8 +548,11 @@ def _read_number_words(tokens: list[Token], i: int) -> tuple[int, bool, int]:
         low = tok.canon if tok.kind == "word" else tok.raw
         if tok.kind == "sym":
             # "twenty-five": a hyphen between two number words
-            if low == "-" and j + 1 < len(tokens) and j > i and tokens[j + 1].canon in (
-                _UNITS_SMALL.keys() | _ORDINALS.keys()
+            if (
+                low == "-"
+                and j + 1 < len(tokens)
+                and j > i
+                and tokens[j + 1].canon in (_UNITS_SMALL.keys() | _ORDINALS.keys())
             ):
                 j += 1
                 continue
@@ -646,12 +703,17 @@ _MATH_NEIGHBOURS = frozenset("()^=")
 _QUOTE_OPENERS = frozenset("'\"“‘(`")
 
 
+def _digits(tok: Token) -> bool:
+    """A number token written in digits (possibly signed), not in words."""
+    return tok.kind == "num" and tok.raw.lstrip("-")[:1].isdigit()
+
+
 def _is_math_operand(tok: Token | None) -> bool:
     """A number written in digits, a single letter, or a bracket."""
     if tok is None:
         return False
     if tok.kind == "num":
-        return tok.raw[:1].isdigit()
+        return _digits(tok)
     if tok.kind == "word":
         return len(tok.raw) == 1
     return tok.raw in "()"
@@ -674,32 +736,37 @@ def _operator_indices(toks: Sequence[Token]) -> set[int]:
     return out
 
 
-def _dates(toks: Sequence[Token]) -> tuple[list[str], set[int]]:
-    """Calendar dates: a month next to a day number ("July 3", "3rd of July" is not
-    handled) as ``Dmm-dd``, a month alone as ``Dmm``; plus the indices used."""
+def _dates(toks: Sequence[Token]) -> tuple[list[str], dict[int, str]]:
+    """Calendar dates: a month next to a day number ("July 3", "3 July") as
+    ``Dmm-dd``, a month alone as ``Dmm``, ISO dates as written. Also returns, for
+    every token index that is part of a date, the date it stands for (on the
+    month's index) or "" (on the day number's), so the content tokens hold each
+    date once whatever its notation."""
     dates: list[str] = []
-    used: set[int] = set()
+    used: dict[int, str] = {}
     for k, t in enumerate(toks):
         if t.kind == "date":
             dates.append(t.canon)
-            used.add(k)
             continue
         if t.kind != "word" or t.canon not in _MONTHS:
             continue
         month = _MONTHS[t.canon]
         found = None
         for idx in (k + 1, k - 1):
-            if 0 <= idx < len(toks) and toks[idx].kind == "num" and toks[idx].raw[:1].isdigit():
+            if 0 <= idx < len(toks) and _digits(toks[idx]) and not toks[idx].raw.startswith("-"):
                 value, _ = _canon_number(toks[idx].raw)
                 if value.isdigit() and 1 <= int(value) <= 31 and idx not in used:
                     found = (int(value), idx)
                     break
         if found is not None:
-            dates.append(f"D{month:02d}-{found[0]:02d}")
-            used.update({k, found[1]})
+            date = f"D{month:02d}-{found[0]:02d}"
+            dates.append(date)
+            used[k] = date
+            used[found[1]] = ""
         elif t.canon not in _AMBIGUOUS_MONTHS or (t.raw[:1].isupper() and k > 0):
-            dates.append(f"D{month:02d}")
-            used.add(k)
+            date = f"D{month:02d}"
+            dates.append(date)
+            used[k] = date
     return dates, used
 
 
@@ -710,7 +777,8 @@ def analyze(request: Request | str) -> Side:
     toks = tokenize(query)
     norm = normalise_text(query)
     op_idx = _operator_indices(toks)
-    dates, in_date = _dates(toks)
+    dates, date_of = _dates(toks)
+    in_date = date_of.keys()
 
     numbers: list[str] = []
     ordinals: list[str] = []
@@ -737,10 +805,19 @@ def analyze(request: Request | str) -> Side:
         if t.kind in ("sym", "arrow", "date"):
             if t.raw == "%":
                 units.append("percent")
+                content.append("u:percent")
+                surface.append("%")
             elif t.raw in "$€£¥₹" and t.kind == "sym":
                 currencies.append(_CURRENCIES[t.raw])
-            sentence_start = t.raw in _SENTENCE_BREAK or t.raw in _QUOTE_OPENERS or (
-                sentence_start and t.kind == "sym"
+                content.append("c:" + _CURRENCIES[t.raw])
+                surface.append(t.raw)
+            elif t.kind == "date":
+                content.append(t.canon)
+                surface.append(t.raw)
+            sentence_start = (
+                t.raw in _SENTENCE_BREAK
+                or t.raw in _QUOTE_OPENERS
+                or (sentence_start and t.kind == "sym")
             )
             continue
         sentence_start_here = sentence_start
@@ -752,36 +829,58 @@ def analyze(request: Request | str) -> Side:
             surface.append(t.raw.lower())
             continue
         if t.kind == "num":
-            value, ordinal = _canon_number(t.raw if t.raw[:1].isdigit() else t.canon)
-            if k not in in_date:
-                numbers.append(value)
-                if ordinal:
-                    ordinals.append(value)
-            canon = value + ("th" if ordinal else "")
-            words.append(canon)
-            content.append(canon)
+            value, ordinal = _canon_number(t.raw if _digits(t) else t.canon)
+            words.append(value + ("th" if ordinal else ""))
+            if k in in_date:
+                if date_of.get(k):
+                    content.append(date_of[k])
+                    surface.append(t.raw.lower())
+                continue
+            numbers.append(value)
+            if ordinal:
+                ordinals.append(value)
+            content.append(value)
             surface.append(t.raw.lower())
             continue
         # a word
         low, raw = t.canon, t.raw
-        words.append(low)
-        after_number = prev is not None and prev.kind == "num" and prev.raw[:1].isdigit()
+        after_number = prev is not None and _digits(prev)
         after_degree = prev is not None and prev.raw == "°"
-        if low in _UNITS:
-            units.append(_UNITS[low])
+        # the canonical content token: units, currencies, dates under one name
+        canon_content: str | None = None
+        unit = None
+        if low in _UNITS and (low not in _UNITS_AFTER_NUMBER or after_number):
+            unit = _UNITS[low]
         elif low in _UNIT_LETTERS and low != "k" and (after_number or after_degree):
-            units.append(_UNIT_LETTERS[low])
+            unit = _UNIT_LETTERS[low]
         elif low == "k" and after_number and numbers and prev is not None and prev.end == t.start:
             numbers[-1] = _canon_number(str(float(numbers[-1]) * 1000))[0]
+            if content:
+                content[-1] = numbers[-1]
+            continue
+        if unit is not None:
+            units.append(unit)
+            # "68 degrees Fahrenheit" == "68°F": the scale names the unit
+            canon_content = "" if unit == "degree" else "u:" + unit
+        words.append(unit if unit is not None and unit != "degree" else low)
         if low in _CURRENCIES:
             currencies.append(_CURRENCIES[low])
+            canon_content = "c:" + _CURRENCIES[low]
         if low in _WEEKDAYS:
             weekdays.append(_WEEKDAYS[low])
+            canon_content = "w:" + _WEEKDAYS[low]
+        if k in in_date:
+            canon_content = date_of.get(k, "")
         if low in _RELATIVE:
             relative.append(_RELATIVE[low])
         if low in _NAT_LANGS:
             nat.append(_NAT_LANGS[low])
-        if low in _PROG_LANGS and (low not in _CASED_PROG_LANGS or _cased_lang(raw, low)):
+        is_prog = (
+            unit is None
+            and low in _PROG_LANGS
+            and (low not in _CASED_PROG_LANGS or _cased_lang(raw, low))
+        )
+        if is_prog:
             prog.append(_PROG_LANGS[low])
         if low in NEGATIONS:
             negations += 1
@@ -789,7 +888,8 @@ def analyze(request: Request | str) -> Side:
             wh.append(low)
         # single-letter variables: next to an operator or bracket, glued to a
         # coefficient ("3x"), or named ("solve for y"); "a"/"I" only in the first two
-        if len(raw) == 1 and raw.isalpha():
+        is_variable = False
+        if len(raw) == 1 and raw.isalpha() and canon_content is None:
             by_op = (k - 1) in op_idx or (k + 1) in op_idx
             by_bracket = (prev is not None and prev.raw in _MATH_NEIGHBOURS) or (
                 nxt is not None and nxt.raw in _MATH_NEIGHBOURS
@@ -803,9 +903,10 @@ def analyze(request: Request | str) -> Side:
             )
             if by_op or by_bracket or coefficient or named:
                 variables.append(raw)
+                is_variable = True
         # identifiers: snake_case, camelCase, called names f(...), letter-digit codes
         called = norm[t.end : t.end + 1] == "("
-        if (
+        if not is_prog and (
             "_" in raw
             or _CAMEL_RE.search(raw)
             or (called and len(raw) > 1)
@@ -813,10 +914,23 @@ def analyze(request: Request | str) -> Side:
         ):
             identifiers.append(raw)
         # capitalised tokens that are not merely the first word of a sentence
-        if raw[:1].isupper() and (not sentence_start_here or (raw.isupper() and len(raw) >= 2)):
-            if low not in FILLER and low not in _CURRENCIES and low not in WH_WORDS:
-                entities.append(low)
-        if low not in FILLER:
+        if (
+            raw[:1].isupper()
+            and (not sentence_start_here or (raw.isupper() and len(raw) >= 2))
+            and canon_content is None
+            and low not in FILLER
+            and low not in WH_WORDS
+            and low not in _MONTHS
+        ):
+            entities.append(low)
+        if canon_content is not None:
+            if canon_content:
+                content.append(canon_content)
+                surface.append(low)
+        elif is_variable:
+            content.append(raw)
+            surface.append(raw)
+        elif low not in FILLER and low not in _PREPOSITIONS and low not in _DEGREE_WORDS:
             content.append(_stem(low))
             surface.append(low)
 
@@ -913,9 +1027,13 @@ def _roles(toks: Sequence[Token]) -> tuple[tuple[str, str], ...]:
 
     def key(t: Token) -> str:
         if t.kind == "word":
+            if t.canon in _UNITS:
+                return _UNITS[t.canon]
+            if t.canon in ("c", "f"):
+                return _UNIT_LETTERS[t.canon]  # "72°C": the degree sign was dropped
             return _stem(t.canon)
         if t.kind == "num":
-            return _canon_number(t.raw if t.raw[:1].isdigit() else t.canon)[0]
+            return _canon_number(t.raw if _digits(t) else t.canon)[0]
         return t.canon
 
     def next_content(k: int) -> Token | None:
@@ -963,15 +1081,24 @@ def _edit_distance(a: str, b: str, limit: int) -> int:
     return prev[-1]
 
 
-def _typo_pair(x: str, y: str) -> bool:
-    """Two differing words that are one typo apart (never numbers, codes or
-    contrast words, whose small edits change the answer)."""
-    if not (x.isalpha() and y.isalpha()) or x in _CONTRAST_OF or y in _CONTRAST_OF:
+def _typo_pair(x: str, y: str, *, names: bool = False) -> bool:
+    """Two differing words that are one typo apart. Never numbers or codes, never
+    two answer-determining contrast words (sync/async), and for capitalised names
+    only a dropped, added or swapped letter in a word of 5+ letters (Austira ->
+    Austria) - never a changed letter (Iran -> Iraq)."""
+    if not (x.isalpha() and y.isalpha()):
+        return False
+    if x in _CONTRAST_OF and y in _CONTRAST_OF:
         return False
     shortest = min(len(x), len(y))
     if shortest < 4 or x[0] != y[0]:
         return False
-    limit = 2 if shortest >= 8 else 1
+    if names:
+        if shortest < 5:
+            return False
+        if len(x) == len(y) and sorted(x) != sorted(y):
+            return False  # a substitution, not a transposition
+    limit = 2 if shortest >= 8 and not names else 1
     return _edit_distance(x, y, limit) <= limit
 
 
@@ -1007,16 +1134,39 @@ def _unglue(idx: list[int], side: Side, other: Side, other_idx: list[int]) -> in
     return found
 
 
+def _surplus(side: Side, other: Side) -> list[int]:
+    """Indices of ``side``'s content tokens left over after matching each against an
+    equal token of ``other`` (a multiset difference, in order of appearance)."""
+    left = Counter(other.content)
+    out = []
+    for i, w in enumerate(side.content):
+        if left[w] > 0:
+            left[w] -= 1
+        else:
+            out.append(i)
+    return out
+
+
 def content_diff(a: Side, b: Side) -> Diff:
-    """The symmetric difference of the two sides' content tokens."""
-    set_a, set_b = set(a.content), set(b.content)
-    a_idx = [i for i, w in enumerate(a.content) if w not in set_b]
-    b_idx = [i for i, w in enumerate(b.content) if w not in set_a]
+    """The multiset symmetric difference of the two sides' content tokens, after
+    pairing split/joined words and one-typo variants."""
+    a_idx = _surplus(a, b)
+    b_idx = _surplus(b, a)
     joined = _unglue(a_idx, a, b, b_idx) + _unglue(b_idx, b, a, a_idx)
+    names_a, names_b = set(a.entities), set(b.entities)
     typos = 0
     keep_a: list[int] = []
     for i in a_idx:
-        match = next((j for j in b_idx if _typo_pair(a.content[i], b.content[j])), None)
+        x, sx = a.content[i], a.surface[i]
+        match = next(
+            (
+                j
+                for j in b_idx
+                if _typo_pair(x, b.content[j], names=x in names_a or b.content[j] in names_b)
+                or _typo_pair(sx, b.surface[j], names=sx in names_a or b.surface[j] in names_b)
+            ),
+            None,
+        )
         if match is None:
             keep_a.append(i)
         else:
@@ -1071,16 +1221,30 @@ def number_features(a: Side, b: Side, d: Diff) -> Features:
     }
 
 
+def _is_function_word(word: str) -> bool:
+    return word in FILLER or word in _PREPOSITIONS or word in NEGATIONS
+
+
+def _contrast_group(word: str) -> int:
+    return _CONTRAST_OF.get(word, _CONTRAST_OF.get(word + "s", -1))
+
+
 def operator_features(a: Side, b: Side, d: Diff) -> Features:
     """Math operators and answer-determining function words (derivative/integral,
     encode/decode, asc/desc, not/never...): swaps within a contrast group, contrast
     words present on one side only, negation count difference."""
-    groups_a = {_CONTRAST_OF[w] for w in d.a_only if w in _CONTRAST_OF}
-    groups_b = {_CONTRAST_OF[w] for w in d.b_only if w in _CONTRAST_OF}
-    # "to/from" and "in/out" appear in most requests: a swap there is an order
-    # question (see order_features), so they only count one-sided here
+    # read every token (prepositions included), not only the content tokens
+    ca = Counter(_stem(w) for w in a.tokens if _stem(w) in _CONTRAST_OF or w in _CONTRAST_OF)
+    cb = Counter(_stem(w) for w in b.tokens if _stem(w) in _CONTRAST_OF or w in _CONTRAST_OF)
+    # a contrast word that is a content token only counts when the content diff
+    # kept it (a typo of "solve" is not a change of operation)
+    only_a, only_b = set(d.a_only), set(d.b_only)
+    groups_a = {_contrast_group(w) for w in (ca - cb) if w in only_a or _is_function_word(w)}
+    groups_b = {_contrast_group(w) for w in (cb - ca) if w in only_b or _is_function_word(w)}
     swaps = len(groups_a & groups_b)
-    one_sided = len(groups_a ^ groups_b)
+    # a preposition present on one side only is mostly rewording ("150 lb in kg"
+    # vs "convert 150 lb to kg"); only a swap within those groups counts
+    one_sided = len((groups_a ^ groups_b) - _SYNTACTIC_GROUPS)
     return {
         "op_diff": float(_multiset_diff(a.operators, b.operators)),
         "op_count": float(max(len(a.operators), len(b.operators))),
@@ -1110,10 +1274,9 @@ def identifier_features(a: Side, b: Side, d: Diff) -> Features:
 def entity_features(a: Side, b: Side, d: Diff) -> Features:
     """Capitalised tokens (names, places, acronyms) missing from the other side
     (case-insensitive, so a lower-cased retype is not a change)."""
-    tok_a = set(a.tokens) | set(a.content)
-    tok_b = set(b.tokens) | set(b.content)
-    miss_a = [e for e in a.entities if e not in tok_b and _stem(e) not in tok_b]
-    miss_b = [e for e in b.entities if e not in tok_a and _stem(e) not in tok_a]
+    only_a, only_b = set(d.a_only), set(d.b_only)
+    miss_a = [e for e in a.entities if e in only_a or _stem(e) in only_a]
+    miss_b = [e for e in b.entities if e in only_b or _stem(e) in only_b]
     return {
         "entity_diff": float(len(miss_a) + len(miss_b)),
         "entity_both_changed": _flag(bool(miss_a) and bool(miss_b)),
@@ -1257,6 +1420,31 @@ def lexical_features(a: Side, b: Side, d: Diff) -> Features:
     }
 
 
+def critical_features(a: Side, b: Side, d: Diff) -> Features:
+    """How many kinds of answer-determining item differ: numbers, operators,
+    variables, identifiers, dates, times, quoted spans, both-sided name changes,
+    direction swaps, contrast swaps, negation, languages, units. Each kind alone
+    is rare in training data; pooled, the verifier learns one effect from all."""
+    parts = (
+        number_features(a, b, d)["num_any_diff"],
+        _flag(_multiset_diff(a.operators, b.operators) > 0),
+        _flag(_multiset_diff(a.variables, b.variables) > 0),
+        _flag(_multiset_diff(a.identifiers, b.identifiers) > 0),
+        date_features(a, b, d)["date_diff"],
+        date_features(a, b, d)["time_diff"],
+        entity_features(a, b, d)["quoted_diff"],
+        entity_features(a, b, d)["entity_both_changed"],
+        _flag(order_features(a, b, d)["direction_swap"] > 0),
+        _flag(operator_features(a, b, d)["contrast_swap"] > 0),
+        _flag(a.negations != b.negations),
+        language_features(a, b, d)["prog_lang_conflict"],
+        language_features(a, b, d)["nat_lang_conflict"],
+        language_features(a, b, d)["text_lang_diff"],
+        unit_features(a, b, d)["unit_diff"],
+    )
+    return {"critical_diff": float(sum(parts))}
+
+
 Extractor = Callable[[Side, Side, Diff], Features]
 
 #: Every extractor, in feature-vector order.
@@ -1272,10 +1460,11 @@ EXTRACTORS: tuple[Extractor, ...] = (
     context_features,
     tool_features,
     lexical_features,
+    critical_features,
 )
 
 #: The cosines the cache computes with the embedding model.
-EMBEDDING_FEATURES: tuple[str, ...] = ("cos_query", "cos_full", "cos_diff")
+EMBEDDING_FEATURES: tuple[str, ...] = ("cos_query", "cos_context", "cos_diff")
 
 
 def _names() -> tuple[str, ...]:
@@ -1292,17 +1481,18 @@ FEATURE_NAMES: tuple[str, ...] = _names()
 
 
 def pair_features(
-    a: Side, b: Side, *, cos_query: float, cos_full: float, cos_diff: float
+    a: Side, b: Side, *, cos_query: float, cos_context: float, cos_diff: float
 ) -> tuple[float, ...]:
     """The feature vector of a pair, in :data:`FEATURE_NAMES` order.
 
-    ``cos_query``: cosine of the two queries' embeddings; ``cos_full``: of the whole
-    requests (system prompt and prior turns included; equal to ``cos_query`` when
-    neither has any); ``cos_diff``: of the two differing spans (1.0 when nothing
-    differs, -1.0 when only one side has a differing span).
+    The cosines come from the cache's embedding model: ``cos_query`` of the two
+    queries; ``cos_context`` of the two prior-turn histories (1.0 when they are
+    identical or both empty, 0.0 when only one side has any); ``cos_diff`` of the
+    two differing spans of :func:`diff_spans` (1.0 when nothing differs, -1.0
+    when only one side has a differing span).
     """
     d = content_diff(a, b)
-    out = [float(cos_query), float(cos_full), float(cos_diff)]
+    out = [float(cos_query), float(cos_context), float(cos_diff)]
     for ex in EXTRACTORS:
         out.extend(ex(a, b, d).values())
     return tuple(out)

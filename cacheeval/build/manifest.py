@@ -16,7 +16,17 @@ included, in the vocabulary order of :mod:`cacheeval.schema`)::
     verification:
       by_tier:    {deterministic, rubric, judge: n}
       by_method:  {method: n}
-    difficulty_calibration: ...   (only when the previous manifest had it; copied verbatim)
+    difficulty_calibration:                                 (see below)
+      {path, sha256, <metadata of sources/difficulty.json>, rows_calibrated, rows_in_build}
+
+``difficulty_calibration`` comes from the calibration file in effect
+(``sources/difficulty.json``, :func:`cacheeval.generators.common.difficulty_file`):
+its path and sha256, every metadata key of the file (scorers with versions,
+thresholds and best F1, the held-out agreement figures, ...; not the
+per-row entries) and how many of the build's rows it calibrates
+(:func:`cacheeval.build.difficulty.manifest_block`). When there is no such
+file, or it calibrates none of the rows, the previous manifest's block is
+carried over verbatim if it had one, else the key is absent.
 
 A grader proves it holds the right hidden labels by hashing its labels file
 and comparing with ``test_labels.sha256``.
@@ -26,17 +36,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..generators.common import difficulty_file
 from ..schema import BINARY_LABELS, DOMAINS, LABELS, SCHEMA_VERSION, SPLITS, VERIFICATION_METHODS
 from ..verify import tier_of
+from .difficulty import DifficultyFileError, load_calibration, manifest_block
 
 DATASET_PATH = "cachebench.jsonl"
 LABELS_PATH = "private/test_labels.jsonl"
 MANIFEST_PATH = "domains/manifest.json"
 TIERS: tuple[str, ...] = ("deterministic", "rubric", "judge")
-#: Keys another tool owns: carried over from the previous manifest untouched.
+#: Keys another tool owns: carried over from the previous manifest untouched
+#: (difficulty_calibration only when the calibration file does not supply it).
 PRESERVED_KEYS: tuple[str, ...] = ("difficulty_calibration",)
 
 
@@ -89,10 +103,17 @@ def build_manifest(
     test_labels: FileInfo,
     rows: Sequence[Mapping[str, Any]],
     previous: Mapping[str, Any] | None = None,
+    calibration_file: Path | None = None,
 ) -> dict[str, Any]:
     """The manifest dict. ``shards`` is (domain, info) in DOMAINS order; ``rows``
     the full rows; ``previous`` the manifest being replaced (its
-    :data:`PRESERVED_KEYS` are copied)."""
+    :data:`PRESERVED_KEYS` are copied unless this build supplies them);
+    ``calibration_file`` the difficulty calibration to describe (default: the
+    file in effect, :func:`~cacheeval.generators.common.difficulty_file`).
+
+    Raises :class:`~cacheeval.build.assemble.BuildFailed` naming ``file:LINE``
+    when the calibration file is malformed.
+    """
     present = [d for d, _ in shards]
     out: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -104,7 +125,23 @@ def build_manifest(
         "counts": counts(rows, present),
         "verification": verification_counts(rows),
     }
+    block = calibration_block(calibration_file or difficulty_file(), rows)
+    if block is not None:
+        out["difficulty_calibration"] = block
     for key in PRESERVED_KEYS:
-        if previous is not None and key in previous:
+        if key not in out and previous is not None and key in previous:
             out[key] = previous[key]
     return out
+
+
+def calibration_block(path: Path, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The ``difficulty_calibration`` block for ``rows`` from the calibration file
+    at ``path``, or None (no file, or it calibrates none of the rows)."""
+    try:
+        calibration = load_calibration(path)
+    except DifficultyFileError as e:
+        # Imported here: assemble imports this module.
+        from .assemble import BuildFailed
+
+        raise BuildFailed([str(e)]) from None
+    return manifest_block(calibration, rows) if calibration is not None else None

@@ -9,7 +9,9 @@ import json
 import random
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,31 @@ DOMAINS_DIR = REPO_ROOT / "domains"
 
 #: Shard rows hold every row field but ``split``, which assemble assigns.
 SHARD_FIELDS: tuple[str, ...] = tuple(f for f in ROW_FIELDS if f != "split")
+
+#: The calibrated difficulty of every row (written by
+#: ``scripts/recalibrate_difficulty.py``); :func:`number_rows` applies it.
+DIFFICULTY_FILE = SOURCES_DIR / "difficulty.json"
+
+# Lets the recalibration (and tests) point number_rows at another calibration
+# file without changing the generators' signatures; None means DIFFICULTY_FILE.
+_difficulty_file: ContextVar[Path | None] = ContextVar("difficulty_file", default=None)
+
+
+def difficulty_file() -> Path:
+    """The calibration file in effect: :data:`DIFFICULTY_FILE` unless overridden
+    by :func:`using_difficulty_file`."""
+    return _difficulty_file.get() or DIFFICULTY_FILE
+
+
+@contextmanager
+def using_difficulty_file(path: Path) -> Iterator[None]:
+    """Within the block, :func:`number_rows` and the manifest read the calibration
+    from ``path`` (a missing file means: no calibration, provisional difficulty)."""
+    token = _difficulty_file.set(Path(path))
+    try:
+        yield
+    finally:
+        _difficulty_file.reset(token)
 
 
 def stable_seed(*parts: str | int) -> int:
@@ -140,11 +167,25 @@ def make_row(
 
 
 def number_rows(domain: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Give rows their ids ``cb-<domain>-0001`` ... in list order."""
+    """Give rows their ids ``cb-<domain>-0001`` ... in list order, and their
+    calibrated difficulty.
+
+    A row whose content key (:func:`cacheeval.build.difficulty.content_key`) is
+    in the calibration file (:func:`difficulty_file`) with the row's binary
+    label takes the calibrated difficulty; any other row keeps the one it has
+    (the provisional rule of :func:`make_row`). Raises ValueError naming
+    ``file:LINE`` when the calibration file is malformed.
+    """
+    # Imported here: cacheeval.build.difficulty itself imports this module.
+    from ..build.difficulty import apply_calibration, load_calibration
+
+    calibration = load_calibration(difficulty_file())
     out = []
     for i, r in enumerate(rows, 1):
         r = dict(r)
         r["id"] = f"cb-{domain}-{i:04d}"
+        if calibration is not None:
+            r["difficulty"] = apply_calibration(r, calibration)
         out.append({f: r[f] for f in SHARD_FIELDS})
     return out
 

@@ -28,10 +28,22 @@ questions of one family; UNRELATED a question of this family with one of
 another. ``source`` is ``<fixture>#<family key>``: the family is the group of
 grouped cross-validation.
 
-Each row is verified by the ``alias_set`` checker (method ``exact_match``):
-HIT iff ``normalize(answer_a)`` is in ``normalize(aliases_b)``. The generator
-runs that checker on every row and rejects a pair whose label disagrees,
-naming the fixture line.
+Every form must be used by some pair, no two pairs may join the same two
+texts (in either order), and the two sides of a pair never have the same text.
+
+Each row's payload is ``{"kind": "alias_set", "aliases_a": [...],
+"aliases_b": [...], "lang_a": "en", "lang_b": "en"}`` for the ``alias_set``
+checker (method ``exact_match``): HIT iff ``normalize(answer_a)`` is in
+``normalize(aliases_b)``. The generator runs that checker on every row and
+rejects a pair whose label disagrees, naming the fixture line.
+
+Row text that is not authored is derived, never invented: the rationale is one
+sentence built from the two questions' ``asks`` and answers plus an exact
+word-level description of the edit (:func:`describe_edit`, :func:`new_wording`);
+``real_world_grounding`` joins the family's grounding with the subcategory's;
+``construction_method`` follows the label (:data:`CONSTRUCTION`). Rows are
+ordered by a content-keyed hash (:func:`order_rows`), so ids reveal neither
+label nor family, and the output is byte-identical on every run.
 
 The pair-graph machinery here (fixture loading, reference resolution, edit
 descriptions, ordering) is shared with :mod:`cacheeval.generators.qa_open`.
@@ -99,7 +111,10 @@ SUBCATEGORIES: dict[str, tuple[str, str]] = {
         ADVERSARIAL,
         "template-like questions recur with one named entity exchanged",
     ),
-    "ordinal_swap": (ADVERSARIAL, "list-style trivia walks through first, second, next ..."),
+    "ordinal_swap": (
+        ADVERSARIAL,
+        "list-style trivia walks through the first, second and later holders",
+    ),
     "unit_swap": (ADVERSARIAL, "the same quantity is asked for in the unit the user lives with"),
     "time_scope": (
         ADVERSARIAL,
@@ -508,7 +523,7 @@ _WORD = re.compile(r"[\w°]+(?:[-.,'’/][\w°]+)*", re.UNICODE)
 _STOP = frozenset(
     "a an the of in on at to for is are was were be do does did what which who whom how why "
     "when where and or with by from that this it its me my i you your please can could would "
-    "so there".split()
+    "so there i'm im".split()
 )
 
 
@@ -571,6 +586,16 @@ def order_rows(domain: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         rows, key=lambda r: (stable_seed(domain, r["query_a"], r["query_b"]), r["query_a"])
     )
     return number_rows(domain, keyed)
+
+
+def family_source(path: Path, key: str) -> str:
+    """``source`` of a family's rows: :func:`common.source_ref` for fixtures in the
+    repository; for fixtures elsewhere (tests), the same ``sources/<domain>/<file>#key``
+    shape so rows still name their family."""
+    try:
+        return source_ref(path, key)
+    except ValueError:
+        return f"sources/{path.parent.name}/{path.name}#{key}"
 
 
 def lower_first(text: str) -> str:
@@ -680,7 +705,7 @@ def build_fact_row(p: ResolvedPair[FactQuestion], domain: str) -> dict[str, Any]
             "lang_b": "en",
         },
         construction_method=CONSTRUCTION[spec.label],
-        source=source_ref(p.family.path, p.family.key),
+        source=family_source(p.family.path, p.family.key),
         real_world_grounding=grounding_text(grounding, spec.subcategory, SUBCATEGORIES),
     )
 

@@ -35,12 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from ..schema import ADVERSARIAL, EQUIV, PARA_SAFE, RELATED_UNSAFE, UNRELATED
-from .common import make_row, source_ref
+from .common import make_row
 from .qa_factual import (
     CONSTRUCTION,
     Locator,
     ResolvedPair,
     describe_edit,
+    family_source,
     fixture_paths,
     grounding_text,
     load_families,
@@ -202,6 +203,9 @@ def parse_open_question(where: str, raw: Any, loc: Locator, line: int) -> OpenQu
 
 def _quote_failed(crits: list[Criterion]) -> str:
     names = [f"'{c.criterion}'" for c in crits]
+    if not names:
+        # A mislabelled MISS pair; verify_or_fail rejects the row right after.
+        return "none of them"
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
@@ -264,7 +268,7 @@ def build_open_row(p: ResolvedPair[OpenQuestion]) -> dict[str, Any]:
             "criteria_b": _payload_criteria(p.qb),
         },
         construction_method=CONSTRUCTION[spec.label],
-        source=source_ref(p.family.path, p.family.key),
+        source=family_source(p.family.path, p.family.key),
         real_world_grounding=grounding_text(grounding, spec.subcategory, SUBCATEGORIES),
     )
 

@@ -15,7 +15,7 @@ parameters ``name`` and ``training_data``, or ``multipart/form-data`` with a
 file field ``file`` and optional fields ``name`` and ``training_data``. The
 stored bytes are the JSON/JSONL document itself (the file part for
 multipart). Order of checks: token (401), rate limit (429), size (413),
-format and content (400/415/422), then grading; the rate limit is checked
+format and content (400/422), then grading; the rate limit is checked
 again in the insert transaction. Nothing is written unless the upload is
 accepted. Errors are ``{"error": message}``.
 
@@ -25,7 +25,7 @@ Blocking work (SQLite, grading) runs in Starlette's thread pool.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -90,7 +90,7 @@ class _ApiError(Exception):
         super().__init__(message)
 
 
-def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 
@@ -99,7 +99,10 @@ def _iso(ts: float) -> str:
 
 
 def _rate_headers(limit: RateLimit, decision: Decision) -> dict[str, str]:
-    headers = {"X-RateLimit-Limit": str(limit.limit), "X-RateLimit-Remaining": str(decision.remaining)}
+    headers = {
+        "X-RateLimit-Limit": str(limit.limit),
+        "X-RateLimit-Remaining": str(decision.remaining),
+    }
     if decision.retry_after_s is not None:
         headers["Retry-After"] = str(decision.retry_after_s)
     return headers
@@ -130,7 +133,9 @@ def create_app(config: ServerConfig) -> Starlette:
             )
         submitter = await run_in_threadpool(store.submitter_by_token, token)
         if submitter is None:
-            raise _ApiError(401, "unknown token", {"WWW-Authenticate": 'Bearer error="invalid_token"'})
+            raise _ApiError(
+                401, "unknown token", {"WWW-Authenticate": 'Bearer error="invalid_token"'}
+            )
         return submitter
 
     async def read_body(request: Request) -> bytes:
@@ -154,10 +159,12 @@ def create_app(config: ServerConfig) -> Starlette:
     async def split_upload(request: Request, body: bytes) -> tuple[bytes, dict[str, str]]:
         """(document bytes, form fields) of the request body."""
         ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if ctype == "application/x-www-form-urlencoded":
-            raise _ApiError(415, "send JSON, JSONL or multipart/form-data with a file field 'file'")
+        # Any other content type is the document itself: curl and urllib label
+        # raw bodies application/x-www-form-urlencoded unless told otherwise.
         if ctype != "multipart/form-data":
-            fields = {k: v for k, v in request.query_params.items() if k in ("name", "training_data")}
+            fields = {
+                k: v for k, v in request.query_params.items() if k in ("name", "training_data")
+            }
             return body, fields
 
         async def one_chunk() -> AsyncGenerator[bytes, None]:
@@ -224,7 +231,9 @@ def create_app(config: ServerConfig) -> Starlette:
     async def post_submission(request: Request) -> Response:
         try:
             submitter = await authenticate(request)
-            early = await run_in_threadpool(store.rate_decision, submitter.id, limit, config.clock())
+            early = await run_in_threadpool(
+                store.rate_decision, submitter.id, limit, config.clock()
+            )
             if not early.allowed:
                 raise _too_many(limit, early)
             body = await read_body(request)

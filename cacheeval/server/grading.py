@@ -239,7 +239,11 @@ def parse_upload(body: bytes, test_ids: frozenset[str], test_order: Sequence[str
             try:
                 items.append((f"line {lineno}", _loads(line)))
             except ValueError as e:
-                why = f"{e.msg} at column {e.colno}" if isinstance(e, json.JSONDecodeError) else str(e)
+                why = (
+                    f"{e.msg} at column {e.colno}"
+                    if isinstance(e, json.JSONDecodeError)
+                    else str(e)
+                )
                 raise SubmissionError(
                     400, f"line {lineno}: not valid JSON ({why}); send JSON or JSONL"
                 ) from None

@@ -1,7 +1,7 @@
 """Per-submitter limit on graded submissions in a sliding window.
 
 A submitter may have at most ``limit`` graded submissions whose time ``t``
-satisfies ``now - window_s < t <= now``. When the window is full the next slot
+satisfies ``t > now - window_s``. When the window is full the next slot
 opens when the oldest submission that must leave does:
 ``retry_after = recent[used - limit] + window_s - now`` (``recent`` sorted
 ascending), rounded up to whole seconds. The decision is a pure function of
@@ -52,7 +52,9 @@ class RateLimit:
     def decide(self, times: Iterable[float], now: float) -> Decision:
         """May a submitter whose graded submissions were at ``times`` submit at ``now``?"""
         start = self.since(now)
-        recent = sorted(t for t in times if start < t <= now)
+        # Times after ``now`` count too: a concurrent upload that read the clock
+        # later may commit first, and it must still take its slot.
+        recent = sorted(t for t in times if t > start)
         used = len(recent)
         if used < self.limit:
             return Decision(True, used, self.limit - used - 1, None)

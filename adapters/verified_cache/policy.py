@@ -1,0 +1,306 @@
+"""The policy tier: requests a cache must never answer from memory, whatever the
+similarity of the stored request.
+
+Deterministic rules on the request itself (query, system prompt, offered tools),
+never on labels or benchmark metadata:
+
+``mutation``
+    A tool with side effects on other people, money or external records is
+    offered (its name carries a verb such as send, transfer, pay, delete,
+    cancel, book, reserve, buy, order, post, share) *and* the query asks for that
+    action ("Email Dana...", "Text Marco...", "Send $50 to Ana", "Cancel my
+    reservation"). Replaying a cached call would repeat the effect, or skip it.
+    Without tools nothing can be mutated (the model can only draft text), and
+    tools that set the user's own device state (alarms, timers, lights,
+    reminders, calendar entries) are not mutating here: replaying the same call
+    leaves the same state.
+``time_sensitive``
+    Live data whose answer changes by the minute: weather and forecasts, stock
+    prices and quotes, exchange rates (a conversion between two currencies),
+    news and headlines, live scores and traffic.
+``creative``
+    A request for a new piece of creative writing (poem, haiku, story, joke,
+    slogan, tagline, toast, caption, name ideas...): the user expects a fresh
+    piece, and a second request deserves a different one.
+``personal_data``
+    The system prompt carries a signed-in user's profile or records ("Member:
+    Chloe Dubois", "talking with Priya Raman"): whatever the query, the answer
+    may draw on that user's own, changing records (a balance, a schedule).
+``cross_user``
+    The stored request was made under another system prompt (another user, app
+    or persona): a cached answer never crosses that boundary. The cache keys its
+    entries by system prompt, so such an entry is never even a candidate.
+
+Every rule returns a :class:`PolicyVerdict` whose ``reason`` names what fired.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .features import Request, normalise_text
+
+RULES: tuple[str, ...] = ("mutation", "time_sensitive", "creative", "personal_data", "cross_user")
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyVerdict:
+    """``allowed`` False means: never serve (``rule`` and ``reason`` say why)."""
+
+    allowed: bool
+    rule: str = ""
+    reason: str = ""
+
+
+ALLOWED = PolicyVerdict(True)
+
+
+def _words(pattern: str) -> re.Pattern[str]:
+    return re.compile(rf"\b(?:{pattern})\b", re.IGNORECASE)
+
+
+# --- mutation -----------------------------------------------------------------------
+
+#: Verbs in a tool name that make the tool mutating.
+MUTATING_VERBS = frozenset(
+    """send transfer pay delete remove cancel book reserve buy purchase order post publish
+    submit wire withdraw deposit refund share invite reply forward sell trade unsubscribe
+    subscribe donate tip charge""".split()
+)
+#: Words in a query that ask for the action of a tool-name word (the word itself
+#: always counts).
+_ACTION_WORDS: dict[str, str] = {
+    "email": r"e-?mails?|mail",
+    "mail": r"e-?mails?|mail",
+    "message": r"text|texts|message|sms|dm|whatsapp",
+    "sms": r"text|texts|sms",
+    "transfer": r"transfer|wire",
+    "money": r"transfer|wire",
+    "pay": r"pay|payment",
+    "delete": r"delete|erase|wipe",
+    "remove": r"remove|delete",
+    "cancel": r"cancel|cancell?ation",
+    "book": r"book|reserve|reservation",
+    "booking": r"book|booking|reserve|reservation",
+    "reserve": r"reserve|reservation|book",
+    "table": r"book|reserve",
+    "buy": r"buy|purchase",
+    "purchase": r"buy|purchase",
+    "order": r"order",
+    "post": r"post|tweet|publish",
+    "publish": r"publish|post",
+    "share": r"share",
+    "invite": r"invite",
+    "reply": r"reply|respond",
+    "forward": r"forward",
+    "sell": r"sell",
+    "trade": r"trade|sell|buy",
+}
+#: Moving money: a send/move/pay verb with an amount of money.
+_MONEY_MOVE = re.compile(
+    r"\b(?:send|move|transfer|wire|pay|give)\b.{0,40}?(?:[$€£¥₹]\s?\d|\b\d[\d,.]*\s?"
+    r"(?:dollars?|euros?|pounds?|bucks|usd|eur|gbp)\b|\b(?:fifty|hundred|thousand)\b.{0,12}"
+    r"(?:dollars?|euros?|pounds?|bucks))",
+    re.IGNORECASE,
+)
+
+
+def _tool_name(tool: Mapping[str, Any]) -> str:
+    fn = tool.get("function")
+    name = tool.get("name")
+    if not isinstance(name, str) and isinstance(fn, Mapping):
+        name = fn.get("name")
+    return name if isinstance(name, str) else ""
+
+
+def mutating_tools(request: Request) -> tuple[str, ...]:
+    """Names of the offered tools whose name carries a mutating verb, sorted."""
+    out = []
+    for tool in request.tools or ():
+        name = _tool_name(tool)
+        parts = set(re.split(r"[_\W]+", name.lower()))
+        if parts & MUTATING_VERBS:
+            out.append(name)
+    return tuple(sorted(out))
+
+
+def mutation(request: Request) -> PolicyVerdict:
+    """Never serve a request that asks an offered mutating tool to act."""
+    query = normalise_text(request.query)
+    for name in mutating_tools(request):
+        parts = [p for p in re.split(r"[_\W]+", name.lower()) if p]
+        alternatives = [re.escape(p) for p in parts] + [
+            _ACTION_WORDS[p] for p in parts if p in _ACTION_WORDS
+        ]
+        if _words("|".join(alternatives)).search(query):
+            return PolicyVerdict(False, "mutation", f"asks the mutating tool {name} to act")
+        if parts[0] in {"transfer", "pay", "send", "wire"} and _MONEY_MOVE.search(query):
+            if {"money", "payment", "funds", "transfer", "pay"} & set(parts):
+                return PolicyVerdict(False, "mutation", f"moves money with {name}")
+    return ALLOWED
+
+
+# --- time-sensitive ----------------------------------------------------------------
+
+_LIVE_MARKER = r"now|right now|at the moment|currently|today|tonight|tomorrow|this (?:morning|afternoon|evening|week|weekend)|day after tomorrow|next few days"  # noqa: E501
+_WEATHER = _words(r"weather|forecast|humidity|uv index|pollen count|air quality|wind chill")
+_WEATHER_STATE = re.compile(
+    rf"\b(?:rain|raining|rainy|snow|snowing|sunny|windy|storm|stormy|hot|cold|warm|chilly|"
+    rf"temperature)\b.{{0,60}}\b(?:{_LIVE_MARKER})\b|\b(?:{_LIVE_MARKER})\b.{{0,60}}\b(?:rain|"
+    rf"raining|snow|snowing|sunny|windy|storm|temperature)\b",
+    re.IGNORECASE,
+)
+_MARKET = _words(
+    r"stocks?|stock price|share price|ticker|quote for|nasdaq|dow jones|s&p 500|market cap|"
+    r"exchange rate|forex|crypto(?:currency)? price|bitcoin price|trading at|trading right now"
+)
+_NEWS = _words(r"news|headlines?|breaking news|top stories")
+_LIVE_EVENTS = re.compile(
+    rf"\b(?:score|scores|traffic|delays?|queue|wait time|open right now)\b.{{0,40}}"
+    rf"\b(?:{_LIVE_MARKER})\b|\bwho(?:'s| is) winning\b|\blive (?:score|results)\b",
+    re.IGNORECASE,
+)
+#: A currency: a symbol before an amount, or a currency word or code.
+_CURRENCY_NAMES = re.compile(
+    r"[$€£¥₹](?=\s?\d)|\b(?:usd|eur|gbp|jpy|inr|cad|aud|chf|cny|mxn|dollars?|euros?|yen|"
+    r"rupees?|francs?|pesos?|yuan|sterling|bitcoin|btc)\b",
+    re.IGNORECASE,
+)
+_MONEY_AMOUNT = re.compile(
+    r"[$€£¥₹]\s?\d|\b\d[\d,.]*\s?(?:usd|eur|gbp|jpy|inr|cad|aud|chf|dollars?|euros?|yen|"
+    r"rupees?|francs?|pesos?|pounds)\b",
+    re.IGNORECASE,
+)
+_CURRENCY_CANON = {
+    "$": "usd", "dollar": "usd", "dollars": "usd", "usd": "usd", "€": "eur", "euro": "eur",
+    "euros": "eur", "eur": "eur", "£": "gbp", "gbp": "gbp", "sterling": "gbp", "¥": "jpy",
+    "yen": "jpy", "jpy": "jpy", "₹": "inr", "rupee": "inr", "rupees": "inr", "inr": "inr",
+}  # fmt: skip
+
+
+def _currencies(text: str) -> set[str]:
+    found = set()
+    for m in _CURRENCY_NAMES.finditer(text):
+        word = m.group().lower()
+        found.add(_CURRENCY_CANON.get(word, word.rstrip("s")))
+    return found
+
+
+def time_sensitive(request: Request) -> PolicyVerdict:
+    """Never serve live data: weather, markets, exchange rates, news, live events."""
+    q = normalise_text(request.query)
+    if _WEATHER.search(q) or _WEATHER_STATE.search(q):
+        return PolicyVerdict(False, "time_sensitive", "weather changes by the hour")
+    if _MARKET.search(q):
+        return PolicyVerdict(False, "time_sensitive", "market prices change by the minute")
+    if len(_currencies(q)) >= 2 or (
+        re.search(r"\b(?:convert|exchange)\b", q, re.I) and _MONEY_AMOUNT.search(q)
+    ):
+        return PolicyVerdict(False, "time_sensitive", "exchange rates change daily")
+    if _NEWS.search(q):
+        return PolicyVerdict(False, "time_sensitive", "news is new every hour")
+    if _LIVE_EVENTS.search(q):
+        return PolicyVerdict(False, "time_sensitive", "a live event or status")
+    return ALLOWED
+
+
+# --- creative ------------------------------------------------------------------------
+
+#: Forms that are creative writing on their own.
+_CREATIVE_FORMS = _words(
+    r"poems?|poetry|haikus?|limericks?|sonnets?|verses?|free verse|lullab(?:y|ies)|acrostic|"
+    r"lyrics|jingles?|raps?|rap lines|chants?|slogans?|taglines?|catchphrases?|mottos?|"
+    r"jokes?|knock[- ]knock|puns?|riddles?|fables?|fairy tales?|bedtime stor(?:y|ies)|"
+    r"short stor(?:y|ies)|comic strip|screenplay"
+)
+#: Forms that are creative writing when the user asks for one to be written.
+_SOFT_FORMS = _words(
+    r"stor(?:y|ies)|tales?|songs?|chorus|toasts?|speech|captions?|tweets?|bios?|blurbs?|"
+    r"ad script|radio ad|commercial|name ideas|product names|names? for (?:a|an|my|our|the|this)|"
+    r"(?:\d+|a few|some|ten|five|three|good|catchy) (?:\w+ )?names|pep talk|"
+    r"motivational (?:message|words)|encouraging words|card message|message for a .{0,30}card|"
+    r"something funny|wedding card|greeting card|birthday card|retirement card"
+)
+_GENERATE = _words(
+    r"write|compose|make up|make me|make an?|come up with|give me|tell me|suggest|brainstorm|"
+    r"draft|create|can you do|could you do|i need|i'd like|i want|help me with|help me write|"
+    r"any ideas|ideas\?|what could|what's something"
+)
+
+
+def creative(request: Request) -> PolicyVerdict:
+    """Never serve a request for a new piece of creative writing."""
+    q = normalise_text(request.query)
+    m = _CREATIVE_FORMS.search(q)
+    if m:
+        return PolicyVerdict(False, "creative", f"asks for creative writing ({m.group().lower()})")
+    m = _SOFT_FORMS.search(q)
+    if m and _GENERATE.search(q):
+        return PolicyVerdict(False, "creative", f"asks for creative writing ({m.group().lower()})")
+    return ALLOWED
+
+
+# --- personal data -------------------------------------------------------------------
+
+_PROFILE = re.compile(
+    r"\b(?i:member|patron|cardholder|customer|customer contact|employee|signed-in user|user|"
+    r"traveller|traveler|runner|learner|student|patient|resident|owner|client|parent|"
+    r"account holder|policyholder|subscriber|player|guest)\s*:\s*[A-Z]"
+    r"|\b(?i:talking|speaking|chatting) (?i:with|to) (?i:verified |the )?(?i:member |customer |"
+    r"user |patient )?[A-Z][\w'-]+"
+    r"|\bassistant\b[^.]{0,80}?\bfor [A-Z][\w'-]+ [A-Z][\w'-]+",
+)
+
+
+def personal_data(request: Request) -> PolicyVerdict:
+    """Never serve a request made under a signed-in user's profile: the answer
+    draws on that user's own, changing records."""
+    system = request.system_prompt or ""
+    if system and _PROFILE.search(system):
+        return PolicyVerdict(
+            False, "personal_data", "made under a signed-in user's profile and records"
+        )
+    return ALLOWED
+
+
+# --- entry points -----------------------------------------------------------------------
+
+_REQUEST_RULES = (mutation, time_sensitive, creative, personal_data)
+
+
+def request_policy(request: Request | str) -> PolicyVerdict:
+    """May this request be answered from (or stored in) a cache at all?"""
+    req = Request.of(request)
+    for rule in _REQUEST_RULES:
+        verdict = rule(req)
+        if not verdict.allowed:
+            return verdict
+    return ALLOWED
+
+
+def scope_key(request: Request) -> str:
+    """The scope a cached answer lives in: the system prompt, whitespace-normalised.
+    Requests under different system prompts (users, apps, personas) never share
+    cached answers."""
+    return " ".join((request.system_prompt or "").split())
+
+
+def pair_policy(stored: Request, new: Request) -> PolicyVerdict:
+    """May an answer stored for ``stored`` be served for ``new``? (Both requests
+    must also pass :func:`request_policy`.)"""
+    if scope_key(stored) != scope_key(new):
+        return PolicyVerdict(
+            False, "cross_user", "stored under another system prompt (user, app or persona)"
+        )
+    return ALLOWED
+
+
+def check(stored: Request, new: Request) -> PolicyVerdict:
+    """Every policy rule for serving ``stored``'s answer to ``new``."""
+    for verdict in (request_policy(new), request_policy(stored), pair_policy(stored, new)):
+        if not verdict.allowed:
+            return verdict
+    return ALLOWED

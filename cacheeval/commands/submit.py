@@ -1,0 +1,122 @@
+"""``cacheeval submit``: upload a predictions file to a grading server and print
+the aggregate scores it returns. Standard library only (urllib).
+
+The file's bytes are sent unchanged as the request body (the server stores
+exactly them and their sha256); ``--name`` and ``--training-data`` travel as
+query parameters. Exit 0 when the server accepted and graded the upload, 1
+when it refused it (its message is printed), 2 for a local problem (missing
+file, unreachable server).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+NAME = "submit"
+HELP = "Upload a predictions file to a CacheEval grading server and print the scores."
+
+_PROG = f"cacheeval {NAME}"
+TIMEOUT_S = 120.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("predictions", type=Path, help="predictions JSONL from `cacheeval predict`")
+    parser.add_argument(
+        "--server", required=True, help="server base URL, e.g. http://127.0.0.1:8000"
+    )
+    parser.add_argument("--token", required=True, help="your submitter token")
+    parser.add_argument("--name", help="name on the board (default: the file's cache name)")
+    parser.add_argument(
+        "--training-data", help="what the cache was trained or tuned on (shown on the board)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the server's JSON answer")
+
+
+def _fmt(e: dict[str, Any] | None) -> str:
+    if not e or e.get("value") is None:
+        return "n/a"
+    return f"{e['value']:.3f} [{e['ci_low']:.3f}, {e['ci_high']:.3f}]"
+
+
+def render(answer: dict[str, Any], server: str) -> str:
+    """The human summary of an accepted submission."""
+    s = answer["scores"]
+    h = s["headline"]
+    lines = [
+        f"submission #{answer['id']} {answer['name']!r} by {answer['submitter']}: "
+        f"{s['n_rows']} test rows graded",
+        f"  FHR              {_fmt(h['fhr'])}",
+        f"  ADVERSARIAL-FHR  {_fmt(h['adversarial_fhr'])}",
+        f"  F1               {_fmt(h['f1'])}",
+        f"  precision        {_fmt(h['precision'])}",
+        f"  recall           {_fmt(h['recall'])}",
+        f"  accuracy         {_fmt(h['accuracy'])}",
+        "  per domain (FHR / F1):",
+    ]
+    for d in s["per_domain"]:
+        lines.append(f"    {d['domain']:<15} n={d['n']:<4} {_fmt(d['fhr'])}  /  {_fmt(d['f1'])}")
+    lines.append("  per label (FHR):")
+    for lab in s["per_label"]:
+        lines.append(f"    {lab['label']:<15} n={lab['n']:<4} {_fmt(lab['fhr'])}")
+    lines.append(f"  upload sha256 {answer['sha256']}")
+    lines.append(f"  page {server.rstrip('/')}{answer['url']}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    try:
+        body = args.predictions.read_bytes()
+    except OSError as e:
+        print(f"{_PROG}: error: {args.predictions}: {e.strerror}", file=sys.stderr)
+        return 2
+    base = args.server.rstrip("/")
+    if not base.startswith(("http://", "https://")):
+        print(
+            f"{_PROG}: error: --server must be an http(s) URL, got {args.server!r}", file=sys.stderr
+        )
+        return 2
+    params = {k: v for k, v in (("name", args.name), ("training_data", args.training_data)) if v}
+    url = f"{base}/api/submissions"
+    if params:
+        url += "?" + urllib.parse.urlencode(params)
+    request = urllib.request.Request(
+        url,
+        data=body,
+        method="POST",
+        headers={
+            "Authorization": f"Bearer {args.token}",
+            "Content-Type": "application/x-ndjson",
+            "Accept": "application/json",
+        },
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+            answer = json.loads(response.read().decode("utf-8"))
+    except urllib.error.HTTPError as e:
+        detail = e.read().decode("utf-8", "replace")
+        try:
+            detail = json.loads(detail)["error"]
+        except (ValueError, KeyError, TypeError):
+            pass
+        print(f"{_PROG}: the server refused the upload ({e.code}): {detail}", file=sys.stderr)
+        return 1
+    except (urllib.error.URLError, OSError) as e:
+        reason = getattr(e, "reason", e)
+        print(f"{_PROG}: error: cannot reach {base}: {reason}", file=sys.stderr)
+        return 2
+    except ValueError as e:
+        print(f"{_PROG}: error: the server's answer is not JSON ({e})", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(answer, indent=2, ensure_ascii=False))
+    else:
+        print(render(answer, base))
+    return 0

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Recalibrate the difficulty of every row, then regenerate the shards and rebuild.
+
+Scores every labelled row with the five-scorer ensemble (all-MiniLM-L6-v2,
+multilingual e5-small, character 3-gram TF-IDF, token Jaccard, edit
+similarity), writes ``sources/difficulty.json``, regenerates
+``domains/<domain>.jsonl`` with the calibrated difficulty, rebuilds
+``cachebench.jsonl`` and ``domains/manifest.json``, writes
+``reports/DIFFICULTY.md`` and prints it. Nothing is written unless the
+regenerated shards assemble cleanly; a second run writes identical bytes.
+See cacheeval/build/difficulty.py.
+
+    python scripts/recalibrate_difficulty.py                 # this checkout
+    python scripts/recalibrate_difficulty.py --root /tmp/copy --sources-dir sources
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+# Run from a checkout without installing: make the repository importable.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# The models are installed as packages; never reach a hub.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from cacheeval.build.assemble import BuildFailed  # noqa: E402
+from cacheeval.build.difficulty import DifficultyFileError, recalibrate  # noqa: E402
+from cacheeval.generators.common import REPO_ROOT  # noqa: E402
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=REPO_ROOT,
+        help="where domains/, sources/difficulty.json, the build and reports/ live "
+        "(default: this checkout)",
+    )
+    parser.add_argument(
+        "--sources-dir",
+        type=Path,
+        default=None,
+        help="the generators' fixtures (default: ROOT/sources)",
+    )
+    parser.add_argument(
+        "--require-all", action="store_true", help="fail unless all ten domain shards exist"
+    )
+    args = parser.parse_args(argv)
+
+    from adapters.difficulty_scorers import ensemble, held_out
+
+    try:
+        outcome = recalibrate(
+            args.root,
+            ensemble(),
+            held_out(),
+            sources_dir=args.sources_dir,
+            require_all=args.require_all,
+        )
+    except BuildFailed as e:
+        print(
+            f"recalibration aborted, nothing written: {len(e.violations)} problem(s)",
+            file=sys.stderr,
+        )
+        for v in e.violations:
+            print(f"  {v}", file=sys.stderr)
+        return 1
+    except (DifficultyFileError, OSError, ValueError) as e:
+        print(f"recalibration failed: {e}", file=sys.stderr)
+        return 1
+    print(outcome.report)
+    for note in outcome.notes:
+        print(f"note: {note}")
+    if outcome.written:
+        for rel in outcome.written:
+            print(f"wrote {rel}")
+    else:
+        print("every output already up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

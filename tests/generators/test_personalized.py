@@ -1,0 +1,216 @@
+"""The personalized shard: counts, determinism, the cross-user / personalised
+policies, user variety, uniqueness, and located fixture errors."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cacheeval.build.checks import pair_key, side_key
+from cacheeval.build.shards import read_shards
+from cacheeval.dataset import row_problem
+from cacheeval.generators import personalized as gen
+from cacheeval.generators.common import DOMAINS_DIR, REPO_ROOT, SOURCES_DIR
+from cacheeval.generators.creative import FixtureError
+from cacheeval.jsonio import jsonl_bytes
+from cacheeval.schema import LABELS, MATRIX, MISS, POLICY_NO_CACHE, Row
+from cacheeval.verify import check_row
+from cacheeval.verify.textnorm import normalize_answer
+
+DOMAIN = "personalized"
+SHARD = DOMAINS_DIR / f"{DOMAIN}.jsonl"
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[dict[str, Any]]:
+    return gen.generate(SOURCES_DIR)
+
+
+@pytest.fixture(scope="module")
+def families() -> list[gen.Family]:
+    return gen.load_families(SOURCES_DIR)
+
+
+# --- shape ------------------------------------------------------------------------------------
+
+
+def test_label_counts_match_matrix(rows: list[dict[str, Any]]) -> None:
+    counts = Counter(r["label"] for r in rows)
+    assert tuple(counts[label] for label in LABELS) == MATRIX[DOMAIN] == (30, 30, 30, 30, 20)
+    assert {r["binary_label"] for r in rows} == {MISS}
+
+
+def test_subcategories(rows: list[dict[str, Any]]) -> None:
+    subs = Counter(r["subcategory"] for r in rows)
+    assert len(subs) >= 8
+    for axis in ("same_user_surface_variant", "same_user_paraphrase", "same_user_related_question"):
+        assert subs[axis] == 30, axis
+    # Permission and locale differences, not only different people.
+    assert subs["permission_swap"] >= 1
+    assert subs["currency_locale_swap"] + subs["unit_setting_swap"] + subs["timezone_swap"] >= 3
+
+
+def test_ids_and_sources(rows: list[dict[str, Any]]) -> None:
+    assert [r["id"] for r in rows] == [f"cb-{DOMAIN}-{i:04d}" for i in range(1, 141)]
+    for r in rows:
+        path, _, item = r["source"].partition("#")
+        assert path.startswith(f"sources/{DOMAIN}/") and item
+        assert (REPO_ROOT / path).is_file()
+
+
+def test_every_row_is_valid_and_verifies_as_policy_miss(rows: list[dict[str, Any]]) -> None:
+    disagreements = []
+    for r in rows:
+        data = {**r, "split": "train"}
+        assert row_problem(data, require_labels=True) is None, r["id"]
+        assert r["verification_method"] == POLICY_NO_CACHE
+        p = r["verification_payload"]
+        assert p["kind"] == "policy" and p["policy"] in ("cross_user", "personalized")
+        check = check_row(Row.from_dict(data))
+        if check.binary != r["binary_label"]:
+            disagreements.append((r["id"], check.detail))
+    assert disagreements == []
+
+
+# --- the policy matches who is asking -------------------------------------------------------
+
+
+def test_policy_names_same_or_different_user(
+    rows: list[dict[str, Any]], families: list[gen.Family]
+) -> None:
+    # Every system prompt is one family template filled with one user's profile.
+    owner = {gen.fill(f.system, u): u["name"] for f in families for u in f.users}
+    for r in rows:
+        who = [owner[r[f"system_prompt_{s}"]] for s in "ab"]
+        want = "personalized" if who[0] == who[1] else "cross_user"
+        assert r["verification_payload"]["policy"] == want, r["id"]
+        assert all(name in r["verification_payload"]["reason"] for name in who), r["id"]
+
+
+def test_same_user_rows_share_the_system_prompt(rows: list[dict[str, Any]]) -> None:
+    for r in rows:
+        if r["label"] in ("EQUIV", "PARA_SAFE", "RELATED_UNSAFE"):
+            assert r["system_prompt_a"] == r["system_prompt_b"], r["id"]
+            assert r["query_a"] != r["query_b"]
+            assert "cache" in r["rationale"], r["id"]
+
+
+def test_adversarial_rows_ask_the_identical_question_under_two_profiles(
+    rows: list[dict[str, Any]],
+) -> None:
+    adv = [r for r in rows if r["label"] == "ADVERSARIAL"]
+    assert len(adv) == 30
+    for r in adv:
+        assert r["query_a"] == r["query_b"], r["id"]
+        assert r["system_prompt_a"] != r["system_prompt_b"]
+        assert r["expected_answer_a"] != r["expected_answer_b"]
+        assert "byte-identical" in r["rationale"]
+
+
+def test_many_distinct_fictional_users(families: list[gen.Family]) -> None:
+    names = Counter(u["name"] for f in families for u in f.users)
+    assert len(names) >= 40
+    # A name appears twice only as the same person under two settings.
+    same_person = sum(1 for f in families if f.users[0]["name"] == f.users[1]["name"])
+    assert sum(n - 1 for n in names.values()) == same_person
+
+
+def test_answers_quote_the_profile(rows: list[dict[str, Any]]) -> None:
+    for r in rows:
+        for side in "ab":
+            assert r[f"expected_answer_{side}"].strip(), r["id"]
+            assert "{" not in r[f"system_prompt_{side}"] + r[f"expected_answer_{side}"], r["id"]
+
+
+# --- determinism ------------------------------------------------------------------------------
+
+
+def test_generation_is_deterministic(rows: list[dict[str, Any]]) -> None:
+    assert jsonl_bytes(gen.generate(SOURCES_DIR)) == jsonl_bytes(rows)
+
+
+def test_committed_shard_is_fresh(rows: list[dict[str, Any]]) -> None:
+    assert SHARD.read_bytes() == jsonl_bytes(rows)
+
+
+def test_script_output_identical_across_processes(tmp_path: Path) -> None:
+    outs = []
+    for seed in ("0", "31337"):
+        out = tmp_path / f"{DOMAIN}-{seed}.jsonl"
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        script = REPO_ROOT / "scripts" / f"gen_{DOMAIN}.py"
+        subprocess.run(
+            [sys.executable, str(script), "--out", str(out)],
+            check=True,
+            env=env,
+            capture_output=True,
+        )
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1] == SHARD.read_bytes()
+
+
+# --- uniqueness -------------------------------------------------------------------------------
+
+
+def test_rationales_unique(rows: list[dict[str, Any]]) -> None:
+    assert len({normalize_answer(r["rationale"]) for r in rows}) == len(rows)
+
+
+def test_rationales_unique_across_the_dataset(rows: list[dict[str, Any]]) -> None:
+    mine = {normalize_answer(r["rationale"]) for r in rows}
+    clashes = [
+        sr.row_id
+        for domain, srows in read_shards(DOMAINS_DIR, None).items()
+        if domain != DOMAIN
+        for sr in srows
+        if isinstance(sr.data, dict)
+        and isinstance(sr.data.get("rationale"), str)
+        and normalize_answer(sr.data["rationale"]) in mine
+    ]
+    assert clashes == []
+
+
+def test_no_duplicate_pairs_and_no_identical_sides(rows: list[dict[str, Any]]) -> None:
+    seen: set[str] = set()
+    for r in rows:
+        assert side_key(r, "a") != side_key(r, "b"), r["id"]
+        assert pair_key(r) not in seen and pair_key(r, reverse=True) not in seen, r["id"]
+        seen.add(pair_key(r))
+
+
+# --- fixture errors ---------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def sources(tmp_path: Path) -> Path:
+    shutil.copytree(SOURCES_DIR / DOMAIN, tmp_path / DOMAIN)
+    return tmp_path
+
+
+def test_invalid_json_is_located(sources: Path) -> None:
+    path = sorted((sources / DOMAIN).glob("*.json"))[0]
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace('"topic":', '"topic"', 1), encoding="utf-8")
+    with pytest.raises(FixtureError, match=rf"{re.escape(str(path))}:\d+:\d+: not valid JSON"):
+        gen.generate(sources)
+
+
+def test_missing_template_slot_is_located(sources: Path) -> None:
+    path = sorted((sources / DOMAIN).glob("*.json"))[0]
+    text = path.read_text(encoding="utf-8")
+    m = re.search(r'"key": "([a-z0-9_]+)"', text)
+    assert m is not None
+    key = m.group(1)
+    start = text.index('"system": "', m.start()) + len('"system": "')
+    path.write_text(text[:start] + "{no_such_slot} " + text[start:], encoding="utf-8")
+    line = next(n for n, s in enumerate(text.splitlines(), 1) if f'"key": "{key}"' in s)
+    with pytest.raises(FixtureError, match=rf":{line}: item '{key}': .*\{{no_such_slot\}}"):
+        gen.generate(sources)
