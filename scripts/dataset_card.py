@@ -263,6 +263,23 @@ def render(text: str, data: CardData, *, path: str = CARD) -> str:
     return "".join(out)
 
 
+def update_card(card: Path, data: CardData, *, check: bool = False) -> int:
+    """Rewrite ``card``'s tables from ``data`` (or, with ``check``, only say
+    whether they are stale). Returns the exit status: 0 up to date or
+    rewritten, 1 stale under ``check``. Raises CardError / OSError."""
+    text = card.read_text(encoding="utf-8")
+    fresh = render(text, data, path=str(card))
+    if fresh == text:
+        print(f"{card}: up to date ({len(data.rows)} rows)")
+        return 0
+    if check:
+        print(f"{card}: stale; run python scripts/dataset_card.py", file=sys.stderr)
+        return 1
+    write_bytes_atomic(card, fresh.encode("utf-8"))
+    print(f"{card}: tables regenerated from {len(data.rows)} rows")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Regenerate the tables of DATASET_CARD.md.")
     parser.add_argument("--root", type=Path, default=REPO_ROOT, help="repository root")
@@ -271,9 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     card: Path = args.card or args.root / CARD
     try:
-        text = card.read_text(encoding="utf-8")
-        data = load_card_data(args.root)
-        fresh = render(text, data, path=str(card))
+        return update_card(card, load_card_data(args.root), check=args.check)
     except BuildFailed as e:
         print(
             f"dataset card: the shards do not build: {len(e.violations)} problem(s)",
@@ -285,15 +300,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CardError, OSError, ValueError) as e:
         print(f"dataset card: {e}", file=sys.stderr)
         return 2
-    if fresh == text:
-        print(f"{card}: up to date ({len(data.rows)} rows)")
-        return 0
-    if args.check:
-        print(f"{card}: stale; run python scripts/dataset_card.py", file=sys.stderr)
-        return 1
-    write_bytes_atomic(card, fresh.encode("utf-8"))
-    print(f"{card}: tables regenerated from {len(data.rows)} rows")
-    return 0
 
 
 if __name__ == "__main__":

@@ -6,8 +6,10 @@ multilingual e5-small, character 3-gram TF-IDF, token Jaccard, edit
 similarity), writes ``sources/difficulty.json``, regenerates
 ``domains/<domain>.jsonl`` with the calibrated difficulty, rebuilds
 ``cachebench.jsonl`` and ``domains/manifest.json``, writes
-``reports/DIFFICULTY.md`` and prints it. Nothing is written unless the
-regenerated shards assemble cleanly; a second run writes identical bytes.
+``reports/DIFFICULTY.md`` and prints it, then refreshes the tables of
+DATASET_CARD.md (scripts/dataset_card.py) when the root has one. Nothing is
+written unless the regenerated shards assemble cleanly; a second run writes
+identical bytes.
 See cacheeval/build/difficulty.py.
 
     python scripts/recalibrate_difficulty.py                 # this checkout
@@ -29,7 +31,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from cacheeval.build.assemble import BuildFailed  # noqa: E402
-from cacheeval.build.difficulty import DifficultyFileError, recalibrate  # noqa: E402
+from cacheeval.build.difficulty import (  # noqa: E402
+    DIFFICULTY_PATH,
+    DifficultyFileError,
+    recalibrate,
+)
 from cacheeval.generators.common import REPO_ROOT  # noqa: E402
 
 
@@ -82,7 +88,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"wrote {rel}")
     else:
         print("every output already up to date")
-    return 0
+    return _refresh_card(args.root)
+
+
+def _refresh_card(root: Path) -> int:
+    """Regenerate DATASET_CARD.md's tables (its difficulty table moved), if there is one."""
+    from scripts.dataset_card import CARD, CardError, load_card_data, update_card
+
+    card = root / CARD
+    if not card.is_file():
+        return 0
+    try:
+        return update_card(card, load_card_data(root, calibration_file=root / DIFFICULTY_PATH))
+    except (BuildFailed, CardError, OSError, ValueError) as e:
+        print(f"dataset card not updated: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

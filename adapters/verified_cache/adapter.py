@@ -200,7 +200,7 @@ def build_cases(rows: Sequence[Row], resources: Resources) -> list[PairCase]:
         qvec = dict(zip(queries, resources.encode(queries), strict=True))
         sides = [(analyze(a), analyze(b)) for _, a, b in pending]
         # fill the memo with every history and span in a few big batches
-        from .features import diff_spans
+        from .features import diff_spans, history_diff_span
 
         texts: list[str] = []
         for (_, a, b), (sa, sb) in zip(pending, sides, strict=True):
@@ -210,6 +210,9 @@ def build_cases(rows: Sequence[Row], resources: Resources) -> list[PairCase]:
             span_a, span_b = diff_spans(sa, sb)
             if span_a != span_b and span_a and span_b:
                 texts += [span_a, span_b]
+            added = history_diff_span(sa, sb)
+            if added:
+                texts.append(added)
         unique = list(dict.fromkeys(texts))
         for start in range(0, len(unique), 512):
             resources.memo.vectors(unique[start : start + 512])

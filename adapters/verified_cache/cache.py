@@ -45,6 +45,7 @@ from .features import (
     analyze,
     context_only,
     diff_spans,
+    history_diff_span,
     pair_features,
     tool_names,
 )
@@ -230,12 +231,14 @@ def features_for(
     """The verifier's feature vector for (stored, new): the one code path shared by
     ``get`` and by training, so training and serving never disagree."""
     span_a, span_b = diff_spans(stored, new)
+    added = history_diff_span(stored, new)
     return pair_features(
         stored,
         new,
         cos_query=cosine(stored_vector, new_vector),
         cos_context=context_cosine(stored_history, new_history, memo),
         cos_diff=span_cosine(span_a, span_b, memo),
+        cos_ctx_added=cosine(memo.vectors([added])[0], new_vector) if added else 0.0,
     )
 
 

@@ -83,8 +83,14 @@ _CONTRACTIONS: dict[str, str] = {
     "hasn't": "has not", "hasnt": "has not", "mustn't": "must not",
 }  # fmt: skip
 
+#: Contracted endings: "long'll" -> "long will".
+_SUFFIXES: dict[str, str] = {"'ll": "will", "'re": "are", "'ve": "have", "'d": "would", "'m": "am"}
+
 #: Informal spellings a user types for a common word.
 _ABBREVIATIONS: dict[str, str] = {
+    "em": "them", "shld": "should", "wk": "week", "wks": "weeks", "cmd": "command",
+    "msg": "message",
+    "pic": "picture", "pics": "pictures", "tho": "though",
     "u": "you", "ur": "your", "r": "are", "pls": "please", "plz": "please",
     "thx": "thanks", "bday": "birthday", "yr": "year", "yrs": "year", "abt": "about",
     "w": "with", "b4": "before", "tmrw": "tomorrow", "tmr": "tomorrow", "tonite": "tonight",
@@ -185,6 +191,8 @@ CONTRAST_GROUPS: tuple[frozenset[str], ...] = tuple(
         "compress decompress serialize deserialize parse stringify",
         "ascending asc descending desc increasing decreasing",
         "minimum min maximum max smallest largest biggest lowest highest least most",
+        "big small large tiny 大 小 grande pequeño pequeno petit grand klein groß gross piccolo",
+        "mayor menor más mas menos plus moins mehr weniger più piu meno",
         "first last",
         "before after",
         "above below over under",
@@ -365,6 +373,11 @@ _QUOTED_RE = re.compile(
     r"(?<!\w)['‘`](?P<s>[^'‘’`\n]{1,200})['’`](?!\w)|[\"“](?P<d>[^\"“”\n]{1,200})[\"”]"
 )
 _CAMEL_RE = re.compile(r"[a-z][A-Z]")
+#: Han, kana and Hangul: scripts written without spaces between words.
+_CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+_CJK_SPLIT_RE = re.compile(
+    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|\d+|[^\W\d_]+"
+)
 _OPERATOR_SYMBOLS = frozenset("+-*/^=<>×÷√≤≥%")
 _SENTENCE_BREAK = frozenset(".?!:;\n")
 
@@ -389,9 +402,23 @@ def normalise_text(text: str) -> str:
     no zero-width characters."""
     text = re.sub(r"[⁰¹²³⁴⁵⁶⁷⁸⁹]+", lambda m: "^" + m.group().translate(_SUPERSCRIPTS), text)
     text = unicodedata.normalize("NFKC", text).replace("π", " pi ")
+    text = re.sub(r"\bw/o\b", "without", text, flags=re.IGNORECASE)
+    text = re.sub(r"\bw/(?=\s)", "with", text, flags=re.IGNORECASE)
     for src, dst in (("’", "'"), ("‘", "'"), ("–", "-"), ("—", " - "), ("−", "-"), ("\u200b", "")):
         text = text.replace(src, dst)
     return text
+
+
+def _fold_accents(word: str) -> str:
+    """ "cuántas" -> "cuantas": drop accents from Latin-script words only (in other
+    scripts a combining mark changes the letter)."""
+    if word.isascii():
+        return word
+    decomposed = unicodedata.normalize("NFD", word)
+    base = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    if all(ord(ch) < 0x250 for ch in base):
+        return base
+    return word
 
 
 def _canon_number(raw: str) -> tuple[str, bool]:
@@ -447,7 +474,16 @@ def tokenize(text: str) -> list[Token]:
         elif kind in ("num", "numw"):
             raw_tokens.append(Token("num", raw, raw, m.start(), m.end()))
         elif kind == "word":
-            raw_tokens.append(Token("word", raw, raw.lower(), m.start(), m.end()))
+            if _CJK_RE.search(raw):
+                # no spaces between words in these scripts: one token per character
+                # (a run of Latin letters or digits inside stays whole)
+                for cm in _CJK_SPLIT_RE.finditer(raw):
+                    piece = cm.group()
+                    start = m.start() + cm.start()
+                    kind2 = "num" if piece.isdigit() else "word"
+                    raw_tokens.append(Token(kind2, piece, piece.lower(), start, start + len(piece)))
+                continue
+            raw_tokens.append(Token("word", raw, _fold_accents(raw.lower()), m.start(), m.end()))
         elif kind == "arrow":
             raw_tokens.append(Token("arrow", raw, "->", m.start(), m.end()))
         else:
@@ -466,6 +502,12 @@ def _canonicalise(tokens: list[Token]) -> list[Token]:
             if low in _CONTRACTIONS:
                 for part in _CONTRACTIONS[low].split():
                     out.append(Token("word", t.raw, part, t.start, t.end))
+                i += 1
+                continue
+            suffix = next((x for x in _SUFFIXES if low.endswith(x) and len(low) > len(x)), None)
+            if suffix is not None and low not in _CONTRACTIONS:
+                out.append(Token("word", t.raw, low[: -len(suffix)], t.start, t.end))
+                out.append(Token("word", t.raw, _SUFFIXES[suffix], t.start, t.end))
                 i += 1
                 continue
             if low.endswith("n't"):
@@ -632,6 +674,7 @@ class Side:
     n_chars: int
     context_key: str
     context_turns: int
+    history: Side | None  # the prior turns analysed like a query (None: no turns)
     system_key: str
     tool_names: tuple[str, ...]
     tool_intent: str
@@ -889,7 +932,7 @@ def analyze(request: Request | str) -> Side:
         # single-letter variables: next to an operator or bracket, glued to a
         # coefficient ("3x"), or named ("solve for y"); "a"/"I" only in the first two
         is_variable = False
-        if len(raw) == 1 and raw.isalpha() and canon_content is None:
+        if len(raw) == 1 and raw.isascii() and raw.isalpha() and canon_content is None:
             by_op = (k - 1) in op_idx or (k + 1) in op_idx
             by_bracket = (prev is not None and prev.raw in _MATH_NEIGHBOURS) or (
                 nxt is not None and nxt.raw in _MATH_NEIGHBOURS
@@ -975,10 +1018,17 @@ def analyze(request: Request | str) -> Side:
         n_chars=len(query),
         context_key=_norm_key(context_only(req)),
         context_turns=len(req.context or ()),
+        history=analyze(Request(_turn_text(req))) if req.context else None,
         system_key=_norm_key(req.system_prompt),
         tool_names=tool_names(req),
         tool_intent=tool_intent(req, content),
     )
+
+
+def _turn_text(request: Request) -> str:
+    """The contents of the prior turns, one per line (roles left out: they are the
+    same on both sides of any comparison that matters)."""
+    return "\n".join(str(t.get("content", "")) for t in request.context or ())
 
 
 def context_only(request: Request) -> str:
@@ -1172,6 +1222,14 @@ def content_diff(a: Side, b: Side) -> Diff:
         else:
             b_idx.remove(match)
             typos += 1
+    # a misspelt filler word ("shoud") has no content partner: match it against the
+    # other side's filler words
+    filler_a = [w for w in a.tokens if w in FILLER]
+    filler_b = [w for w in b.tokens if w in FILLER]
+    kept_a = [i for i in keep_a if not any(_typo_pair(a.surface[i], w) for w in filler_b)]
+    kept_b = [j for j in b_idx if not any(_typo_pair(b.surface[j], w) for w in filler_a)]
+    typos += len(keep_a) - len(kept_a) + len(b_idx) - len(kept_b)
+    keep_a, b_idx = kept_a, kept_b
     return Diff(
         a_only=tuple(a.content[i] for i in keep_a),
         b_only=tuple(b.content[j] for j in b_idx),
@@ -1370,11 +1428,37 @@ def date_features(a: Side, b: Side, d: Diff) -> Features:
 
 
 def context_features(a: Side, b: Side, d: Diff) -> Features:
-    """Prior turns and system prompt: equal or not, present or not."""
+    """Prior turns and system prompt: equal or not, present or not, and what differs
+    between the two histories (the same content diff and answer-determining items
+    as for the queries: "my last three commits" vs "my last two commits")."""
+    ha, hb = a.history, b.history
+    if ha is not None and hb is not None:
+        dh = content_diff(ha, hb)
+        ctx_diff = float(len(dh.a_only) + len(dh.b_only))
+        ctx_critical = critical_features(ha, hb, dh)["critical_diff"]
+        ctx_entities = entity_features(ha, hb, dh)["entity_diff"]
+        ctx_numbers = number_features(ha, hb, dh)["num_diff"]
+        ctx_ratio = difflib.SequenceMatcher(None, ha.tokens, hb.tokens, autojunk=False).ratio()
+        # one history is the other plus extra turns (small talk), not a substitution
+        ctx_added = _flag(ctx_diff > 0 and (not dh.a_only or not dh.b_only))
+    elif ha is None and hb is None:
+        ctx_diff = ctx_critical = ctx_entities = ctx_numbers = ctx_added = 0.0
+        ctx_ratio = 1.0
+    else:
+        only = ha if ha is not None else hb
+        assert only is not None
+        ctx_diff, ctx_critical, ctx_added = float(len(only.content)), 1.0, 1.0
+        ctx_entities, ctx_numbers, ctx_ratio = float(len(only.entities)), 0.0, 0.0
     return {
         "ctx_equal": _flag(a.context_key == b.context_key),
         "ctx_present": _flag(bool(a.context_key or b.context_key)),
         "ctx_turns_diff": float(abs(a.context_turns - b.context_turns)),
+        "ctx_diff": ctx_diff,
+        "ctx_critical": ctx_critical,
+        "ctx_entity_diff": ctx_entities,
+        "ctx_num_diff": ctx_numbers,
+        "ctx_seq_ratio": ctx_ratio,
+        "ctx_added_only": ctx_added,
         "sys_equal": _flag(a.system_key == b.system_key),
         "sys_present": _flag(bool(a.system_key or b.system_key)),
     }
@@ -1464,7 +1548,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
 )
 
 #: The cosines the cache computes with the embedding model.
-EMBEDDING_FEATURES: tuple[str, ...] = ("cos_query", "cos_context", "cos_diff")
+EMBEDDING_FEATURES: tuple[str, ...] = ("cos_query", "cos_context", "cos_diff", "cos_ctx_added")
 
 
 def _names() -> tuple[str, ...]:
@@ -1480,8 +1564,27 @@ def _names() -> tuple[str, ...]:
 FEATURE_NAMES: tuple[str, ...] = _names()
 
 
+def history_diff_span(a: Side, b: Side) -> str:
+    """What one history has and the other lacks (both sides' surplus content words,
+    in order), or "" when the histories do not differ or neither exists."""
+    if a.history is None and b.history is None:
+        return ""
+    if a.history is None or b.history is None:
+        only = a.history if a.history is not None else b.history
+        assert only is not None
+        return " ".join(only.surface)
+    d = content_diff(a.history, b.history)
+    return " ".join(d.a_surface + d.b_surface)
+
+
 def pair_features(
-    a: Side, b: Side, *, cos_query: float, cos_context: float, cos_diff: float
+    a: Side,
+    b: Side,
+    *,
+    cos_query: float,
+    cos_context: float,
+    cos_diff: float,
+    cos_ctx_added: float = 0.0,
 ) -> tuple[float, ...]:
     """The feature vector of a pair, in :data:`FEATURE_NAMES` order.
 
@@ -1489,10 +1592,13 @@ def pair_features(
     queries; ``cos_context`` of the two prior-turn histories (1.0 when they are
     identical or both empty, 0.0 when only one side has any); ``cos_diff`` of the
     two differing spans of :func:`diff_spans` (1.0 when nothing differs, -1.0
-    when only one side has a differing span).
+    when only one side has a differing span); ``cos_ctx_added`` of what differs
+    between the histories (:func:`history_diff_span`) and the new query - is the
+    extra turn about the question (a constraint) or small talk? (0.0 when the
+    histories do not differ).
     """
     d = content_diff(a, b)
-    out = [float(cos_query), float(cos_context), float(cos_diff)]
+    out = [float(cos_query), float(cos_context), float(cos_diff), float(cos_ctx_added)]
     for ex in EXTRACTORS:
         out.extend(ex(a, b, d).values())
     return tuple(out)

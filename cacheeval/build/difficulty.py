@@ -55,8 +55,8 @@ REPORT_PATH = "reports/DIFFICULTY.md"
 FORMAT = "cacheeval-difficulty/1"
 #: Version of the lexical measures below; bump when their definition changes.
 LEXICAL_VERSION = "lexical-1"
-#: Similarities are rounded to this many decimals, so a last-bit difference
-#: between machines cannot move a threshold.
+#: Similarities are rounded to this many decimals, so that last-bit float
+#: differences between machines (BLAS, thread counts) almost never change a score.
 SCORE_DECIMALS = 6
 #: Ensemble size and the bucket cut-offs on the number of correct scorers.
 N_SCORERS = 5
@@ -1031,13 +1031,9 @@ def recalibrate(
                 previous_manifest=root / MANIFEST_PATH,
                 display_dir="domains",
             )
-        wrong = [
-            r["id"]
-            for r in build.rows
-            if r["difficulty"] != apply_calibration({**r, "difficulty": None}, committed_cal)
-        ]
-        if wrong:
-            raise BuildFailed([f"row {i} did not take its calibrated difficulty" for i in wrong])
+        problems = _uncalibrated(build.rows, committed_cal)
+        if problems:
+            raise BuildFailed(problems)
         report = report_markdown(cal, [r["difficulty"] for r in rows])
 
         # 4. Only now touch root.
@@ -1056,6 +1052,26 @@ def recalibrate(
             written.append(rel)
         written += write_build(build, root)
     return Outcome(cal, report, written, notes)
+
+
+def _uncalibrated(
+    rows: Sequence[Mapping[str, Any]], calibration: CommittedCalibration
+) -> list[str]:
+    """One line per regenerated row that does not carry its calibrated difficulty."""
+    out = []
+    for r in rows:
+        entry = calibration.entries.get(content_key(r))
+        if entry is None or entry.binary_label != r["binary_label"]:
+            out.append(
+                f"{r['id']}: this pair was not among the scored rows; its content or label "
+                "changed between scoring and regeneration (fixtures edited during the run?)"
+            )
+        elif entry.difficulty != r["difficulty"]:
+            out.append(
+                f"{r['id']}: difficulty {r['difficulty']!r}, calibrated {entry.difficulty!r} "
+                "(its generator does not number rows through number_rows?)"
+            )
+    return out
 
 
 def _calibrate_shard_file(path: Path, calibration: CommittedCalibration) -> None:

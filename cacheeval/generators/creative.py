@@ -249,7 +249,7 @@ def _all_variants(fam: Family) -> Iterator[Variant]:
 
 _POLICY_REASON = {
     EQUIV: "the same creative request asked again expects a newly written {form}, not a replay",
-    PARA_SAFE: "a reworded request for a {form} still expects a fresh piece of writing",
+    PARA_SAFE: "a reworded request for {a_form} still expects a fresh piece of writing",
     RELATED_UNSAFE: (
         "creative output is never served from cache; here the {form} would also be wrong"
     ),
@@ -277,6 +277,13 @@ _GROUNDING_TAIL = {
 }
 
 
+def _with_article(noun: str) -> str:
+    """``noun`` with its indefinite article: "an acrostic poem", "a haiku"."""
+    # Vowel letters that are not vowel sounds ("a one-line", "a unicorn") keep "a".
+    vowel_sound = noun[:1].lower() in "aeiou" and not noun.lower().startswith(("one", "uni", "use"))
+    return f"{'an' if vowel_sound else 'a'} {noun}"
+
+
 def _rationale(label: str, fam: Family, v: Variant | None, other: Family | None) -> str:
     """One sentence naming the row's own content: the relation, then the policy."""
     if label == EQUIV:
@@ -284,7 +291,7 @@ def _rationale(label: str, fam: Family, v: Variant | None, other: Family | None)
         return (
             f"One side is the plain request for {fam.what} and the other differs only by "
             f"{v.note}, a surface change with the same meaning, yet the creative policy makes it "
-            f"a MISS because a repeated ask for a {fam.form} wants new writing."
+            f"a MISS because a repeated ask for {_with_article(fam.form)} wants new writing."
         )
     if label == PARA_SAFE:
         assert v is not None
@@ -345,7 +352,9 @@ def _row(
         verification_payload={
             "kind": "policy",
             "policy": "creative",
-            "reason": sentence(_POLICY_REASON[label].format(form=fam.form)),
+            "reason": sentence(
+                _POLICY_REASON[label].format(form=fam.form, a_form=_with_article(fam.form))
+            ),
         },
         construction_method=_CONSTRUCTION[label],
         source=source_ref(fam.path, fam.key),

@@ -418,11 +418,22 @@ def _build_row(
     if policies:
         kind = "mutation" if any(p[0] == "mutation" for p in policies) else "time_sensitive"
         name = next(p[1] for p in policies if p[0] == kind)
-        entry = _tool_entry(lib, b.tool_ids if _policy_of(lib, b) else a.tool_ids, name)
-        policy_q = b.query if _policy_of(lib, b) else a.query
-        rationale += (
-            f" Besides, {name} {entry['effect']}, so {_q(policy_q)} is never answered from a cache."
-        )
+        # Name the side whose call carries the policy, and both queries, so the
+        # sentence is specific to this row (rows of one family share a query).
+        pol_b = _policy_of(lib, b)
+        on_b = pol_b is not None and pol_b[1] == name
+        entry = _tool_entry(lib, b.tool_ids if on_b else a.tool_ids, name)
+        if on_b:
+            tail = (
+                f"so {_q(b.query)} is never answered from a cache, not even with the reply "
+                f"stored for {_q(a.query)}."
+            )
+        else:
+            tail = (
+                f"so the reply to {_q(a.query)} is never stored for reuse, let alone served "
+                f"for {_q(b.query)}."
+            )
+        rationale += f" Besides, {name} {entry['effect']}, {tail}"
         method = POLICY_NO_CACHE
         payload = {
             "kind": "policy",

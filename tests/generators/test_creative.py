@@ -184,3 +184,12 @@ def test_fixture_errors_are_located(sources: Path) -> None:
         gen.FixtureError, match=r"\.json:\d+: item .*unknown family 'no_such_family'"
     ):
         gen.generate(sources)
+
+
+def test_indefinite_articles_agree_with_the_form(rows: list[dict[str, Any]]) -> None:
+    # "a acrostic poem" crept in from a template; vowel-initial forms take "an".
+    bad = re.compile(r"\ba (?!one|uni|use)[aeiouAEIOU]")
+    for r in rows:
+        for text in (r["rationale"], r["verification_payload"]["reason"]):
+            assert not bad.search(text), (r["id"], text)
+    assert any("an acrostic poem" in r["rationale"] for r in rows)

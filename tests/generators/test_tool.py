@@ -339,3 +339,12 @@ def test_script_reports_fixture_errors_without_a_traceback(tmp_path: Path) -> No
     assert re.search(r"policy\.json:\d+: stock_msft: tools must be a bundle name", done.stderr)
     assert "Traceback" not in done.stderr
     assert not out.exists()
+
+
+def test_no_rationale_sentence_repeats_across_rows(rows: list[dict[str, Any]]) -> None:
+    # The policy sentence names both queries, so rows of one family stay distinct.
+    seen: dict[str, str] = {}
+    for r in rows:
+        for sentence in re.split(r"(?<=[.!?”])\s+(?=[A-Z“])", r["rationale"]):
+            assert sentence not in seen, (seen.get(sentence), r["id"], sentence)
+            seen[sentence] = r["id"]

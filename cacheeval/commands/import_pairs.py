@@ -1,0 +1,88 @@
+"""``cacheeval import-pairs``: turn your own labelled request pairs into benchmark
+rows, so any cache can be graded on your traffic.
+
+    cacheeval import-pairs pairs.csv --text-a q1 --text-b q2 --label dup \\
+        --positive 1 --domain qa_factual --out my_rows.jsonl
+    cacheeval eval --bench my_rows.jsonl --baseline exact_match --out report.md
+
+See :mod:`cacheeval.importers` for the field mapping (positive -> PARA_SAFE/HIT,
+negative -> RELATED_UNSAFE/MISS). Exit codes: 0 written, 2 bad input (the
+message names ``file:LINE``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+NAME = "import-pairs"
+HELP = (
+    "Turn your own labelled pairs (CSV, TSV or JSONL) into benchmark rows: "
+    "positive -> PARA_SAFE (HIT), anything else -> RELATED_UNSAFE (MISS)."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..importers import FORMATS
+    from ..schema import DOMAINS, SPLITS
+
+    parser.add_argument("file", type=Path, help="pairs file: .csv, .tsv or .jsonl")
+    parser.add_argument(
+        "--text-a", required=True, metavar="COL", help="column of the first request"
+    )
+    parser.add_argument(
+        "--text-b", required=True, metavar="COL", help="column of the second request"
+    )
+    parser.add_argument("--label", required=True, metavar="COL", help="column of the label")
+    parser.add_argument(
+        "--positive",
+        required=True,
+        metavar="VALUE",
+        help="label value meaning: serving the first request's answer is right (HIT)",
+    )
+    parser.add_argument(
+        "--negative",
+        metavar="VALUE",
+        help="label value meaning MISS; when given, any other value is an error "
+        "(default: every value but --positive is MISS)",
+    )
+    parser.add_argument("--domain", required=True, choices=DOMAINS, help="domain of every row")
+    parser.add_argument("--out", required=True, type=Path, help="rows JSONL to write")
+    parser.add_argument("--split", default="test", choices=SPLITS, help="split of every row")
+    parser.add_argument("--format", choices=FORMATS, help="input format (default: from extension)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..importers import ImportSpec, import_pairs, summary
+    from ..jsonio import write_jsonl
+
+    spec = ImportSpec(
+        text_a=args.text_a,
+        text_b=args.text_b,
+        label=args.label,
+        positive=args.positive,
+        domain=args.domain,
+        negative=args.negative,
+        split=args.split,
+    )
+    try:
+        rows = import_pairs(args.file, spec, args.format)
+    except FileNotFoundError:
+        print(f"{NAME}: {args.file}: no such file", file=sys.stderr)
+        return 2
+    except UnicodeDecodeError as e:
+        print(
+            f"{NAME}: {args.file}: not UTF-8 text ({e.reason} at byte {e.start})", file=sys.stderr
+        )
+        return 2
+    except (ValueError, OSError) as e:  # JsonlError is a ValueError: "file:LINE: ..."
+        print(f"{NAME}: {e}", file=sys.stderr)
+        return 2
+    try:
+        write_jsonl(args.out, rows)
+    except OSError as e:
+        print(f"{NAME}: cannot write {args.out}: {e.strerror}", file=sys.stderr)
+        return 2
+    print(f"{NAME}: {summary(rows)}; wrote {args.out}", file=sys.stderr)
+    return 0

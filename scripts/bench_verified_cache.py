@@ -1,0 +1,128 @@
+"""Measure the verified cache's decision latency, per tier and overall, in one run.
+
+    python scripts/bench_verified_cache.py [--rows N] [--split test] [--cold-memo]
+
+For each row (public rows suffice: no label is read) side a is ``put`` into a
+fresh cache (timed separately: the put latency), then ``lookup(side b)`` is timed
+with ``time.perf_counter_ns`` - a single call, no batching, the embedding of
+side b included. Prints p50/p95/p99/mean per tier (policy, exact, embedding,
+verifier) and overall, and the put latency.
+
+The cache memoises embeddings of short differing spans and prior-turn histories
+(LRU, keyed by text); by default the memo persists across rows as it would in a
+running service. ``--cold-memo`` clears it before every lookup (the worst case:
+every span embedded in the call). ``--check`` exits 1 when the overall p50 > 5 ms
+or p95 > 10 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file: import this checkout
+    _ROOT = str(Path(__file__).resolve().parent.parent)
+    if _ROOT not in sys.path:
+        sys.path.insert(0, _ROOT)
+
+from adapters.verified_cache.adapter import row_request  # noqa: E402
+from adapters.verified_cache.cache import Resources, VerifiedCache  # noqa: E402
+from adapters.verified_cache.model import MODEL_DIR, Verifier  # noqa: E402
+from cacheeval.dataset import load_bench  # noqa: E402
+from cacheeval.jsonio import JsonlError  # noqa: E402
+from cacheeval.metrics.latency import LatencyStats, latency_stats  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+P50_TARGET_MS = 5.0
+P95_TARGET_MS = 10.0
+
+
+def _ms(x: float | None) -> str:
+    return "   n/a" if x is None else f"{x:6.2f}"
+
+
+def _line(name: str, s: LatencyStats) -> str:
+    return (
+        f"{name:28s} n={s.n:5d}  p50 {_ms(s.p50_ms)}  p95 {_ms(s.p95_ms)}  "
+        f"p99 {_ms(s.p99_ms)}  mean {_ms(s.mean_ms)}  max {_ms(s.max_ms)} ms"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bench", type=Path, default=REPO / "cachebench.jsonl")
+    parser.add_argument("--split", default="test", help="rows of this split (default test)")
+    parser.add_argument("--rows", type=int, default=None, help="first N rows only")
+    parser.add_argument("--model-dir", type=Path, default=MODEL_DIR)
+    parser.add_argument("--embedder", default="minilm-onnx")
+    parser.add_argument("--cold-memo", action="store_true", help="clear the memo before each get")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    args = parser.parse_args(argv)
+    if not args.bench.is_file():
+        print(
+            f"error: {args.bench} not found: run `python scripts/assemble.py` first",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        rows = load_bench(args.bench, split=args.split)
+        verifier = Verifier.load(args.model_dir)
+    except (JsonlError, ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.rows:
+        rows = rows[: args.rows]
+    resources = Resources(verifier=verifier, embedder_name=args.embedder)
+    resources.encode(["warm-up", "a second warm-up text"])
+
+    puts: list[float] = []
+    by_tier: dict[str, list[float]] = {}
+    caches = []
+    for row in rows:
+        cache = VerifiedCache(resources=resources)
+        t0 = time.perf_counter_ns()
+        cache.put(row_request(row, "a"), row.expected_answer_a or "cached answer")
+        puts.append((time.perf_counter_ns() - t0) / 1e6)
+        caches.append(cache)
+    refused = sum(1 for c in caches if len(c) == 0)
+    for row, cache in zip(rows, caches, strict=True):
+        if args.cold_memo:
+            resources.memo.clear()
+        request = row_request(row, "b")
+        t0 = time.perf_counter_ns()
+        decision = cache.lookup(request)
+        ms = (time.perf_counter_ns() - t0) / 1e6
+        tier = decision.tier if len(cache) else "policy (refused at put)"
+        by_tier.setdefault(tier, []).append(ms)
+
+    print(
+        f"verified cache, {len(rows)} {args.split} rows, single-call get(), "
+        f"memo {'cleared before each call' if args.cold_memo else 'kept across calls'}; "
+        f"{platform.machine()} x{os.cpu_count()}, Python {platform.python_version()}, "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
+    for tier in sorted(by_tier):
+        print(_line(f"get: {tier}", latency_stats(by_tier[tier])))
+    overall = latency_stats(v for vs in by_tier.values() for v in vs)
+    print(_line("get: all tiers", overall))
+    print(_line("put (side a)", latency_stats(puts)) + f"  ({refused} refused by policy)")
+    ok = (
+        overall.p50_ms is not None
+        and overall.p95_ms is not None
+        and overall.p50_ms <= P50_TARGET_MS
+        and overall.p95_ms <= P95_TARGET_MS
+    )
+    print(
+        f"targets: p50 <= {P50_TARGET_MS} ms, p95 <= {P95_TARGET_MS} ms: "
+        f"{'met' if ok else 'NOT met'}"
+    )
+    return 1 if args.check and not ok else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""Train the verified cache's LightGBM verifier and certify its operating point.
+
+    python scripts/train_verified_cache.py                 # from the repository root
+
+1. Loads every labelled row (``cachebench.jsonl`` + the private test labels written
+   by ``scripts/assemble.py``) and computes, once, every decision that needs no
+   training (policy tier, exact matches) and every feature (MiniLM ONNX
+   embeddings in batches).
+2. **Shipped model**: trains on the *train* split only; the recall gate is chosen
+   on train, the threshold certified on *dev* (the lowest threshold whose
+   one-sided Clopper-Pearson 95% upper bound of FHR on dev is <= 5%). Writes
+   ``adapters/verified_cache/model/verifier.txt`` and ``meta.json`` (threshold,
+   certified bound, gate, feature list, sha256 of the training data and of the
+   model, LightGBM parameters).
+3. **Out-of-fold check**: 5-fold cross-fitting over *all* labelled rows with folds
+   grouped by family (the ``source`` field: rows sharing a source are one family
+   and never straddle folds); the threshold is certified on the OOF scores.
+   Prints the results and, with ``--oof-out``, writes per-row OOF predictions.
+
+Training is deterministic (one thread, fixed seeds, ``deterministic=True``): the
+same rows give the same ``verifier.txt`` bytes. The model is committed; rerun
+this script whenever the dataset changes (the report script refuses to use a
+model trained on other rows: it retrains in memory instead).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file: import this checkout
+    _ROOT = str(Path(__file__).resolve().parent.parent)
+    if _ROOT not in sys.path:
+        sys.path.insert(0, _ROOT)
+
+from adapters.verified_cache.adapter import (  # noqa: E402
+    PairCase,
+    Scored,
+    build_cases,
+    fit_shipped,
+    out_of_fold,
+    summarize,
+)
+from adapters.verified_cache.cache import Resources  # noqa: E402
+from adapters.verified_cache.model import CONFIDENCE, MAX_FHR, MODEL_DIR  # noqa: E402
+from cacheeval.dataset import load_bench  # noqa: E402
+from cacheeval.jsonio import JsonlError, sha256_file, write_jsonl  # noqa: E402
+from cacheeval.schema import Row  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def load_labelled(bench: Path, labels: Path) -> list[Row]:
+    """Every row with its label; a clear message (no traceback) when files are missing."""
+    for path, hint in ((bench, "run `python scripts/assemble.py`"), (labels, "run assemble")):
+        if not path.is_file():
+            raise SystemExit(f"error: {path} not found: {hint} first (it writes both files)")
+    try:
+        return load_bench(bench, labels_path=labels)
+    except (JsonlError, ValueError) as e:
+        raise SystemExit(f"error: {e}") from None
+
+
+def dataset_id(bench: Path, labels: Path) -> str:
+    """``<bench sha256[:16]>+<labels sha256[:16]>``: which data a model was trained on."""
+    return f"{sha256_file(bench)[:16]}+{sha256_file(labels)[:16]}"
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+def print_summary(title: str, scored: Sequence[Scored]) -> None:
+    s = summarize(scored)
+    adv = s["adversarial"]
+    print(
+        f"{title}: n={s['n']} FHR {_fmt(s['fhr'])} recall {_fmt(s['recall'])} "
+        f"precision {_fmt(s['precision'])} F1 {_fmt(s['f1'])} ADV-FHR {_fmt(adv['fhr'])} "
+        f"(TP {s['tp']} FP {s['fp']} FN {s['fn']} TN {s['tn']}); tiers {s['tiers']}"
+    )
+    for d, v in s["per_domain"].items():
+        print(f"    {d:15s} n={v['n']:4d} FHR {_fmt(v['fhr'])} recall {_fmt(v['recall'])}")
+
+
+def oof_records(cases: Sequence[PairCase], scored: Sequence[Scored], folds: dict[str, int]) -> list:
+    return [
+        {
+            "id": s.case.id,
+            "fold": folds[s.case.id],
+            "family": s.case.family,
+            "y": s.case.y,
+            "tier": s.tier,
+            "score": round(s.score, 6),
+            "hit": s.hit,
+        }
+        for s in scored
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bench", type=Path, default=REPO / "cachebench.jsonl")
+    parser.add_argument("--labels", type=Path, default=REPO / "private" / "test_labels.jsonl")
+    parser.add_argument("--model-dir", type=Path, default=MODEL_DIR)
+    parser.add_argument("--embedder", default="minilm-onnx")
+    parser.add_argument("--max-fhr", type=float, default=MAX_FHR)
+    parser.add_argument("--confidence", type=float, default=CONFIDENCE)
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--oof-out", type=Path, default=None, help="write OOF predictions (JSONL)")
+    parser.add_argument("--no-save", action="store_true", help="do not write the model files")
+    args = parser.parse_args(argv)
+    if not 0.0 < args.max_fhr < 1.0 or not 0.0 < args.confidence < 1.0 or args.folds < 2:
+        parser.error("--max-fhr and --confidence must be in (0, 1), --folds >= 2")
+
+    rows = load_labelled(args.bench, args.labels)
+    t0 = time.perf_counter()
+    cases = build_cases(rows, Resources(embedder_name=args.embedder))
+    print(f"features of {len(cases)} rows in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+
+    shipped = fit_shipped(
+        cases,
+        max_fhr=args.max_fhr,
+        confidence=args.confidence,
+        data_id=dataset_id(args.bench, args.labels),
+    )
+    op = shipped.operating_point
+    meta = shipped.verifier.meta
+    print(
+        f"shipped model: trained on {meta.training['rows']} train rows that reach the verifier "
+        f"(gate {meta.gate_threshold:.2f}); threshold {op.threshold:.4f} certified on dev: "
+        f"FHR {_fmt(op.fhr)} ({op.fp}/{op.n_negative}), one-sided CP {op.confidence:.0%} upper "
+        f"bound {op.fhr_upper:.4f} (<= {op.max_fhr}: {op.certified}), dev recall {_fmt(op.recall)}"
+    )
+    for split in ("train", "dev", "test"):
+        print_summary(f"  {split}", [s for s in shipped.scored if s.case.split == split])
+    if not args.no_save:
+        shipped.verifier.save(args.model_dir)
+        print(f"wrote {args.model_dir}/verifier.txt and meta.json (sha256 {meta.model_sha256})")
+
+    oof = out_of_fold(cases, k=args.folds, max_fhr=args.max_fhr, confidence=args.confidence)
+    op = oof.operating_point
+    print(
+        f"{args.folds}-fold grouped OOF over {len(cases)} rows: threshold {op.threshold:.4f}, "
+        f"FHR {_fmt(op.fhr)} ({op.fp}/{op.n_negative}), CP upper bound {op.fhr_upper:.4f} "
+        f"(<= {op.max_fhr}: {op.certified}); gates {oof.gates}"
+    )
+    print_summary("  OOF", oof.scored)
+    if args.oof_out is not None:
+        write_jsonl(args.oof_out, oof_records(cases, oof.scored, oof.folds))
+        print(f"wrote {args.oof_out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
