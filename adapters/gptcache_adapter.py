@@ -154,11 +154,14 @@ def run_real_pair(
     embed_fn: Callable[[str], np.ndarray],
     dim: int,
     threshold: float,
+    sqlite_in_memory: bool = False,
 ) -> tuple[bool, float | None]:
     """One isolated GPTCache round trip: fresh cache, put(a), get(b).
 
     Returns (hit, rank). Everything GPTCache writes goes to a temp dir that is
-    removed before returning.
+    removed before returning. ``sqlite_in_memory`` keeps the scalar store in an
+    in-memory SQLite database (same sqlalchemy code path, no file I/O): the
+    decision is identical and the equivalence test runs several times faster.
     """
     from gptcache import Cache, Config
     from gptcache.adapter.api import get, put
@@ -171,7 +174,9 @@ def run_real_pair(
     try:
         evaluation = _make_recording_evaluation()
         data_manager = get_data_manager(
-            CacheBase("sqlite", sql_url=f"sqlite:///{tmp}/cache.db"),
+            CacheBase(
+                "sqlite", sql_url="sqlite://" if sqlite_in_memory else f"sqlite:///{tmp}/cache.db"
+            ),
             VectorBase("faiss", dimension=dim, index_path=f"{tmp}/faiss.index"),
         )
         cache = Cache()
@@ -234,7 +239,9 @@ class GPTCacheAdapter:
     ``path="real"`` runs GPTCache per row; ``path="fast"`` computes the same
     decision from precomputed embeddings (see the module docstring).
     ``embedding_memo`` (real path only) reuses the fast path's embeddings, so a
-    test can compare the two paths' decision logic on identical vectors.
+    test can compare the two paths' decision logic on identical vectors;
+    ``sqlite_in_memory`` keeps GPTCache's SQLite store in memory (see
+    :func:`run_real_pair`).
     """
 
     def __init__(
@@ -244,6 +251,7 @@ class GPTCacheAdapter:
         embed: str = "query",
         path: str = "real",
         embedding_memo: bool = False,
+        sqlite_in_memory: bool = False,
     ) -> None:
         if path not in ("real", "fast"):
             raise ValueError(f"path must be 'real' or 'fast', not {path!r}")
@@ -255,6 +263,7 @@ class GPTCacheAdapter:
         self.embed = embed
         self.path = path
         self.embedding_memo = embedding_memo
+        self.sqlite_in_memory = sqlite_in_memory
         self._embedder: Any = None
         self._vectors: dict[str, np.ndarray] = {}
 
@@ -321,6 +330,7 @@ class GPTCacheAdapter:
                 embed_one,
                 self.embedder.dim,
                 self.threshold,
+                self.sqlite_in_memory,
             )
         score = None if rank is None else rank / MAX_DISTANCE
         confidence = 1.0 if score is None else (score if hit else 1.0 - score)

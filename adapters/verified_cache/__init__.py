@@ -1,0 +1,33 @@
+"""The verified cache: an accuracy-first reference prompt cache.
+
+A stored answer is served only when every tier agrees the new request needs
+exactly that answer: the **policy** tier (never mutations, live data, creative
+writing, per-user data, or answers across system prompts), an **exact** match,
+an **embedding** recall gate (MiniLM on ONNX Runtime), and a **verifier** - a
+LightGBM model over structured and lexical features of what differs between the
+two requests - whose P(HIT) must clear a threshold certified so that the
+Clopper-Pearson 95% upper bound of the false-hit rate on held-out data is <= 5%.
+
+Modules: :mod:`.cache` (the cache: ``put``/``get``/``lookup``), :mod:`.policy`,
+:mod:`.features` (pure feature extractors), :mod:`.model` (training, inference,
+Clopper-Pearson), :mod:`.adapter` (the ``Row -> Verdict`` harness adapter and the
+leakage-free training pipeline). ``model/`` holds the committed verifier
+(``verifier.txt``) and its ``meta.json``; ``scripts/train_verified_cache.py``
+rebuilds it deterministically.
+
+Example::
+
+    from adapters.verified_cache import Request, VerifiedCache
+
+    cache = VerifiedCache()
+    cache.put("Solve x + 2 = 8", "x = 6")
+    cache.get("solve x+2=8")        # "x = 6"
+    cache.get("Solve a + 2 = 8")    # None: the answer names the variable
+"""
+
+from __future__ import annotations
+
+from .cache import Decision, PutResult, Resources, VerifiedCache
+from .features import Request
+
+__all__ = ["Decision", "PutResult", "Request", "Resources", "VerifiedCache"]

@@ -34,10 +34,10 @@ from cacheeval.schema import Row, Verdict
 
 from .cache import (
     Resources,
+    TextMemo,
     VerifiedCache,
     exact_key,
     features_for,
-    history_text,
 )
 from .features import Request, analyze
 from .model import (
@@ -200,25 +200,22 @@ def build_cases(rows: Sequence[Row], resources: Resources) -> list[PairCase]:
         qvec = dict(zip(queries, resources.encode(queries), strict=True))
         sides = [(analyze(a), analyze(b)) for _, a, b in pending]
         # fill the memo with every history and span in a few big batches
-        from .features import diff_spans, history_diff_span
+        from .features import diff_spans, history_diff_spans
 
         texts: list[str] = []
-        for (_, a, b), (sa, sb) in zip(pending, sides, strict=True):
-            ha, hb = history_text(a), history_text(b)
-            if ha != hb and ha and hb:
-                texts += [ha, hb]
+        for sa, sb in sides:
             span_a, span_b = diff_spans(sa, sb)
             if span_a != span_b and span_a and span_b:
                 texts += [span_a, span_b]
-            added = history_diff_span(sa, sb)
-            if added:
-                texts.append(added)
+            texts += [h for h in history_diff_spans(sa, sb) if h]
         unique = list(dict.fromkeys(texts))
+        # a memo of its own, big enough for every text: nothing is embedded twice
+        memo = TextMemo(resources.encode, size=len(unique) + 1)
         for start in range(0, len(unique), 512):
-            resources.memo.vectors(unique[start : start + 512])
+            memo.vectors(unique[start : start + 512])
         for (r, a, b), (sa, sb) in zip(pending, sides, strict=True):
             va, vb = qvec[a.query], qvec[b.query]
-            feats = features_for(sa, va, history_text(a), sb, vb, history_text(b), resources.memo)
+            feats, _ = features_for(sa, va, sb, vb, memo)
             out[r.id] = _case(r, "", "", float(np.clip(float(va @ vb), -1.0, 1.0)), feats)
     return [out[r.id] for r in rows]
 

@@ -40,12 +40,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .features import (
+    FEATURE_NAMES,
     Request,
     Side,
     analyze,
     context_only,
     diff_spans,
-    history_diff_span,
+    history_diff_spans,
     pair_features,
     tool_names,
 )
@@ -69,7 +70,6 @@ class Entry:
     answer: str
     side: Side
     vector: np.ndarray
-    context_text: str
     exact_key: str
 
 
@@ -135,6 +135,15 @@ class TextMemo:
                 out.append(self._items[t])
             return out
 
+    def cached(self, texts: Sequence[str]) -> list[np.ndarray] | None:
+        """The vectors of ``texts`` if all are in the memo, else None (nothing computed)."""
+        with self._lock:
+            if all(t in self._items for t in texts):
+                for t in texts:
+                    self._items.move_to_end(t)
+                return [self._items[t] for t in texts]
+            return None
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
@@ -148,6 +157,29 @@ def cosine(u: np.ndarray, v: np.ndarray) -> float:
     return max(-1.0, min(1.0, float(u @ v)))
 
 
+_embedders: dict[tuple[str, int | None], Embedder] = {}
+_embedders_lock = threading.Lock()
+
+
+def shared_embedder(name: str, threads: int | None = 1) -> Embedder:
+    """The process-wide embedder ``name`` from :mod:`adapters.embedders`.
+
+    MiniLM on ONNX Runtime runs with ``threads`` intra-op threads (default 1): a
+    single short query gains nothing from a second thread, and one thread keeps
+    the latency steady when other processes share the CPU. Other embedders come
+    from ``get_embedder``.
+    """
+    from adapters.embedders import MiniLMOnnx, get_embedder
+
+    if name != MiniLMOnnx.name or threads is None:
+        return get_embedder(name)
+    with _embedders_lock:
+        key = (name, threads)
+        if key not in _embedders:
+            _embedders[key] = MiniLMOnnx(threads=threads)
+        return _embedders[key]
+
+
 class Resources:
     """The heavy, shareable parts of a cache: the embedder, the verifier and the
     text memo. Many caches (e.g. one per benchmark row) can share one."""
@@ -158,11 +190,13 @@ class Resources:
         verifier: Verifier | None = None,
         embedder: Embedder | None = None,
         embedder_name: str = DEFAULT_EMBEDDER,
+        threads: int | None = 1,
         memo_size: int = 4096,
     ) -> None:
         self._verifier = verifier
         self._embedder = embedder
         self.embedder_name = embedder_name
+        self.threads = threads
         self.memo = TextMemo(self.encode, memo_size)
 
     @property
@@ -176,9 +210,7 @@ class Resources:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            from adapters.embedders import get_embedder
-
-            self._embedder = get_embedder(self.embedder_name)
+            self._embedder = shared_embedder(self.embedder_name, self.threads)
         return self._embedder
 
     def encode(self, texts: list[str]) -> np.ndarray:
@@ -190,56 +222,62 @@ class Resources:
         return vec
 
 
-def context_cosine(a: str, b: str, memo: TextMemo) -> float:
-    """1.0 for identical histories (or none on both sides), 0.0 when only one side
-    has one, else the cosine of their embeddings."""
-    if a == b:
-        return 1.0
-    if not a or not b:
-        return 0.0
-    va, vb = memo.vectors([a, b])
-    return cosine(va, vb)
-
-
-def span_cosine(span_a: str, span_b: str, memo: TextMemo) -> float:
+def span_cosine(span_a: str, span_b: str, memo: TextMemo, *, compute: bool = True) -> float | None:
     """Cosine of the differing spans: 1.0 when nothing differs, -1.0 when only one
-    side has a differing span."""
+    side has a differing span. With ``compute=False``, None when it would take a
+    model call (the spans are not in the memo)."""
     if span_a == span_b:
         return 1.0
     if not span_a or not span_b:
         return -1.0
-    va, vb = memo.vectors([span_a, span_b])
-    return cosine(va, vb)
+    vecs = memo.vectors([span_a, span_b]) if compute else memo.cached([span_a, span_b])
+    if vecs is None:
+        return None
+    return cosine(vecs[0], vecs[1])
 
 
-def history_text(request: Request) -> str:
-    """The prior turns, most recent first (the model truncates long inputs at the
-    end, so the oldest turns are the ones dropped)."""
-    turns = list(request.context or ())
-    return "\n".join(f"{t.get('role', '')}: {t.get('content', '')}" for t in reversed(turns))
+COS_DIFF = FEATURE_NAMES.index("cos_diff")
 
 
 def features_for(
     stored: Side,
     stored_vector: np.ndarray,
-    stored_history: str,
     new: Side,
     new_vector: np.ndarray,
-    new_history: str,
     memo: TextMemo,
-) -> tuple[float, ...]:
+    *,
+    lazy: bool = False,
+) -> tuple[tuple[float, ...], tuple[str, str] | None]:
     """The verifier's feature vector for (stored, new): the one code path shared by
-    ``get`` and by training, so training and serving never disagree."""
+    ``get`` and by training, so training and serving never disagree.
+
+    Only short texts are embedded besides the queries: the differing spans of the
+    queries and of the histories (memoised). With ``lazy=True`` the query spans
+    are not embedded when that would take a model call: the vector then holds 0.0
+    at ``cos_diff`` and the spans are returned (else None) so the caller can bound
+    P(HIT) first.
+    """
     span_a, span_b = diff_spans(stored, new)
-    added = history_diff_span(stored, new)
-    return pair_features(
+    hist_a, hist_b = history_diff_spans(stored, new)
+    cos_diff = span_cosine(span_a, span_b, memo, compute=not lazy)
+    cos_context = span_cosine(hist_a, hist_b, memo)
+    assert cos_context is not None
+    added = [h for h in (hist_a, hist_b) if h]
+    cos_added = max((cosine(v, new_vector) for v in memo.vectors(added)), default=0.0)
+    feats = pair_features(
         stored,
         new,
         cos_query=cosine(stored_vector, new_vector),
-        cos_context=context_cosine(stored_history, new_history, memo),
-        cos_diff=span_cosine(span_a, span_b, memo),
-        cos_ctx_added=cosine(memo.vectors([added])[0], new_vector) if added else 0.0,
+        cos_context=cos_context,
+        cos_diff=0.0 if cos_diff is None else cos_diff,
+        cos_ctx_added=cos_added,
     )
+    return feats, ((span_a, span_b) if cos_diff is None else None)
+
+
+def with_value(features: tuple[float, ...], index: int, value: float) -> tuple[float, ...]:
+    """``features`` with ``features[index]`` replaced by ``value``."""
+    return features[:index] + (value,) + features[index + 1 :]
 
 
 @dataclass
@@ -254,13 +292,17 @@ class VerifiedCache:
         cache.get("Write a poem about passwords")     # None (policy: creative)
 
     ``threshold`` and ``gate_threshold`` default to the shipped model's certified
-    operating point (``model/meta.json``).
+    operating point (``model/meta.json``). ``lazy_spans``: embed the differing
+    spans only when the decision depends on them (exact: the verifier is
+    monotone in that cosine); the reported score is then P(HIT) at the bound
+    that decided (at most the true P(HIT) for a hit, at least it for a miss).
     """
 
     resources: Resources = field(default_factory=Resources)
     threshold: float | None = None
     gate_threshold: float | None = None
     top_k: int = 3
+    lazy_spans: bool = True
     _scopes: dict[str, list[Entry]] = field(default_factory=dict, init=False, repr=False)
     _matrices: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
@@ -279,7 +321,6 @@ class VerifiedCache:
             answer=answer,
             side=analyze(req),
             vector=self.resources.query_vector(req.query),
-            context_text=history_text(req),
             exact_key=exact_key(req),
         )
         scope = scope_key(req)
@@ -334,16 +375,30 @@ class VerifiedCache:
                 cosine=best_cos,
             )
         side = analyze(req)
-        history = history_text(req)
         verifier = self.resources.verifier
         threshold = self._threshold()
         best: Decision | None = None
+        lazy = self.lazy_spans and verifier.monotone_cos_diff
+        memo = self.resources.memo
         for i in candidates:
             e = entries[i]
-            feats = features_for(
-                e.side, e.vector, e.context_text, side, vector, history, self.resources.memo
-            )
-            p = verifier.probability(feats)
+            feats, pending = features_for(e.side, e.vector, side, vector, memo, lazy=lazy)
+            if pending is None:
+                p = verifier.probability(feats)
+            else:
+                # P(HIT) is non-decreasing in cos_diff: bound it at the extremes and
+                # embed the spans only when the bounds straddle the threshold
+                low = verifier.probability(with_value(feats, COS_DIFF, -1.0))
+                high = verifier.probability(with_value(feats, COS_DIFF, 1.0))
+                if high < threshold:
+                    p = high
+                elif low >= threshold:
+                    p = low
+                else:
+                    cos_diff = span_cosine(pending[0], pending[1], memo)
+                    assert cos_diff is not None
+                    feats = with_value(feats, COS_DIFF, cos_diff)
+                    p = verifier.probability(feats)
             if p >= threshold:
                 return Decision(
                     True, e.answer, "verifier", p, f"P(HIT) {p:.3f} >= {threshold:.3f}",

@@ -468,7 +468,10 @@ def tokenize(text: str) -> list[Token]:
         kind = m.lastgroup or "sym"
         raw = m.group()
         if kind == "iso":
-            raw_tokens.append(Token("date", raw, "D" + raw, m.start(), m.end()))
+            # 2025-06-10: the same date as "10 June 2025" (D06-10 plus the year)
+            year, month, day = raw.split("-")
+            raw_tokens.append(Token("date", raw, f"D{month}-{day}", m.start(), m.end()))
+            raw_tokens.append(Token("num", year, year, m.start(), m.start() + 4))
         elif kind == "time":
             raw_tokens.append(Token("time", raw, _canon_time(raw), m.start(), m.end()))
         elif kind in ("num", "numw"):
@@ -1564,17 +1567,18 @@ def _names() -> tuple[str, ...]:
 FEATURE_NAMES: tuple[str, ...] = _names()
 
 
-def history_diff_span(a: Side, b: Side) -> str:
-    """What one history has and the other lacks (both sides' surplus content words,
-    in order), or "" when the histories do not differ or neither exists."""
+def history_diff_spans(a: Side, b: Side) -> tuple[str, str]:
+    """What each history has that the other lacks (surplus content words, in order):
+    ``("", "")`` when the histories are equal or neither side has one."""
     if a.history is None and b.history is None:
-        return ""
+        return "", ""
     if a.history is None or b.history is None:
         only = a.history if a.history is not None else b.history
         assert only is not None
-        return " ".join(only.surface)
+        text = " ".join(only.surface)
+        return ("", text) if a.history is None else (text, "")
     d = content_diff(a.history, b.history)
-    return " ".join(d.a_surface + d.b_surface)
+    return " ".join(d.a_surface), " ".join(d.b_surface)
 
 
 def pair_features(
@@ -1589,13 +1593,13 @@ def pair_features(
     """The feature vector of a pair, in :data:`FEATURE_NAMES` order.
 
     The cosines come from the cache's embedding model: ``cos_query`` of the two
-    queries; ``cos_context`` of the two prior-turn histories (1.0 when they are
-    identical or both empty, 0.0 when only one side has any); ``cos_diff`` of the
-    two differing spans of :func:`diff_spans` (1.0 when nothing differs, -1.0
-    when only one side has a differing span); ``cos_ctx_added`` of what differs
-    between the histories (:func:`history_diff_span`) and the new query - is the
-    extra turn about the question (a constraint) or small talk? (0.0 when the
-    histories do not differ).
+    queries; ``cos_diff`` of the two differing spans of :func:`diff_spans` and
+    ``cos_context`` of the two histories' differing spans
+    (:func:`history_diff_spans`) - both 1.0 when nothing differs, -1.0 when only
+    one side has a differing span; ``cos_ctx_added``: the highest cosine between a
+    history's differing span and the new query - is the extra or changed turn
+    about the question (a constraint) or small talk? (0.0 when the histories do
+    not differ).
     """
     d = content_diff(a, b)
     out = [float(cos_query), float(cos_context), float(cos_diff), float(cos_ctx_added)]

@@ -154,8 +154,9 @@ _WEATHER_STATE = re.compile(
     re.IGNORECASE,
 )
 _MARKET = _words(
-    r"stocks?|stock price|share price|ticker|quote for|nasdaq|dow jones|s&p 500|market cap|"
-    r"exchange rate|forex|crypto(?:currency)? price|bitcoin price|trading at|trading right now"
+    r"stock price|share price|stock quote|ticker|quote for|nasdaq|dow jones|s&p 500|market cap|"
+    r"exchange rate|forex|crypto(?:currency)? price|bitcoin price|trading at|"
+    r"stocks? (?:is |are )?trading|stocks? (?:today|right now|now)|stock market today"
 )
 _NEWS = _words(r"news|headlines?|breaking news|top stories")
 _LIVE_EVENTS = re.compile(

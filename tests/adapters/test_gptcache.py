@@ -142,17 +142,27 @@ def test_rejects_bad_arguments() -> None:
         get_embedder("mpnet")
 
 
+_VECTORS: dict[str, dict] = {}
+
+
+def _bench_rows() -> list:
+    return load_bench(REPO / "cachebench.jsonl")
+
+
 @pytest.mark.skipif(not (REPO / "cachebench.jsonl").exists(), reason="no cachebench.jsonl yet")
 @pytest.mark.parametrize("config", list(CONFIGS))
 def test_fast_path_equals_real_path_on_every_row(config) -> None:
     # The decision logic must agree on every row; both paths use the same
     # vectors (the real path reads the fast path's embeddings), so any
     # difference is GPTCache's put/get/faiss/threshold, not model noise.
-    rows = load_bench(REPO / "cachebench.jsonl")
+    rows = _bench_rows()
     fast = GPTCacheAdapter.from_config(config, path="fast")
-    real = GPTCacheAdapter.from_config(config, path="real", embedding_memo=True)
+    # Embeddings are shared across the configurations of one embedder.
+    fast._vectors = _VECTORS.setdefault(fast.embedder_name, {})
+    real = GPTCacheAdapter.from_config(
+        config, path="real", embedding_memo=True, sqlite_in_memory=True
+    )
     fast.prepare(rows)
-    real.prepare(rows)
     real._vectors = fast._vectors  # share the embeddings (prepare computed the same ones)
     mismatches = []
     for r in rows:

@@ -1,0 +1,253 @@
+"""Every feature extractor of the verified cache on hand-made pairs: the changes
+that decide a cached answer's fate are flagged, surface variation is not."""
+
+from __future__ import annotations
+
+import pytest
+
+from adapters.verified_cache.features import (
+    EXTRACTORS,
+    FEATURE_NAMES,
+    Request,
+    analyze,
+    content_diff,
+    context_features,
+    critical_features,
+    date_features,
+    detect_language,
+    diff_spans,
+    entity_features,
+    feature_dict,
+    identifier_features,
+    language_features,
+    lexical_features,
+    number_features,
+    operator_features,
+    order_features,
+    pair_features,
+    tool_features,
+    unit_features,
+)
+
+
+def run(extractor, a: str | Request, b: str | Request) -> dict[str, float]:
+    sa, sb = analyze(a), analyze(b)
+    return extractor(sa, sb, content_diff(sa, sb))
+
+
+# --- the anchor examples of the benchmark -------------------------------------------
+
+
+def test_variable_rename_is_flagged() -> None:
+    f = run(identifier_features, "Solve x + 2 = 8", "Solve a + 2 = 8")
+    assert f["var_diff"] == 2.0 and f["var_rename"] == 1.0
+    same = run(identifier_features, "Solve x + 2 = 8", "solve x+2=8")
+    assert same["var_diff"] == 0.0
+    # "a" is an article here, not a variable
+    assert analyze("Give me a recipe for bread").variables == ()
+
+
+def test_direction_swap_is_flagged() -> None:
+    assert run(order_features, "Drive NYC→FL", "Drive FL→NYC")["direction_swap"] > 0
+    assert run(order_features, "Drive NYC->FL", "Drive FL->NYC")["direction_swap"] > 0
+    assert (
+        run(order_features, "Convert 250 euros to US dollars", "Convert 250 US dollars to euros")[
+            "direction_swap"
+        ]
+        > 0
+    )
+    assert run(order_features, "Drive NYC→FL", "drive nyc → fl")["direction_swap"] == 0
+
+
+def test_operand_change_is_flagged() -> None:
+    f = run(number_features, "What is 25% of 80?", "What is 20% of 80?")
+    assert f["num_any_diff"] == 1.0 and f["num_diff"] == 2.0
+    assert run(number_features, "What is 25% of 80?", "what's 25 percent of 80")["num_diff"] == 0
+    assert run(number_features, "at x = 2", "at x = -2")["num_any_diff"] == 1.0
+    swap = run(number_features, "A price goes from $40 to $50", "A price goes from $50 to $40")
+    assert swap["num_order_swap"] == 1.0 and swap["num_diff"] == 0.0
+
+
+def test_language_change_is_flagged() -> None:
+    f = run(language_features, "Sort a list in Python", "Sort a list in JavaScript")
+    assert f["prog_lang_conflict"] == 1.0
+    assert (
+        run(language_features, "Sort a list in Python", "sort a list in python")[
+            "prog_lang_conflict"
+        ]
+        == 0.0
+    )
+    # syntax gives the language away without its name
+    assert "rust" in analyze("Fix this: fn main() { let mut v = Vec::new(); }").prog_langs
+    nat = run(language_features, "Tell me a joke in Spanish", "Tell me a joke in French")
+    assert nat["nat_lang_conflict"] == 1.0
+    assert (
+        run(language_features, "What is the capital of France?", "¿Cuál es la capital de Francia?")[
+            "text_lang_diff"
+        ]
+        == 1.0
+    )
+    assert detect_language("太阳系最大的行星是哪一颗？") == "zh"
+    assert detect_language("Quelle est la capitale de la France ?") == "fr"
+
+
+def test_operator_and_function_words() -> None:
+    assert (
+        run(operator_features, "What is the derivative of x^2?", "What is the integral of x^2?")[
+            "contrast_swap"
+        ]
+        == 1.0
+    )
+    assert (
+        run(operator_features, "caesar() that encrypts text", "caesar() that decrypts text")[
+            "contrast_swap"
+        ]
+        == 1.0
+    )
+    assert (
+        run(operator_features, "Sort the list ascending", "Sort the list descending")[
+            "contrast_swap"
+        ]
+        == 1.0
+    )
+    assert (
+        run(operator_features, "Turn the porch light on", "Turn the porch light off")[
+            "contrast_swap"
+        ]
+        == 1.0
+    )
+    assert run(operator_features, "Solve x + 3 = 5", "Solve x - 3 = 5")["op_diff"] == 2.0
+    neg = run(operator_features, "i like spicy food", "i dont like spicy food")
+    assert neg["neg_diff"] == 1.0
+    # a typo of an operation word is not a change of operation
+    assert (
+        run(operator_features, "Solve t^2 - 9 = 0", "Slove t^2 - 9 = 0")["contrast_one_sided"] == 0
+    )
+
+
+def test_identifiers_and_codes() -> None:
+    f = run(identifier_features, "def reverse_words(s):", "def reverse_chars(s):")
+    assert f["ident_diff"] == 2.0
+    code = run(identifier_features, "confirmation code K7QF2N", "confirmation code K7QF2M")
+    assert code["ident_diff"] == 2.0
+    assert run(identifier_features, "sortPrices(prices)", "sortPrices(prices)")["ident_diff"] == 0
+
+
+def test_entities_and_typos() -> None:
+    f = run(entity_features, "What is the capital of Iran?", "What is the capital of Iraq?")
+    assert f["entity_diff"] == 2.0 and f["entity_both_changed"] == 1.0
+    typo = run(
+        entity_features, "What is the capital of Austira?", "What is the capital of Austria?"
+    )
+    assert typo["entity_diff"] == 0.0
+    lex = run(
+        lexical_features, "What is the capital of Austira?", "What is the capital of Austria?"
+    )
+    assert lex["typos"] == 1.0 and lex["diff_total"] == 0.0
+    assert (
+        run(entity_features, "Translate 'good morning'", "Translate 'good night'")["quoted_diff"]
+        == 1
+    )
+
+
+def test_units_and_currencies() -> None:
+    assert run(unit_features, "Convert 10 km to feet", "Convert 10 miles to feet")["unit_diff"] == 1
+    assert run(unit_features, "Set it to 68 degrees Fahrenheit", "set it to 68°F")["unit_diff"] == 0
+    assert run(unit_features, "Convert 10 kilometres", "Convert 10 km")["unit_diff"] == 0
+    assert run(unit_features, "Send 250 euros", "Send 250 dollars")["currency_diff"] == 1
+    assert run(unit_features, "Send $50", "Send fifty dollars")["currency_diff"] == 0
+    assert run(number_features, "Send $50", "Send fifty dollars")["num_diff"] == 0
+
+
+def test_dates_and_times() -> None:
+    assert run(date_features, "Flights on July 3", "Flights on July 4")["date_diff"] == 1
+    assert run(date_features, "Remind me on 1 July", "Remind me on July 1st")["date_diff"] == 0
+    assert run(date_features, "Set an alarm for 07:00", "Set an alarm for 7 am.")["time_diff"] == 0
+    assert run(date_features, "Set an alarm for 7 am", "Set an alarm for 7 pm")["time_diff"] == 1
+    # no am/pm: either half of the day
+    assert run(date_features, "at 7:30 in the evening", "at 7:30 pm")["time_diff"] == 0
+    assert run(date_features, "rain tomorrow?", "rain today?")["relative_diff"] == 1
+    assert run(date_features, "on Monday", "on Tuesday")["weekday_diff"] == 1
+
+
+def test_context_history_equality() -> None:
+    turns_a = ({"role": "user", "content": "My last three commits went onto main."},)
+    turns_b = ({"role": "user", "content": "My last two commits went onto main."},)
+    q = "How do I move them off main?"
+    same = run(context_features, Request(q, turns_a), Request(q, turns_a))
+    assert same["ctx_equal"] == 1.0 and same["ctx_diff"] == 0.0
+    diff = run(context_features, Request(q, turns_a), Request(q, turns_b))
+    assert diff["ctx_equal"] == 0.0 and diff["ctx_num_diff"] == 2.0 and diff["ctx_critical"] >= 1
+    extra = turns_a + ({"role": "user", "content": "Ha, my dog just walked in."},)
+    added = run(context_features, Request(q, turns_a), Request(q, extra))
+    assert added["ctx_added_only"] == 1.0 and added["ctx_turns_diff"] == 1.0
+    system = run(context_features, Request(q, system_prompt="User: Ann"), Request(q))
+    assert system["sys_equal"] == 0.0
+
+
+def test_tool_canonical_forms() -> None:
+    email = {"name": "send_email", "description": "Send an email to a contact."}
+    text = {"name": "send_message", "description": "Send a text message to a contact."}
+    a = Request("Email Dana that I'm late", tools=(email, text))
+    b = Request("Text Dana that I'm late", tools=(email, text))
+    f = run(tool_features, a, b)
+    assert f["tools_equal"] == 1.0 and f["tool_intent_diff"] == 1.0
+    assert analyze(a).tool_intent == "send_email" and analyze(b).tool_intent == "send_message"
+    fewer = run(tool_features, a, Request("Email Dana that I'm late", tools=(email,)))
+    assert fewer["tools_equal"] == 0.0 and fewer["tools_jaccard"] == 0.5
+
+
+def test_lexical_overlap() -> None:
+    same = run(lexical_features, "How do I reset my password?", "how do I reset my password")
+    assert same["same_words"] == 1.0 and same["char3_jaccard"] == 1.0 and same["tok_jaccard"] == 1.0
+    f = run(lexical_features, "Reset my password", "Best hiking trails near Denver")
+    assert f["tok_jaccard"] == 0.0 and f["diff_total"] >= 5
+    assert (
+        run(lexical_features, "Set a timer for ninety minutes", "Set a timer for 90 minutes")[
+            "same_words"
+        ]
+        == 1.0
+    )
+    assert run(lexical_features, "Set a timer", "Set a timer please")["diff_total"] == 0  # filler
+
+
+def test_critical_diff_pools_the_answer_determining_kinds() -> None:
+    assert run(critical_features, "Solve x + 2 = 8", "Solve a + 2 = 9")["critical_diff"] == 2.0
+    assert run(critical_features, "Who wrote Hamlet?", "who wrote hamlet")["critical_diff"] == 0.0
+
+
+def test_diff_spans_are_the_symmetric_difference() -> None:
+    a, b = (
+        analyze("Write a Python function to sort a list"),
+        analyze("Write a JavaScript function to sort a list"),
+    )
+    assert diff_spans(a, b) == ("python", "javascript")
+    assert diff_spans(a, a) == ("", "")
+    c = analyze("Play jazz in the kitchen")
+    assert diff_spans(analyze("Play jazz"), c) == ("", "kitchen")
+
+
+def test_cjk_is_compared_character_by_character() -> None:
+    a, b = analyze("太阳系最大的行星是哪一颗？"), analyze("太阳系最小的行星是哪一颗？")
+    assert diff_spans(a, b) == ("大", "小")
+    assert run(operator_features, "太阳系最大的行星", "太阳系最小的行星")["contrast_swap"] == 1
+
+
+def test_feature_vector_shape_and_determinism() -> None:
+    assert len(FEATURE_NAMES) == len(set(FEATURE_NAMES))
+    names_from_extractors = {n for ex in EXTRACTORS for n in run(ex, "a b", "a c")}
+    assert names_from_extractors <= set(FEATURE_NAMES)
+    a = Request("Solve x + 2 = 8", ({"role": "user", "content": "hi"},), "sys", None)
+    b = Request("Solve a + 2 = 8")
+    v1 = pair_features(analyze(a), analyze(b), cos_query=0.9, cos_context=0.0, cos_diff=0.5)
+    v2 = pair_features(analyze(a), analyze(b), cos_query=0.9, cos_context=0.0, cos_diff=0.5)
+    assert v1 == v2 and len(v1) == len(FEATURE_NAMES)
+    assert feature_dict(v1)["cos_diff"] == 0.5
+    with pytest.raises(ValueError):
+        feature_dict(v1[:-1])
+
+
+def test_request_coercion() -> None:
+    assert Request.of("hi") == Request("hi")
+    with pytest.raises(TypeError):
+        Request.of(42)  # type: ignore[arg-type]

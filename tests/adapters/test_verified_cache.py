@@ -1,0 +1,476 @@
+"""The verified cache: Clopper-Pearson, the certified threshold, deterministic
+training, grouped folds, the cache API and its policy tier, train/serve parity,
+the committed model, and (with the real MiniLM ONNX model) the anchor examples
+offline."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("lightgbm")
+np = pytest.importorskip("numpy")
+
+from adapters.verified_cache.adapter import (  # noqa: E402
+    VerifiedCacheAdapter,
+    build_cases,
+    choose_gate,
+    fit_shipped,
+    grouped_folds,
+    out_of_fold,
+    row_request,
+    score_cases,
+)
+from adapters.verified_cache.cache import Resources, VerifiedCache, with_value  # noqa: E402
+from adapters.verified_cache.features import FEATURE_NAMES, Request  # noqa: E402
+from adapters.verified_cache.model import (  # noqa: E402
+    MODEL_DIR,
+    NEVER,
+    Verifier,
+    beta_ppf,
+    betainc,
+    certify_threshold,
+    clopper_pearson,
+    fhr_upper_bound,
+    max_false_hits,
+    train_booster,
+)
+from adapters.verified_cache.policy import check, request_policy  # noqa: E402
+from cacheeval.schema import Row  # noqa: E402
+
+from .conftest import make_row  # noqa: E402
+
+# --- a tiny deterministic embedder (no model) -------------------------------------------
+
+
+class HashEmbedder:
+    """Bag of words hashed into 64 dimensions (sha256, never hash()), L2-normalised."""
+
+    name = "hash"
+    dim = 64
+    version = "test"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def encode(self, texts: list[str]) -> Any:
+        self.calls += 1
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for tok in re.findall(r"\w+", text.lower()):
+                h = hashlib.sha256(tok.encode()).digest()
+                out[i, h[0] % self.dim] += 1.0 if h[1] % 2 else -1.0
+            n = float(np.linalg.norm(out[i]))
+            if n:
+                out[i] /= n
+        return out
+
+
+CAPITALS = [
+    "France",
+    "Spain",
+    "Italy",
+    "Peru",
+    "Chile",
+    "Kenya",
+    "Japan",
+    "Egypt",
+    "Ghana",
+    "Nepal",
+]
+ANIMALS = [
+    "spider",
+    "beetle",
+    "crab",
+    "lobster",
+    "octopus",
+    "starfish",
+    "ant",
+    "mite",
+    "shrimp",
+    "moth",
+]
+
+
+def synthetic_rows() -> list[Row]:
+    """100 labelled rows from templates: surface variants (HIT) and answer-determining
+    changes (MISS), 60 train / 40 dev, one family per template item."""
+    rows: list[Row] = []
+    rnd = random.Random(7)
+    for i, country in enumerate(CAPITALS):
+        other = CAPITALS[(i + 3) % len(CAPITALS)]
+        animal = ANIMALS[i]
+        n, m = 10 + i, 20 + 2 * i
+        fam = f"tests#item{i}"
+        pairs = [
+            (
+                f"What is the capital of {country}?",
+                f"what is the capital of {country.lower()}",
+                "EQUIV",
+            ),
+            (
+                f"How many legs does a {animal} have?",
+                f"How many legs do {animal}s have?",
+                "PARA_SAFE",
+            ),
+            (f"What is {n}% of 80?", f"what's {n} percent of 80", "EQUIV"),
+            (f"Solve x + {n} = {m}", f"solve x+{n}={m}", "EQUIV"),
+            (
+                f"Tell me about {country}'s history",
+                f"Give me the history of {country}",
+                "PARA_SAFE",
+            ),
+            (
+                f"What is the capital of {country}?",
+                f"What is the capital of {other}?",
+                "ADVERSARIAL",
+            ),
+            (f"What is {n}% of 80?", f"What is {m}% of 80?", "ADVERSARIAL"),
+            (f"Solve x + {n} = {m}", f"Solve y + {n} = {m}", "ADVERSARIAL"),
+            (
+                f"How many legs does a {animal} have?",
+                f"What does a {animal} eat?",
+                "RELATED_UNSAFE",
+            ),
+            (
+                f"What is the capital of {country}?",
+                f"How do I bake bread with {animal}?",
+                "UNRELATED",
+            ),
+        ]
+        for j, (a, b, label) in enumerate(pairs):
+            k = 10 * i + j
+            split = "train" if k % 5 in (0, 1, 2) else "dev"
+            row = make_row(1000 + k, a, b, label, source=fam, split=split)
+            rows.append(row)
+    rnd.shuffle(rows)
+    return rows
+
+
+@pytest.fixture(scope="module")
+def synthetic() -> tuple[list[Row], Resources]:
+    return synthetic_rows(), Resources(embedder=HashEmbedder())
+
+
+@pytest.fixture(scope="module")
+def shipped(synthetic):
+    rows, res = synthetic
+    return fit_shipped(build_cases(rows, res))
+
+
+# --- Clopper-Pearson --------------------------------------------------------------------
+
+
+def test_incomplete_beta_identities() -> None:
+    for z in (0.0, 0.1, 0.37, 0.5, 0.9, 1.0):
+        assert betainc(1, 1, z) == pytest.approx(z, abs=1e-12)
+        assert betainc(3, 1, z) == pytest.approx(z**3, abs=1e-12)
+    for a, b, z in ((2.5, 7.0, 0.2), (30, 400, 0.05), (0.5, 0.5, 0.7)):
+        assert betainc(a, b, z) == pytest.approx(1 - betainc(b, a, 1 - z), abs=1e-12)
+    assert betainc(0.5, 0.5, 0.5) == pytest.approx(0.5, abs=1e-12)
+    # I_z(2, 2) = 3z^2 - 2z^3
+    assert betainc(2, 2, 0.3) == pytest.approx(3 * 0.09 - 2 * 0.027, abs=1e-12)
+    with pytest.raises(ValueError):
+        betainc(0, 1, 0.5)
+
+
+def test_clopper_pearson_known_values() -> None:
+    # x = 0: the upper end solves (1 - p)^n = alpha/2; x = n: the lower end p^n = alpha/2
+    lo, hi = clopper_pearson(0, 10)
+    assert lo == 0.0 and hi == pytest.approx(1 - 0.025 ** (1 / 10), abs=1e-9)
+    lo, hi = clopper_pearson(10, 10)
+    assert hi == 1.0 and lo == pytest.approx(0.025 ** (1 / 10), abs=1e-9)
+    # the textbook value for 5/10
+    lo, hi = clopper_pearson(5, 10)
+    assert lo == pytest.approx(0.187086, abs=1e-5) and hi == pytest.approx(0.812914, abs=1e-5)
+    # one-sided 95% bound for x = 0: 1 - 0.05^(1/n) (the "rule of three" ~ 3/n)
+    assert fhr_upper_bound(0, 100) == pytest.approx(1 - 0.05 ** (1 / 100), abs=1e-9)
+    assert fhr_upper_bound(0, 1000) == pytest.approx(0.002991, abs=1e-5)
+    assert beta_ppf(0.5, 2, 2) == pytest.approx(0.5, abs=1e-9)
+    with pytest.raises(ValueError):
+        clopper_pearson(3, 2)
+
+
+def test_clopper_pearson_matches_scipy() -> None:
+    stats = pytest.importorskip("scipy.stats")
+    rnd = random.Random(1)
+    for _ in range(40):
+        n = rnd.randint(1, 2500)
+        x = rnd.randint(0, n)
+        lo, hi = clopper_pearson(x, n)
+        want_lo = 0.0 if x == 0 else stats.beta.ppf(0.025, x, n - x + 1)
+        want_hi = 1.0 if x == n else stats.beta.ppf(0.975, x + 1, n - x)
+        assert lo == pytest.approx(want_lo, abs=1e-9) and hi == pytest.approx(want_hi, abs=1e-9)
+        one = 1.0 if x == n else stats.beta.ppf(0.95, x + 1, n - x)
+        assert fhr_upper_bound(x, n) == pytest.approx(one, abs=1e-9)
+
+
+def test_max_false_hits_is_the_largest_certifiable_count() -> None:
+    for n in (20, 59, 330, 1325):
+        x = max_false_hits(n)
+        assert x == -1 or fhr_upper_bound(x, n) <= 0.05
+        assert fhr_upper_bound(x + 1, n) > 0.05
+    assert max_false_hits(20) == -1  # 0/20 still allows up to 13.9%
+    assert max_false_hits(59) == 0  # 1 - 0.05^(1/59) = 0.0495
+
+
+def test_certify_threshold_picks_the_lowest_safe_threshold() -> None:
+    # 100 negatives: the budget is max_false_hits(100, 0.05) false hits
+    budget = max_false_hits(100, 0.10)
+    scores = [0.99, 0.95, 0.9, 0.9, 0.8, 0.7] + [0.6 - i * 0.005 for i in range(100)]
+    labels = [1, 1, 1, 0, 1, 1] + [0] * 100
+    op = certify_threshold(scores, labels, max_fhr=0.10)
+    served_neg = sum(1 for s, y in zip(scores, labels, strict=True) if s >= op.threshold and not y)
+    assert served_neg == op.fp <= budget
+    assert op.certified and op.fhr_upper <= 0.10
+    lower = [s for s in scores if s < op.threshold]
+    if lower:  # one step lower would break the budget
+        nxt = max(lower)
+        assert sum(1 for s, y in zip(scores, labels, strict=True) if s >= nxt and not y) > budget
+    # ties are served together; scores of 0 (policy, gate) are never served
+    op0 = certify_threshold([0.0] * 30 + [0.9, 0.9, 0.0], [0] * 30 + [1, 1, 1], max_fhr=0.2)
+    assert op0.threshold == 0.9 and op0.tp == 2 and op0.fp == 0 and op0.recall == 2 / 3
+    # too few negatives to certify anything: serve nothing
+    none = certify_threshold([0.9, 0.8], [1, 0])
+    assert none.threshold == NEVER and none.tp == 0 and not none.certified
+    with pytest.raises(ValueError):
+        certify_threshold([0.9], [1])
+
+
+# --- training ---------------------------------------------------------------------------
+
+
+def test_training_is_deterministic(synthetic) -> None:
+    rows, _ = synthetic
+    # fresh resources each time: nothing cached between the two runs
+    a = fit_shipped(build_cases(rows, Resources(embedder=HashEmbedder())))
+    b = fit_shipped(build_cases(rows, Resources(embedder=HashEmbedder())))
+    assert a.verifier.model_string() == b.verifier.model_string()
+    assert a.verifier.meta.model_sha256 == b.verifier.meta.model_sha256
+    assert a.verifier.meta.training["data_sha256"] == b.verifier.meta.training["data_sha256"]
+    assert [s.score for s in a.scored] == [s.score for s in b.scored]
+    assert a.operating_point == b.operating_point
+    # and the booster itself, straight from a feature matrix
+    X = [
+        [float(i % 7), float(i % 3), float(i) / 10] + [0.0] * (len(FEATURE_NAMES) - 3)
+        for i in range(60)
+    ]
+    y = [int(i % 7 > 3) for i in range(60)]
+    assert train_booster(X, y).model_to_string() == train_booster(X, y).model_to_string()
+
+
+def test_shipped_model_learns_the_synthetic_rules(shipped) -> None:
+    dev = [s for s in shipped.scored if s.case.split == "dev" and s.tier == "verifier"]
+    correct = sum(1 for s in dev if (s.score >= 0.5) == bool(s.case.y))
+    assert correct >= 0.8 * len(dev)
+    # 40 dev rows hold too few must-miss rows to certify FHR <= 5%: serve nothing
+    op = shipped.operating_point
+    assert op.n_negative < 59 and op.threshold == NEVER and not op.certified
+    meta = shipped.verifier.meta
+    assert meta.training["split"] == "train" and meta.training["calibration"] == "dev"
+    assert meta.feature_names == FEATURE_NAMES
+    assert 0.0 < meta.threshold <= 1.0 or meta.threshold == NEVER
+
+
+def test_grouped_folds_never_split_a_family(synthetic) -> None:
+    rows, res = synthetic
+    cases = build_cases(rows, res)
+    folds = grouped_folds(cases, 5)
+    by_family: dict[str, set[int]] = {}
+    for c in cases:
+        by_family.setdefault(c.family, set()).add(folds[c.id])
+    assert all(len(f) == 1 for f in by_family.values())
+    sizes = [sum(1 for c in cases if folds[c.id] == k) for k in range(5)]
+    assert sorted(sizes) == [20] * 5  # ten families of ten rows: two per fold
+    assert grouped_folds(list(reversed(cases)), 5) == folds  # order does not matter
+    oof = out_of_fold(cases, k=5)
+    assert {s.case.id for s in oof.scored} == {c.id for c in cases}
+
+
+def test_choose_gate_keeps_the_servable_rows(synthetic) -> None:
+    rows, res = synthetic
+    cases = build_cases(rows, res)
+    gate = choose_gate(cases)
+    hit_cos = [c.cos_query for c in cases if c.y and not c.settled]
+    assert 0.10 <= gate <= 0.60
+    assert sum(1 for v in hit_cos if v < gate) <= 0.005 * len(hit_cos)
+    fake = [dataclasses.replace(cases[0], y=1, settled="", cos_query=0.97)] * 10
+    assert choose_gate(fake) == 0.60  # never above the ceiling
+
+
+# --- the cache API ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def cache(shipped) -> VerifiedCache:
+    return VerifiedCache(resources=Resources(verifier=shipped.verifier, embedder=HashEmbedder()))
+
+
+def test_put_get_round_trip_and_empty_cache(cache: VerifiedCache) -> None:
+    assert cache.get("What is the capital of France?") is None
+    assert cache.lookup("What is the capital of France?").tier == "embedding"
+    assert cache.put("What is the capital of France?", "Paris").stored
+    assert len(cache) == 1
+    assert cache.get("What is the capital of France?") == "Paris"
+    d = cache.lookup(Request("What is the capital of France?"))
+    assert d.hit and d.tier == "exact" and d.score == 1.0
+    assert cache.get("How do I change a bicycle tyre?") is None
+    cache.clear()
+    assert len(cache) == 0 and cache.get("What is the capital of France?") is None
+    with pytest.raises(TypeError):
+        cache.put("q", 42)  # type: ignore[arg-type]
+
+
+def test_policy_refuses_a_mutation(cache: VerifiedCache) -> None:
+    email = {"name": "send_email", "description": "Send an email."}
+    req = Request("Email Dana that I'll be 10 minutes late", tools=(email,))
+    result = cache.put(req, "send_email(to='Dana', ...)")
+    assert not result.stored and result.reason.startswith("mutation")
+    d = cache.lookup(req)
+    assert not d.hit and d.tier == "policy" and "mutation" in d.reason
+    # without a mutating tool the same words only ask for a draft
+    assert request_policy("Email Dana that I'll be 10 minutes late").allowed
+
+
+def test_policy_refuses_another_system_prompt(cache: VerifiedCache) -> None:
+    q = "Summarise the refund policy"
+    assert cache.put(Request(q, system_prompt="You are the support bot of Acme."), "30 days").stored
+    other = cache.lookup(Request(q, system_prompt="You are the support bot of Globex."))
+    assert not other.hit and other.tier == "policy" and other.reason.startswith("cross_user")
+    same = cache.lookup(Request(q, system_prompt="You are the support bot of  Acme."))
+    assert same.hit and same.tier == "exact"  # whitespace does not change the scope
+
+
+def test_policy_refuses_poems_live_data_and_profiles(cache: VerifiedCache) -> None:
+    cache.put("Tell me about the sea", "The sea is ...")
+    for query, rule in (
+        ("Write a poem about the sea", "creative"),
+        ("Tell me a joke about the sea", "creative"),
+        ("What's the weather in Paris right now?", "time_sensitive"),
+        ("Get me a quote for MSFT", "time_sensitive"),
+        ("Convert 250 euros to US dollars", "time_sensitive"),
+    ):
+        d = cache.lookup(query)
+        assert not d.hit and d.tier == "policy" and d.reason.startswith(rule), query
+    profile = Request("What's my balance?", system_prompt="Member: Chloe Dubois. Balance: $20.")
+    assert check(profile, profile).rule == "personal_data"
+    # ordinary writing help and code are not "creative"
+    for query in (
+        "Help me write a short thank-you note to my neighbour",
+        "Write a Python function sort_people(people) sorted by name",
+        "Any tips for giving a best man speech?",
+    ):
+        assert request_policy(query).allowed, query
+
+
+def test_lazy_span_embedding_gives_the_same_decisions(synthetic, shipped) -> None:
+    rows, _ = synthetic
+    if not shipped.verifier.monotone_cos_diff:
+        pytest.skip("verifier not monotone in cos_diff")
+    emb = HashEmbedder()
+    decisions = {}
+    for lazy in (True, False):
+        res = Resources(verifier=shipped.verifier, embedder=emb)
+        out = []
+        for r in rows:
+            # threshold 0.5: the certified one serves nothing on 40 dev rows
+            c = VerifiedCache(resources=res, lazy_spans=lazy, threshold=0.5)
+            c.put(row_request(r, "a"), "answer")
+            out.append(c.lookup(row_request(r, "b")).hit)
+        decisions[lazy] = out
+    assert decisions[True] == decisions[False]
+    assert 20 <= sum(decisions[True]) <= 80  # both kinds of decision occur
+
+
+def test_adapter_matches_batch_scoring(synthetic, shipped) -> None:
+    rows, _ = synthetic
+    v = shipped.verifier
+    adapter = VerifiedCacheAdapter(verifier=v, embedder=HashEmbedder(), threshold=0.5)
+    adapter.prepare(rows)
+    verdicts = {r.id: adapter(r) for r in rows}
+    adapter.close()
+    assert len(adapter.put_latencies_ms) == len(rows)
+    batch = score_cases(
+        build_cases(rows, Resources(embedder=HashEmbedder())), v, v.gate_threshold, 0.5
+    )
+    assert any(s.hit for s in batch) and not all(s.hit for s in batch)
+    for s in batch:
+        verdict = verdicts[s.case.id]
+        assert verdict.is_hit == s.hit, s.case.id
+        assert verdict.tier_used == s.tier, s.case.id
+        assert 0.0 <= verdict.confidence <= 1.0 and verdict.score is not None
+        if s.tier in ("verifier",) and not v.monotone_cos_diff:
+            assert verdict.score == pytest.approx(s.score)
+
+
+# --- the committed model ----------------------------------------------------------------
+
+
+def committed() -> Verifier:
+    if not (MODEL_DIR / "verifier.txt").is_file():
+        pytest.skip("no committed model (run scripts/train_verified_cache.py)")
+    return Verifier.load()
+
+
+def test_committed_model_matches_this_code() -> None:
+    v = committed()
+    meta = v.meta
+    assert meta.feature_names == FEATURE_NAMES
+    op = meta.operating_point
+    assert op["certified"] and op["fhr_upper"] <= op["max_fhr"] == 0.05
+    assert meta.threshold == op["threshold"]
+    assert meta.training["split"] == "train" and meta.training["calibration"] == "dev"
+    assert meta.training["params"]["num_threads"] == 1 and meta.training["params"]["deterministic"]
+    assert 0.0 < v.gate_threshold < 1.0
+
+
+def test_committed_model_is_monotone_in_the_span_cosine() -> None:
+    v = committed()
+    assert v.monotone_cos_diff
+    rnd = random.Random(3)
+    idx = FEATURE_NAMES.index("cos_diff")
+    for _ in range(50):
+        base = tuple(
+            rnd.uniform(0, 3) if rnd.random() < 0.5 else rnd.random() for _ in FEATURE_NAMES
+        )
+        ps = [v.probability(with_value(base, idx, c)) for c in (-1.0, -0.2, 0.3, 0.8, 1.0)]
+        assert all(x <= y + 1e-12 for x, y in zip(ps, ps[1:], strict=False))
+
+
+def test_model_files_round_trip_and_tampering(tmp_path: Path, shipped) -> None:
+    shipped.verifier.save(tmp_path)
+    loaded = Verifier.load(tmp_path)
+    assert loaded.model_string() == shipped.verifier.model_string()
+    assert loaded.threshold == shipped.verifier.threshold
+    (tmp_path / "verifier.txt").write_text(loaded.model_string() + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="sha256"):
+        Verifier.load(tmp_path)
+    (tmp_path / "meta.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"meta\.json:1"):
+        Verifier.load(tmp_path)
+    with pytest.raises(FileNotFoundError):
+        Verifier.load(tmp_path / "missing")
+
+
+# --- the real model, offline ------------------------------------------------------------
+
+
+def test_anchor_examples_with_minilm_offline(no_network) -> None:
+    pytest.importorskip("onnxruntime")
+    v = committed()
+    cache = VerifiedCache(resources=Resources(verifier=v))
+    assert cache.put("Solve x + 2 = 8", "x = 6").stored
+    assert cache.get("Solve a + 2 = 8") is None  # the answer names the variable
+    assert cache.get("Solve x + 2 = 9") is None  # another operand
+    hit = cache.lookup("solve x+2=8")
+    assert hit.hit and hit.tier == "verifier" and hit.score >= v.threshold
+    cache.put("Write a Python function to reverse a list", "def rev(xs): return xs[::-1]")
+    assert cache.get("Write a JavaScript function to reverse a list") is None
+    assert math.isfinite(cache.lookup("Write a Python function to reverse a list!").score)
