@@ -547,18 +547,20 @@ class Calibration:
         ]
         return dict(sorted(pairs))
 
-    def kappa(self, *, weights: str = "none") -> float:
-        """Cohen's kappa between the ensemble's and the held-out scorer's buckets."""
-        return cohen_kappa(self.difficulty, self.held_out_bucket, DIFFICULTIES, weights=weights)
+    def kappa(self, *, weights: str = "none") -> float | None:
+        """Cohen's kappa between the ensemble's and the held-out scorer's buckets
+        (None when undefined: both put every row in one and the same bucket)."""
+        return _kappa_or_none(self.difficulty, self.held_out_bucket, DIFFICULTIES, weights)
 
-    def kappa_binary(self) -> float:
+    def kappa_binary(self) -> float | None:
         """Cohen's kappa between "the ensemble's majority decides correctly"
         (``n_correct >= 3``) and "the held-out scorer decides correctly"."""
         hits = [r["binary_label"] == HIT for r in self.rows]
         held = correct_votes(self.held_out.scores, hits, self.held_out.point.threshold)
         majority = [k > N_SCORERS // 2 for k in self.n_correct]
         as_text = [["wrong", "right"][int(x)] for x in majority]
-        return cohen_kappa(as_text, [["wrong", "right"][int(x)] for x in held], ("wrong", "right"))
+        held_text = [["wrong", "right"][int(x)] for x in held]
+        return _kappa_or_none(as_text, held_text, ("wrong", "right"), "none")
 
     def by_label(self) -> dict[str, dict[str, int]]:
         """label -> difficulty -> rows (every label and difficulty listed)."""
@@ -583,6 +585,23 @@ class Calibration:
         row = self.by_label()["ADVERSARIAL"]
         total = sum(row.values())
         return row["hard"] / total if total else None
+
+
+def _kappa_or_none(
+    a: Sequence[str], b: Sequence[str], categories: Sequence[str], weights: str
+) -> float | None:
+    try:
+        return cohen_kappa(a, b, categories, weights=weights)
+    except ValueError:
+        return None  # undefined on degenerate data; reported as such, not a crash
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 4)
+
+
+def _fmt(x: float | None) -> str:
+    return "undefined" if x is None else f"{x:.4f}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -661,9 +680,9 @@ def calibration_metadata(cal: Calibration) -> dict[str, Any]:
             "threshold (mid-rank CDF of the scorer's own scores); otherwise easy when it decides "
             "the row correctly, hard when not",
             "delta": float(HELD_OUT_DELTA),
-            "kappa": round(cal.kappa(), 4),
-            "kappa_linear": round(cal.kappa(weights="linear"), 4),
-            "kappa_binary": round(cal.kappa_binary(), 4),
+            "kappa": _round(cal.kappa()),
+            "kappa_linear": _round(cal.kappa(weights="linear")),
+            "kappa_binary": _round(cal.kappa_binary()),
         },
     }
 
@@ -895,11 +914,11 @@ def report_markdown(cal: Calibration, provisional: Sequence[str] | None = None) 
         *_table(
             ["figure", "value"],
             [
-                ["Cohen's kappa, difficulty vs held-out bucket", f"**{cal.kappa():.4f}**"],
-                ["linearly weighted kappa, same buckets", f"{cal.kappa(weights='linear'):.4f}"],
+                ["Cohen's kappa, difficulty vs held-out bucket", f"**{_fmt(cal.kappa())}**"],
+                ["linearly weighted kappa, same buckets", _fmt(cal.kappa(weights="linear"))],
                 [
                     "kappa, ensemble majority correct (>= 3 of 5) vs held-out correct",
-                    f"{cal.kappa_binary():.4f}",
+                    _fmt(cal.kappa_binary()),
                 ],
             ],
         ),
@@ -913,14 +932,14 @@ def report_markdown(cal: Calibration, provisional: Sequence[str] | None = None) 
         [[d, *[str(cross[(d, h)]) for h in DIFFICULTIES]] for d in DIFFICULTIES],
     )
     if provisional is not None:
-        kp = cohen_kappa(cal.difficulty, provisional, DIFFICULTIES)
+        kp = _fmt(_kappa_or_none(cal.difficulty, provisional, DIFFICULTIES, "none"))
         same = sum(1 for a, b in zip(cal.difficulty, provisional, strict=True) if a == b)
         lines += [
             "",
             "## Against the provisional rule",
             "",
             f"The provisional token-Jaccard rule that the calibration replaces gives the same"
-            f" bucket for {same} of {len(provisional)} rows (Cohen's kappa {kp:.4f}).",
+            f" bucket for {same} of {len(provisional)} rows (Cohen's kappa {kp}).",
         ]
     hist = Counter(cal.n_correct)
     lines += [
@@ -958,6 +977,7 @@ def recalibrate(
     require_all: bool = False,
     matrix: Mapping[str, Sequence[int]] = MATRIX,
     generators: Mapping[str, Callable[[Path], list[dict[str, Any]]]] | None = None,
+    attempts: int = 3,
     log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr),
 ) -> Outcome:
     """Score every labelled row, write the calibration, regenerate the shards and
@@ -965,9 +985,12 @@ def recalibrate(
     ``root/sources``).
 
     Everything is computed in a temporary directory first; ``root`` is only
-    touched once the regenerated shards assemble cleanly, and then only files
-    whose bytes change. Raises :class:`~cacheeval.build.assemble.BuildFailed`
-    when a generator fails or the shards do not assemble. Outputs:
+    touched once the regenerated shards assemble cleanly and every row carries
+    its calibrated difficulty, and then only files whose bytes change. When a
+    fixture changes while the models score (the regenerated rows are not the
+    scored ones), the whole pass is repeated, up to ``attempts`` times. Raises
+    :class:`~cacheeval.build.assemble.BuildFailed` when a generator fails, the
+    shards do not assemble, or the rows never settle. Outputs:
     ``sources/difficulty.json``, ``domains/<domain>.jsonl``, the build files
     and ``reports/DIFFICULTY.md``. ``matrix`` and ``generators`` (domain ->
     ``generate(sources_dir)``, default the :mod:`cacheeval.generators` modules)
@@ -986,54 +1009,63 @@ def recalibrate(
 
     sources = sources_dir if sources_dir is not None else root / "sources"
     committed = root / "domains"
-    notes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="cacheeval-difficulty-") as tmp_name:
-        tmp = Path(tmp_name)
-        # 1. Fresh rows, with no calibration in effect (difficulty is not an input).
-        with using_difficulty_file(tmp / "no-calibration.json"):
-            gen_notes, errors = regenerate_shards(sources, committed, tmp / "fresh", generators)
-            if errors:
-                raise BuildFailed(errors)
-            fresh = build_dir(
-                tmp / "fresh", require_all=require_all, matrix=matrix, display_dir="domains"
-            )
-        notes += gen_notes
-        rows = fresh.rows
-        log(f"scoring {len(rows)} rows from {len(fresh.present)} shard(s)")
+        for attempt in range(1, attempts + 1):
+            tmp = Path(tmp_name) / f"attempt-{attempt}"
+            notes: list[str] = []
+            # 1. Fresh rows, with no calibration in effect (difficulty is not an input).
+            with using_difficulty_file(tmp / "no-calibration.json"):
+                gen_notes, errors = regenerate_shards(sources, committed, tmp / "fresh", generators)
+                if errors:
+                    raise BuildFailed(errors)
+                fresh = build_dir(
+                    tmp / "fresh", require_all=require_all, matrix=matrix, display_dir="domains"
+                )
+            notes += gen_notes
+            rows = fresh.rows
+            log(f"scoring {len(rows)} rows from {len(fresh.present)} shard(s)")
 
-        # 2. Score and calibrate.
-        scored = []
-        for scorer in (*ensemble, held_out):
-            log(f"  {scorer.name} ...")
-            scored.append(Scored(scorer.name, scorer.version, score_rows(rows, scorer)))
-        cal = calibrate(rows, scored[:-1], scored[-1])
-        doc_bytes = dumps_pretty(calibration_document(cal)).encode("utf-8")
-        calib_tmp = tmp / "difficulty.json"
-        write_bytes_atomic(calib_tmp, doc_bytes)
-        committed_cal = load_calibration(calib_tmp)
-        assert committed_cal is not None
+            # 2. Score and calibrate.
+            scored = []
+            for scorer in (*ensemble, held_out):
+                log(f"  {scorer.name} ...")
+                scored.append(Scored(scorer.name, scorer.version, score_rows(rows, scorer)))
+            cal = calibrate(rows, scored[:-1], scored[-1])
+            doc_bytes = dumps_pretty(calibration_document(cal)).encode("utf-8")
+            calib_tmp = tmp / "difficulty.json"
+            write_bytes_atomic(calib_tmp, doc_bytes)
+            committed_cal = load_calibration(calib_tmp)
+            assert committed_cal is not None
 
-        # 3. Regenerate with the calibration in effect and rebuild.
-        out_dir = tmp / "out"
-        with using_difficulty_file(calib_tmp):
-            _, errors = regenerate_shards(sources, committed, out_dir, generators)
-            if errors:
-                raise BuildFailed(errors)
-            # A shard without a generator is copied as is: calibrate it in place.
-            for d in fresh.present:
-                if not (d in generators if generators is not None else generator_exists(d)):
-                    _calibrate_shard_file(out_dir / f"{d}.jsonl", committed_cal)
-                    notes.append(f"{d}: no generator, difficulty rewritten in the committed shard")
-            build = build_dir(
-                out_dir,
-                require_all=require_all,
-                matrix=matrix,
-                previous_manifest=root / MANIFEST_PATH,
-                display_dir="domains",
+            # 3. Regenerate with the calibration in effect and rebuild.
+            out_dir = tmp / "out"
+            with using_difficulty_file(calib_tmp):
+                _, errors = regenerate_shards(sources, committed, out_dir, generators)
+                if errors:
+                    raise BuildFailed(errors)
+                # A shard without a generator is copied as is: calibrate it in place.
+                for d in fresh.present:
+                    if not (d in generators if generators is not None else generator_exists(d)):
+                        _calibrate_shard_file(out_dir / f"{d}.jsonl", committed_cal)
+                        notes.append(
+                            f"{d}: no generator, difficulty rewritten in the committed shard"
+                        )
+                build = build_dir(
+                    out_dir,
+                    require_all=require_all,
+                    matrix=matrix,
+                    previous_manifest=root / MANIFEST_PATH,
+                    display_dir="domains",
+                )
+            changed, wrong = _uncalibrated(build.rows, committed_cal)
+            if wrong or (changed and attempt == attempts):
+                raise BuildFailed(wrong + changed)
+            if not changed:
+                break
+            log(
+                f"{len(changed)} row(s) changed while scoring (fixtures edited during the run?); "
+                f"scoring again (attempt {attempt + 1} of {attempts})"
             )
-        problems = _uncalibrated(build.rows, committed_cal)
-        if problems:
-            raise BuildFailed(problems)
         report = report_markdown(cal, [r["difficulty"] for r in rows])
 
         # 4. Only now touch root.
@@ -1056,22 +1088,24 @@ def recalibrate(
 
 def _uncalibrated(
     rows: Sequence[Mapping[str, Any]], calibration: CommittedCalibration
-) -> list[str]:
-    """One line per regenerated row that does not carry its calibrated difficulty."""
-    out = []
+) -> tuple[list[str], list[str]]:
+    """Regenerated rows that do not carry their calibrated difficulty, as
+    (rows that were not scored: changed content or label, rows whose
+    difficulty differs from their entry), one message each."""
+    changed, wrong = [], []
     for r in rows:
         entry = calibration.entries.get(content_key(r))
         if entry is None or entry.binary_label != r["binary_label"]:
-            out.append(
+            changed.append(
                 f"{r['id']}: this pair was not among the scored rows; its content or label "
-                "changed between scoring and regeneration (fixtures edited during the run?)"
+                "changed between scoring and regeneration"
             )
         elif entry.difficulty != r["difficulty"]:
-            out.append(
+            wrong.append(
                 f"{r['id']}: difficulty {r['difficulty']!r}, calibrated {entry.difficulty!r} "
-                "(its generator does not number rows through number_rows?)"
+                "(does its generator number rows through number_rows?)"
             )
-    return out
+    return changed, wrong
 
 
 def _calibrate_shard_file(path: Path, calibration: CommittedCalibration) -> None:

