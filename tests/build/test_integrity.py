@@ -30,6 +30,13 @@ PINS: dict[str, Pin] = {
         middle="cb-qa_factual-0116",
         last="cb-qa_factual-0230",
     ),
+    "qa_open": Pin(
+        rows=260,
+        labels=(60, 60, 50, 40, 50),
+        first="cb-qa_open-0001",
+        middle="cb-qa_open-0131",
+        last="cb-qa_open-0260",
+    ),
     "math": Pin(
         rows=160,
         labels=(30, 30, 30, 50, 20),
@@ -37,12 +44,26 @@ PINS: dict[str, Pin] = {
         middle="cb-math-0081",
         last="cb-math-0160",
     ),
+    "code": Pin(
+        rows=160,
+        labels=(30, 30, 30, 50, 20),
+        first="cb-code-0001",
+        middle="cb-code-0081",
+        last="cb-code-0160",
+    ),
     "conversational": Pin(
         rows=260,
         labels=(60, 60, 50, 40, 50),
         first="cb-conversational-0001",
         middle="cb-conversational-0131",
         last="cb-conversational-0260",
+    ),
+    "tool": Pin(
+        rows=280,
+        labels=(60, 60, 60, 50, 50),
+        first="cb-tool-0001",
+        middle="cb-tool-0141",
+        last="cb-tool-0280",
     ),
     "creative": Pin(
         rows=180,
@@ -57,6 +78,20 @@ PINS: dict[str, Pin] = {
         first="cb-personalized-0001",
         middle="cb-personalized-0071",
         last="cb-personalized-0140",
+    ),
+    "multi_turn": Pin(
+        rows=180,
+        labels=(30, 30, 50, 40, 30),
+        first="cb-multi_turn-0001",
+        middle="cb-multi_turn-0091",
+        last="cb-multi_turn-0180",
+    ),
+    "multilingual": Pin(
+        rows=150,
+        labels=(30, 20, 30, 40, 30),
+        first="cb-multilingual-0001",
+        middle="cb-multilingual-0076",
+        last="cb-multilingual-0150",
     ),
 }
 # ----------------------------------------------------------------------------------------
