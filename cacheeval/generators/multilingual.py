@@ -65,6 +65,7 @@ from .common import make_row, number_rows
 from .conversational import (
     FixtureError,
     FixtureText,
+    RowSpec,
     check_rows,
     display_path,
     edit_description,
@@ -245,15 +246,6 @@ class Question:
     key: str
     gist: str
     langs: dict[str, Version]
-
-
-@dataclass(frozen=True, slots=True)
-class RowSpec:
-    label: str
-    subcategory: str
-    ref_a: str
-    ref_b: str
-    offset: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import socket
 from collections.abc import Iterator
@@ -11,44 +10,14 @@ import pytest
 
 from cacheeval.schema import Row
 
-BASE = Row(
-    id="cb-qa_factual-0000",
-    domain="qa_factual",
-    subcategory="probe",
-    label="EQUIV",
-    binary_label="HIT",
-    difficulty="easy",
-    query_a="",
-    query_b="",
-    context_a=None,
-    context_b=None,
-    system_prompt_a=None,
-    system_prompt_b=None,
-    tools_a=None,
-    tools_b=None,
-    expected_answer_a="cached answer",
-    expected_answer_b="fresh answer",
-    rationale="probe row",
-    verification_method="exact_match",
-    verification_payload=None,
-    construction_method="curated",
-    source="tests",
-    real_world_grounding="tests",
-    split="train",
-)
+from ..conftest import make_row as base_make_row
 
 
 def make_row(i: int, a: str, b: str, label: str, **kw: object) -> Row:
-    binary = "HIT" if label in ("EQUIV", "PARA_SAFE") else "MISS"
-    return dataclasses.replace(
-        BASE,
-        id=f"cb-qa_factual-{i:04d}",
-        query_a=a,
-        query_b=b,
-        label=label,
-        binary_label=binary,
-        **kw,  # type: ignore[arg-type]
-    )
+    """A labelled qa_factual row with queries ``a`` / ``b`` (see tests/conftest.py)."""
+    kw.setdefault("expected_answer_a", "cached answer")
+    kw.setdefault("expected_answer_b", "fresh answer")
+    return base_make_row(i, label, query_a=a, query_b=b, **kw)
 
 
 #: A dozen hand-made pairs: clear paraphrases and clearly unrelated requests.
