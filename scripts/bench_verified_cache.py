@@ -59,7 +59,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--split", default="test", help="rows of this split (default test)")
     parser.add_argument("--rows", type=int, default=None, help="first N rows only")
     parser.add_argument("--model-dir", type=Path, default=MODEL_DIR)
-    parser.add_argument("--embedder", default="minilm-onnx")
+    parser.add_argument(
+        "--embedder", default=None, help="default: the one the model was trained with"
+    )
+    parser.add_argument(
+        "--threads", type=int, default=None, help="ONNX Runtime threads (default: the cache's)"
+    )
     parser.add_argument("--cold-memo", action="store_true", help="clear the memo before each get")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args(argv)
@@ -77,7 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.rows:
         rows = rows[: args.rows]
-    resources = Resources(verifier=verifier, embedder_name=args.embedder)
+    extra = {} if args.threads is None else {"threads": args.threads}
+    resources = Resources(verifier=verifier, embedder_name=args.embedder, **extra)
     resources.encode(["warm-up", "a second warm-up text"])
 
     puts: list[float] = []

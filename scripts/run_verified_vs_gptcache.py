@@ -44,7 +44,7 @@ from adapters.verified_cache.adapter import (  # noqa: E402
     fit_shipped,
     out_of_fold,
 )
-from adapters.verified_cache.cache import Resources  # noqa: E402
+from adapters.verified_cache.cache import DEFAULT_EMBEDDER, Resources  # noqa: E402
 from adapters.verified_cache.model import MODEL_DIR, OperatingPoint, Verifier  # noqa: E402
 from cacheeval.harness import predict, score  # noqa: E402
 from cacheeval.jsonio import dumps_pretty, write_bytes_atomic  # noqa: E402
@@ -424,7 +424,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="GPTCache path for the all-rows (OOF) comparison; the test split always runs "
         "the real package (default fast: the same decision from batch embeddings)",
     )
-    parser.add_argument("--embedder", default="minilm-onnx")
+    parser.add_argument("--embedder", default=DEFAULT_EMBEDDER)
     parser.add_argument(
         "--no-save-model", action="store_true", help="never write a retrained model back"
     )
@@ -439,7 +439,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cases = build_cases(rows, resources)
     _log(f"features of {len(cases)} rows in {time.perf_counter() - t0:.0f} s")
 
-    fresh = fit_shipped(cases, data_id=data_id)
+    fresh = fit_shipped(cases, data_id=data_id, embedder=args.embedder)
     try:
         committed: Verifier | None = Verifier.load(args.model_dir)
     except (FileNotFoundError, ValueError) as e:

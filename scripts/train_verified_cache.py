@@ -44,7 +44,7 @@ from adapters.verified_cache.adapter import (  # noqa: E402
     out_of_fold,
     summarize,
 )
-from adapters.verified_cache.cache import Resources  # noqa: E402
+from adapters.verified_cache.cache import DEFAULT_EMBEDDER, Resources  # noqa: E402
 from adapters.verified_cache.model import CONFIDENCE, MAX_FHR, MODEL_DIR  # noqa: E402
 from cacheeval.dataset import load_bench  # noqa: E402
 from cacheeval.jsonio import JsonlError, sha256_file, write_jsonl  # noqa: E402
@@ -105,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--bench", type=Path, default=REPO / "cachebench.jsonl")
     parser.add_argument("--labels", type=Path, default=REPO / "private" / "test_labels.jsonl")
     parser.add_argument("--model-dir", type=Path, default=MODEL_DIR)
-    parser.add_argument("--embedder", default="minilm-onnx")
+    parser.add_argument("--embedder", default=DEFAULT_EMBEDDER)
     parser.add_argument("--max-fhr", type=float, default=MAX_FHR)
     parser.add_argument("--confidence", type=float, default=CONFIDENCE)
     parser.add_argument("--folds", type=int, default=5)
@@ -125,6 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_fhr=args.max_fhr,
         confidence=args.confidence,
         data_id=dataset_id(args.bench, args.labels),
+        embedder=args.embedder,
     )
     op = shipped.operating_point
     meta = shipped.verifier.meta

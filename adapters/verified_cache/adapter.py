@@ -95,7 +95,7 @@ class VerifiedCacheAdapter:
         *,
         verifier: Verifier | None = None,
         embedder: Embedder | None = None,
-        embedder_name: str = "minilm-onnx",
+        embedder_name: str | None = None,
         threshold: float | None = None,
         gate_threshold: float | None = None,
         model_dir: str | Path | None = None,
@@ -330,8 +330,10 @@ def fit_shipped(
     max_fhr: float = MAX_FHR,
     confidence: float = CONFIDENCE,
     data_id: str = "",
+    embedder: str = "",
 ) -> Shipped:
-    """Train on the train split, certify the threshold on the dev split."""
+    """Train on the train split, certify the threshold on the dev split. ``embedder``
+    names the embedder the features were computed with (recorded in the meta)."""
     train = [c for c in cases if c.split == "train"]
     dev = [c for c in cases if c.split == "dev"]
     if not train or not dev:
@@ -354,6 +356,7 @@ def fit_shipped(
         "train_rows_total": len(train),
         "data_sha256": data_sha256(X, [c.y for c in rows], [c.id for c in rows]),
         "dataset": data_id,
+        "embedder": embedder,
         "num_boost_round": NUM_BOOST_ROUND,
         "params": default_params(),
         "lightgbm_version": _lgb_version(),

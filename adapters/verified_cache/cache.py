@@ -33,6 +33,7 @@ are short, recurring words like "Python"/"JavaScript").
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -59,7 +60,13 @@ if TYPE_CHECKING:
 
     from .model import Verifier
 
-DEFAULT_EMBEDDER = "minilm-onnx"
+#: The embedder the shipped verifier was trained with: MiniLM on ONNX Runtime with
+#: int8 weights (same decisions as fp32 in grouped cross-validation, about half
+#: the latency of one query). A model records its embedder in ``meta.json``.
+DEFAULT_EMBEDDER = "minilm-onnx-int8"
+#: Intra-op threads for one query: both cores of the reference 2-core machine. A
+#: service answering many requests at once should pass ``threads=1`` instead.
+DEFAULT_THREADS = max(1, min(2, os.cpu_count() or 1))
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,41 +168,45 @@ _embedders: dict[tuple[str, int | None], Embedder] = {}
 _embedders_lock = threading.Lock()
 
 
-def shared_embedder(name: str, threads: int | None = 1) -> Embedder:
+def shared_embedder(name: str, threads: int | None = DEFAULT_THREADS) -> Embedder:
     """The process-wide embedder ``name`` from :mod:`adapters.embedders`.
 
-    MiniLM on ONNX Runtime runs with ``threads`` intra-op threads (default 1): a
-    single short query gains nothing from a second thread, and one thread keeps
-    the latency steady when other processes share the CPU. Other embedders come
-    from ``get_embedder``.
+    MiniLM on ONNX Runtime runs with ``threads`` intra-op threads (one instance
+    per thread count; None: ONNX Runtime's default). Other embedders come from
+    ``get_embedder``.
     """
-    from adapters.embedders import MiniLMOnnx, get_embedder
+    from adapters.embedders import EMBEDDERS, MiniLMOnnx, get_embedder
 
-    if name != MiniLMOnnx.name or threads is None:
+    cls = EMBEDDERS.get(name)
+    if cls is None or not issubclass(cls, MiniLMOnnx) or threads is None:
         return get_embedder(name)
     with _embedders_lock:
         key = (name, threads)
         if key not in _embedders:
-            _embedders[key] = MiniLMOnnx(threads=threads)
+            _embedders[key] = cls(threads=threads)
         return _embedders[key]
 
 
 class Resources:
     """The heavy, shareable parts of a cache: the embedder, the verifier and the
-    text memo. Many caches (e.g. one per benchmark row) can share one."""
+    text memo. Many caches (e.g. one per benchmark row) can share one.
+
+    ``embedder_name`` defaults to the embedder the verifier was trained with (its
+    cosines are verifier inputs, so serving with another model skews P(HIT)).
+    """
 
     def __init__(
         self,
         *,
         verifier: Verifier | None = None,
         embedder: Embedder | None = None,
-        embedder_name: str = DEFAULT_EMBEDDER,
-        threads: int | None = 1,
+        embedder_name: str | None = None,
+        threads: int | None = DEFAULT_THREADS,
         memo_size: int = 4096,
     ) -> None:
         self._verifier = verifier
         self._embedder = embedder
-        self.embedder_name = embedder_name
+        self._embedder_name = embedder_name
         self.threads = threads
         self.memo = TextMemo(self.encode, memo_size)
 
@@ -206,6 +217,15 @@ class Resources:
 
             self._verifier = Verifier.load()
         return self._verifier
+
+    @property
+    def embedder_name(self) -> str:
+        """The embedder given, else the one the verifier was trained with."""
+        if self._embedder is not None:
+            return self._embedder.name
+        if self._embedder_name is not None:
+            return self._embedder_name
+        return self.verifier.embedder_name
 
     @property
     def embedder(self) -> Embedder:

@@ -385,6 +385,9 @@ class Verifier:
         self.meta = meta
         self.threshold = meta.threshold
         self.gate_threshold = meta.gate_threshold
+        #: The embedder whose cosines the verifier was trained on (models made
+        #: before this was recorded used fp32 MiniLM ONNX).
+        self.embedder_name = str(meta.training.get("embedder", "minilm-onnx"))
         constraints = meta.training.get("params", {}).get("monotone_constraints") or []
         #: Whether P(HIT) is non-decreasing in cos_diff (lazy span embedding is exact).
         self.monotone_cos_diff = (

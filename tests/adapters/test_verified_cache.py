@@ -474,3 +474,16 @@ def test_anchor_examples_with_minilm_offline(no_network) -> None:
     cache.put("Write a Python function to reverse a list", "def rev(xs): return xs[::-1]")
     assert cache.get("Write a JavaScript function to reverse a list") is None
     assert math.isfinite(cache.lookup("Write a Python function to reverse a list!").score)
+
+
+def test_resources_serve_with_the_embedder_the_model_was_trained_on(shipped) -> None:
+    meta = dataclasses.replace(
+        shipped.verifier.meta, training={**shipped.verifier.meta.training, "embedder": "hash-x"}
+    )
+    v = Verifier(shipped.verifier.booster, meta)
+    assert v.embedder_name == "hash-x"
+    assert Resources(verifier=v).embedder_name == "hash-x"
+    assert Resources(verifier=v, embedder_name="minilm-onnx").embedder_name == "minilm-onnx"
+    assert Resources(verifier=v, embedder=HashEmbedder()).embedder_name == "hash"
+    legacy = dataclasses.replace(meta, training={})
+    assert Verifier(shipped.verifier.booster, legacy).embedder_name == "minilm-onnx"
