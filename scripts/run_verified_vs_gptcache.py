@@ -187,6 +187,13 @@ def targets(v: dict[str, Any], g: dict[str, Any]) -> list[dict[str, Any]]:
             "pass": drop is not None and drop <= 0.10,
         }
     )
+    # per-call latency exists for the live run only (not for batch OOF scoring)
+    for key, text, limit in (
+        ("latency_p50_ms", "decision latency p50 <= 5 ms", 5.0),
+        ("latency_p95_ms", "decision latency p95 <= 10 ms", 10.0),
+    ):
+        if v.get(key) is not None:
+            out.append({"target": text, "value": v[key], "pass": v[key] <= limit})
     return out
 
 

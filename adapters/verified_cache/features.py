@@ -30,6 +30,8 @@ how much the rest of the wording differs.
 from __future__ import annotations
 
 import difflib
+import functools
+import json
 import re
 import unicodedata
 from collections import Counter
@@ -99,7 +101,35 @@ _ABBREVIATIONS: dict[str, str] = {
     "colour": "color", "favourite": "favorite", "centre": "center", "theatre": "theater",
     "organise": "organize", "realise": "realize", "apologise": "apologize",
     "programme": "program", "traveller": "traveler", "café": "cafe", "insta": "instagram",
+    "func": "function",
 }  # fmt: skip
+
+#: Multi-word names and their common abbreviations, one canonical token each
+#: ("United States" == "US" == "U.S."; "World War I" == "WW1" == "First World War").
+#: Matched on lower-cased surface tokens before number words are read.
+_PHRASES: dict[tuple[str, ...], str] = {
+    tuple(phrase.split()): canon
+    for canon, phrases in (
+        ("usa", "united states of america|united states|usa"),
+        ("uk", "united kingdom|uk"),
+        ("uae", "united arab emirates|uae"),
+        ("ussr", "soviet union|ussr"),
+        ("ww1", "world war i|world war 1|world war one|first world war|ww1|wwi|ww i"),
+        ("ww2", "world war ii|world war 2|world war two|second world war|ww2|wwii|ww ii"),
+        ("un", "united nations"),
+        ("eu", "european union"),
+        ("nyc", "new york city"),
+        ("ai", "artificial intelligence"),
+    )
+    for phrase in phrases.split("|")
+}
+_PHRASE_FIRST = frozenset(k[0] for k in _PHRASES) | {"us"}
+_PHRASE_MAX = max(len(k) for k in _PHRASES)
+_PHRASE_CANON = frozenset(_PHRASES.values())
+#: Words before which a lower-case "us" is the pronoun, not the country.
+_US_PRONOUN_BEFORE = frozenset(
+    "of for tell to from with let give show help join ask among both all send told".split()
+)
 
 _UNITS_SMALL: dict[str, int] = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
@@ -301,6 +331,13 @@ _PROG_LANGS: dict[str, str] = {
     "cobol": "cobol", "html": "html", "css": "css", "c++": "cpp", "cpp": "cpp",
     "c#": "csharp", "csharp": "csharp", "r": "r", "c": "c", "go": "go",
 }  # fmt: skip
+#: Other spellings of one programming language (dialects such as MySQL vs
+#: PostgreSQL stay distinct: they change the answer).
+_PROG_ALIASES: dict[str, str] = {
+    "js": "javascript", "nodejs": "node", "ts": "typescript", "py": "python",
+    "python3": "python", "golang": "go", "postgres": "postgresql", "cpp": "c++",
+    "csharp": "c#",
+}  # fmt: skip
 #: Single words that name a language only when written as a proper name.
 _CASED_PROG_LANGS = frozenset({"r", "c", "go", "node", "ts", "py", "swift", "rust", "ruby", "dart"})
 #: Syntax that gives the language away without naming it.
@@ -349,6 +386,9 @@ _SCRIPTS: tuple[tuple[str, str], ...] = (
 #: contrast and order features, which read every token).
 _PREPOSITIONS = frozenset({"on", "in", "at", "to", "from", "into", "onto", "of", "per", "via"})
 _DEGREE_WORDS = frozenset({"degree", "degrees"})
+_BE_VERBS = frozenset({"is", "are", "was", "were"})
+#: Math function names: "ln(20)" is "ln 20", not a call of a code identifier.
+_MATH_FUNCTIONS = frozenset("ln log lg exp sqrt sin cos tan abs floor ceil".split())
 #: Unit words that are also ordinary words ("set foot on"): units only after a number.
 _UNITS_AFTER_NUMBER = frozenset(
     {"foot", "feet", "ft", "yard", "yards", "min", "mins", "sec", "secs", "mi", "pint", "pints"}
@@ -409,11 +449,58 @@ def normalise_text(text: str) -> str:
     return text
 
 
+_CODE_FENCE_RE = re.compile(r"```.*?(?:```|$)", re.S)
+#: "U.S." / "U.K." as one word.
+_DOTTED_ABBREV_RE = re.compile(r"\b([UE])\.\s?([SKAU])\.(?:\s?A\.)?")
+#: "x**2" is "x^2"; "5*x" (a number times a single letter) is "5x".
+_POWER_RE = re.compile(r"\*\*")
+#: "log10(x)", "log_2 x", "log base 2 of x": one notation, "log base 2 x".
+_LOG_BASE_RE = re.compile(r"\blog_?(\d+)(?=\s*\(|\s+\d)|\blog_\{(\d+)\}")
+_COEFF_RE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*\*\s*([A-Za-z])(?![\w(])")
+
+
+def _notation(text: str) -> str:
+    """Math and abbreviation notation under one spelling, outside code blocks only
+    (in code ``**`` and ``^`` differ): ``**`` -> ``^``, ``5*x`` -> ``5x``, "U.S." ->
+    "US". Applied after :func:`normalise_text` by the tokenizer."""
+    if "." not in text and "*" not in text and "log" not in text:
+        return text
+
+    def prose(part: str) -> str:
+        part = _DOTTED_ABBREV_RE.sub(lambda m: m.group(1) + m.group(2), part)
+        if "log" in part:
+            part = _LOG_BASE_RE.sub(lambda m: f"log base {m.group(1) or m.group(2)} ", part)
+        if "*" in part:
+            part = _COEFF_RE.sub(r"\1\2", _POWER_RE.sub("^", part))
+        return part
+
+    if "```" not in text:
+        return prose(text)
+    out, last = [], 0
+    for m in _CODE_FENCE_RE.finditer(text):
+        out.append(prose(text[last : m.start()]))
+        out.append(m.group())
+        last = m.end()
+    out.append(prose(text[last:]))
+    return "".join(out)
+
+
+def _prepare(text: str) -> str:
+    """The text the tokenizer reads: :func:`normalise_text` then :func:`_notation`."""
+    return _notation(normalise_text(text))
+
+
+#: Transliterations that are spelling variants, not different letters: German
+#: "ß" is written "ss" (Swiss spelling) and Russian "ё" is routinely written "е".
+_TRANSLIT = str.maketrans({"ß": "ss", "ё": "е", "Ё": "Е"})
+
+
 def _fold_accents(word: str) -> str:
     """ "cuántas" -> "cuantas": drop accents from Latin-script words only (in other
-    scripts a combining mark changes the letter)."""
+    scripts a combining mark changes the letter); "ß" -> "ss", "ё" -> "е"."""
     if word.isascii():
         return word
+    word = word.translate(_TRANSLIT)
     decomposed = unicodedata.normalize("NFD", word)
     base = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
     if all(ord(ch) < 0x250 for ch in base):
@@ -462,7 +549,7 @@ def _canon_time(raw: str) -> str:
 
 def tokenize(text: str) -> list[Token]:
     """Canonical tokens of ``text`` in order (see the module docstring)."""
-    text = normalise_text(text)
+    text = _prepare(text)
     raw_tokens: list[Token] = []
     for m in _TOKEN_RE.finditer(text):
         kind = m.lastgroup or "sym"
@@ -480,18 +567,128 @@ def tokenize(text: str) -> list[Token]:
             if _CJK_RE.search(raw):
                 # no spaces between words in these scripts: one token per character
                 # (a run of Latin letters or digits inside stays whole)
-                for cm in _CJK_SPLIT_RE.finditer(raw):
-                    piece = cm.group()
-                    start = m.start() + cm.start()
-                    kind2 = "num" if piece.isdigit() else "word"
-                    raw_tokens.append(Token(kind2, piece, piece.lower(), start, start + len(piece)))
+                raw_tokens.extend(_cjk_tokens(raw, m.start()))
                 continue
             raw_tokens.append(Token("word", raw, _fold_accents(raw.lower()), m.start(), m.end()))
         elif kind == "arrow":
             raw_tokens.append(Token("arrow", raw, "->", m.start(), m.end()))
         else:
             raw_tokens.append(Token("sym", raw, raw, m.start(), m.end()))
-    return _canonicalise(raw_tokens)
+    return _canonicalise(_merge_phrases(raw_tokens))
+
+
+#: Chinese numerals (digits and multipliers) and the measure words after which a
+#: run of them is a count ("三个小时" == "3小时", "一公里" == "1公里"); elsewhere
+#: they are part of a word (一样, 一番) and stay as written. "个", the generic
+#: classifier, is dropped after any number.
+_CJK_DIGITS: dict[str, int] = {
+    "〇": 0, "零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5,
+    "六": 6, "七": 7, "八": 8, "九": 9,
+}  # fmt: skip
+_CJK_MULTIPLIERS: dict[str, int] = {"十": 10, "百": 100, "千": 1000, "万": 10000}
+_CJK_MEASURES = frozenset("个只本张条件位名次天年月周岁小分秒米公英克升斤元块杯瓶辆台倍颗种")
+
+
+def _cjk_value(run: str) -> int | None:
+    """The value of a run of Chinese numerals ("二十三" -> 23), None if malformed."""
+    total, current = 0, 0
+    for ch in run:
+        if ch in _CJK_DIGITS:
+            current = current * 10 + _CJK_DIGITS[ch] if current else _CJK_DIGITS[ch]
+        else:
+            total += max(current, 1) * _CJK_MULTIPLIERS[ch]
+            current = 0
+    return total + current
+
+
+def _cjk_tokens(raw: str, offset: int) -> list[Token]:
+    """One token per Han/kana/Hangul character (no spaces between words in these
+    scripts); a run of Latin letters or digits stays whole; Chinese numerals
+    before a measure word become one number."""
+    pieces = [(cm.group(), offset + cm.start()) for cm in _CJK_SPLIT_RE.finditer(raw)]
+    out: list[Token] = []
+    i = 0
+    while i < len(pieces):
+        piece, start = pieces[i]
+        if piece in _CJK_DIGITS or piece in _CJK_MULTIPLIERS:
+            j = i
+            while j < len(pieces) and (
+                pieces[j][0] in _CJK_DIGITS or pieces[j][0] in _CJK_MULTIPLIERS
+            ):
+                j += 1
+            value = _cjk_value("".join(p for p, _ in pieces[i:j]))
+            if j < len(pieces) and pieces[j][0] in _CJK_MEASURES and value is not None:
+                end = pieces[j - 1][1] + 1
+                out.append(Token("num", str(value), str(value), start, end))
+                i = j
+                continue
+        if piece == "个" and out and out[-1].kind == "num":
+            i += 1
+            continue
+        kind = "num" if piece.isdigit() else "word"
+        out.append(Token(kind, piece, piece.lower(), start, start + len(piece)))
+        i += 1
+    return out
+
+
+def _merge_phrases(tokens: list[Token]) -> list[Token]:
+    """Replace each multi-word name or abbreviation of :data:`_PHRASES` by one word
+    token with its canonical form (raw: the surface text, so capitalisation is
+    kept). A lower-case "us" is the country only where it cannot be the pronoun."""
+    if not any(t.kind == "word" and t.canon in _PHRASE_FIRST for t in tokens):
+        return tokens
+    out: list[Token] = []
+    i, n = 0, len(tokens)
+    while i < n:
+        t = tokens[i]
+        if t.kind == "word" and t.canon in _PHRASE_FIRST:
+            for length in range(min(_PHRASE_MAX, n - i), 0, -1):
+                key = tuple(x.canon for x in tokens[i : i + length])
+                canon = _PHRASES.get(key)
+                if canon is not None and all(
+                    x.kind in ("word", "num") for x in tokens[i : i + length]
+                ):
+                    last = tokens[i + length - 1]
+                    raw = " ".join(x.raw for x in tokens[i : i + length])
+                    out.append(Token("word", raw, canon, t.start, last.end))
+                    i += length
+                    break
+            else:
+                if t.canon == "us" and _is_country_us(tokens, i):
+                    out.append(Token("word", t.raw, "usa", t.start, t.end))
+                else:
+                    out.append(t)
+                i += 1
+            continue
+        out.append(t)
+        i += 1
+    return out
+
+
+def _is_country_us(tokens: list[Token], i: int) -> bool:
+    """Whether "us" at ``tokens[i]`` is the country: "US"/"U.S." (except in "US
+    dollars"); a lower-case "us" after "the" ("the us constitution") or before a
+    content word when not after a word that takes the pronoun ("who was us
+    president" but not "five of us at home")."""
+    raw = tokens[i].raw
+    if i + 1 < len(tokens) and tokens[i + 1].canon in ("dollar", "dollars"):
+        return False  # "US dollars": the currency says it
+    if raw == "US":
+        return True
+    if raw != "us":
+        return False
+    prev = tokens[i - 1].canon if i > 0 and tokens[i - 1].kind == "word" else ""
+    if prev == "the":
+        return True
+    if prev in _US_PRONOUN_BEFORE or i + 1 >= len(tokens):
+        return False
+    nxt = tokens[i + 1]
+    return (
+        nxt.kind == "word"
+        and nxt.canon not in FILLER
+        and nxt.canon not in _PREPOSITIONS
+        and nxt.canon not in NEGATIONS
+    )
 
 
 def _canonicalise(tokens: list[Token]) -> list[Token]:
@@ -518,7 +715,9 @@ def _canonicalise(tokens: list[Token]) -> list[Token]:
                 out.append(Token("word", t.raw, "not", t.start, t.end))
                 i += 1
                 continue
-            if low.endswith("'s") and len(low) > 2:
+            if len(low) == 4 and low[1] == "'" and low[2:] in ("th", "st", "nd", "rd"):
+                low = low[0] + low[2:]  # "n'th" -> "nth"
+            elif low.endswith("'s") and len(low) > 2:
                 low = low[:-2]  # possessive: colleague's == colleagues' == colleague
             elif low.endswith("'"):
                 low = low[:-1]
@@ -577,6 +776,14 @@ def _counts_one(tokens: list[Token], i: int) -> bool:
     if prev in ("this", "that", "which", "the", "each", "every", "any", "no", "quick", "a"):
         return False
     nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+    if (
+        nxt is not None
+        and nxt.raw == "-"
+        and i + 2 < len(tokens)
+        and tokens[i + 2].kind == "word"
+        and tokens[i].end == nxt.start == tokens[i + 2].start - 1
+    ):
+        nxt = tokens[i + 2]  # "one-liner" reads like "one liner"
     if nxt is None or nxt.kind == "sym":
         return prev in _TENS
     return nxt.kind == "num" or nxt.raw.lower() not in FILLER
@@ -608,7 +815,8 @@ def _read_number_words(tokens: list[Token], i: int) -> tuple[int, bool, int]:
         if low in _UNITS_SMALL:
             current += _UNITS_SMALL[low]
         elif low in _TENS:
-            current += _TENS[low]
+            # "nineteen eighty-four", "twenty twenty": a year read as two pairs
+            current = current * 100 + _TENS[low] if 10 <= current <= 99 else current + _TENS[low]
         elif low in _ORDINALS:
             current += _ORDINALS[low]
             ordinal = True
@@ -625,6 +833,7 @@ def _read_number_words(tokens: list[Token], i: int) -> tuple[int, bool, int]:
     return total + current, ordinal, j
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _stem(word: str) -> str:
     """A light plural stemmer: "days" -> "day", "boxes" -> "box"; short words unchanged."""
     if len(word) <= 3 or word in _STEM_KEEP or not word.isalpha():
@@ -681,6 +890,7 @@ class Side:
     system_key: str
     tool_names: tuple[str, ...]
     tool_intent: str
+    tool_defs: tuple[tuple[str, str], ...]  # (name, canonical JSON) of each offered tool
 
 
 def _norm_key(text: str | None) -> str:
@@ -718,28 +928,65 @@ def tool_names(request: Request) -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
-def _tool_words(tool: Mapping[str, Any]) -> tuple[str, set[str]]:
-    fn = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
-    assert isinstance(fn, Mapping)
-    name = str(fn.get("name", ""))
-    words = set(re.split(r"[_\W]+", name.lower()))
-    desc = fn.get("description")
-    if isinstance(desc, str):
-        words |= {_stem(w) for w in re.findall(r"[a-z]+", desc.lower())}
-    return name, {_stem(w) for w in words if w and w not in FILLER}
+def tool_defs(request: Request) -> tuple[tuple[str, str], ...]:
+    """(name, canonical JSON) of each offered tool, sorted by name: two requests
+    offer the same tool only when the whole definition (schema included) is equal."""
+    out = []
+    for tool in request.tools or ():
+        fn = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
+        assert isinstance(fn, Mapping)
+        out.append((str(fn.get("name", "")), json.dumps(tool, sort_keys=True, default=str)))
+    return tuple(sorted(out))
+
+
+def _schema_words(node: Any, key: str = "", out: set[str] | None = None) -> set[str]:
+    """Words of a tool definition a request can name: the tool's name and
+    description, parameter names, their descriptions and enum values."""
+    out = set() if out is None else out
+    if isinstance(node, Mapping):
+        for k, v in node.items():
+            if key == "properties":
+                out.update(re.split(r"[_\W]+", str(k).lower()))
+            _schema_words(v, str(k), out)
+    elif isinstance(node, list):
+        for v in node:
+            _schema_words(v, key, out)
+    elif isinstance(node, str) and key in ("name", "description", "enum"):
+        out.update(re.findall(r"[^\W\d_]+", node.lower()))
+    return out
+
+
+_TOOL_VOCAB: dict[str, frozenset[str]] = {}
+
+
+def _tool_vocab(fn: Mapping[str, Any]) -> frozenset[str]:
+    """Stemmed content words of one tool definition, memoised by its JSON (a cache
+    sees the same few tool sets over and over)."""
+    key = json.dumps(fn, sort_keys=True, default=str)
+    vocab = _TOOL_VOCAB.get(key)
+    if vocab is None:
+        vocab = frozenset(_stem(w) for w in _schema_words(fn) if w and w not in FILLER)
+        if len(_TOOL_VOCAB) >= 4096:
+            _TOOL_VOCAB.clear()
+        _TOOL_VOCAB[key] = vocab
+    return vocab
 
 
 def tool_intent(request: Request, content: Sequence[str]) -> str:
-    """The offered tool whose name and description share most content words with
-    the query ("" when none shares any); ties go to the first tool in name order."""
+    """The offered tool the query most plausibly calls: the one whose definition
+    (name, description, parameter names and descriptions, enum values) shares most
+    content words with the query ("" when none shares any; ties go to the first
+    name). Units and currencies count by name ("u:minute" as "minute")."""
+    if not request.tools:
+        return ""
+    words = {w.rpartition(":")[2] for w in content if w not in WH_WORDS}
     best, best_score = "", 0
-    words = set(content)
-    tools = sorted(
-        ((name, vocab) for name, vocab in map(_tool_words, request.tools or ())),
-        key=lambda nv: nv[0],
-    )
-    for name, vocab in tools:
-        score = len(words & vocab)
+    scored = []
+    for tool in request.tools:
+        fn = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
+        assert isinstance(fn, Mapping)
+        scored.append((str(fn.get("name", "")), len(words & _tool_vocab(fn))))
+    for name, score in sorted(scored):
         if score > best_score:
             best, best_score = name, score
     return best
@@ -821,7 +1068,7 @@ def analyze(request: Request | str) -> Side:
     req = Request.of(request)
     query = req.query
     toks = tokenize(query)
-    norm = normalise_text(query)
+    norm = _prepare(query)
     op_idx = _operator_indices(toks)
     dates, date_of = _dates(toks)
     in_date = date_of.keys()
@@ -930,6 +1177,17 @@ def analyze(request: Request | str) -> Side:
             prog.append(_PROG_LANGS[low])
         if low in NEGATIONS:
             negations += 1
+        # a question or request frame with no content: "What is X?" == "Give me X"
+        # == "Name X" == "X?"
+        frame = (
+            sentence_start_here
+            and nxt is not None
+            and nxt.kind in ("word", "num")
+            and (
+                (low in ("give", "tell", "show") and nxt.canon in ("me", "us"))
+                or (low == "name" and nxt.canon not in _BE_VERBS and nxt.canon not in NEGATIONS)
+            )
+        )
         if low in WH_WORDS:
             wh.append(low)
         # single-letter variables: next to an operator or bracket, glued to a
@@ -952,11 +1210,16 @@ def analyze(request: Request | str) -> Side:
                 is_variable = True
         # identifiers: snake_case, camelCase, called names f(...), letter-digit codes
         called = norm[t.end : t.end + 1] == "("
-        if not is_prog and (
-            "_" in raw
-            or _CAMEL_RE.search(raw)
-            or (called and len(raw) > 1)
-            or (len(raw) >= 3 and re.search(r"\d", raw) and re.search(r"[^\W\d_]", raw))
+        if (
+            not is_prog
+            and low not in _PHRASE_CANON
+            and low not in _MATH_FUNCTIONS
+            and (
+                "_" in raw
+                or _CAMEL_RE.search(raw)
+                or (called and len(raw) > 1)
+                or (len(raw) >= 3 and re.search(r"\d", raw) and re.search(r"[^\W\d_]", raw))
+            )
         ):
             identifiers.append(raw)
         # capitalised tokens that are not merely the first word of a sentence
@@ -968,7 +1231,13 @@ def analyze(request: Request | str) -> Side:
             and low not in WH_WORDS
             and low not in _MONTHS
         ):
-            entities.append(low)
+            entities.append(_PROG_ALIASES.get(low, low) if is_prog else low)
+        if frame:
+            # an imperative frame asks what a question asks: "Name X" == "What is X"
+            wh.append("what")
+            content.append("what")
+            surface.append(low)
+            continue
         if canon_content is not None:
             if canon_content:
                 content.append(canon_content)
@@ -976,13 +1245,24 @@ def analyze(request: Request | str) -> Side:
         elif is_variable:
             content.append(raw)
             surface.append(raw)
+        elif is_prog:
+            # "JS" == "JavaScript"; "JavaScript (.js)" names it once
+            lang = _PROG_ALIASES.get(low, low)
+            if not content or content[-1] != lang:
+                content.append(lang)
+                surface.append(low)
         elif low not in FILLER and low not in _PREPOSITIONS and low not in _DEGREE_WORDS:
             content.append(_stem(low))
             surface.append(low)
 
-    for pattern, lang in _PROG_SYNTAX:
-        if pattern.search(query) and lang not in prog:
-            prog.append(lang)
+    # syntax names a language only in code, or when the text names none ("a Go func
+    # reverse(s []int)" is not JavaScript because it says "function f(")
+    fenced = "```" in query
+    if fenced or not prog:
+        code = "\n".join(_CODE_FENCE_RE.findall(query)) if fenced else query
+        for pattern, lang in _PROG_SYNTAX:
+            if pattern.search(code) and lang not in prog:
+                prog.append(lang)
     if "fahrenheit" in units or "celsius" in units or "kelvin" in units:
         units = [u for u in units if u != "degree"]
 
@@ -1025,6 +1305,7 @@ def analyze(request: Request | str) -> Side:
         system_key=_norm_key(req.system_prompt),
         tool_names=tool_names(req),
         tool_intent=tool_intent(req, content),
+        tool_defs=tool_defs(req),
     )
 
 
@@ -1046,6 +1327,9 @@ def _cased_lang(raw: str, low: str) -> bool:
     return raw[:1].isupper()
 
 
+_MATH_SIGNS_RE = re.compile(r"[=+^<>]")
+
+
 def detect_language(text: str) -> str:
     """A coarse language tag of ``text``: a non-Latin script when at least 30% of
     the letters are in it, else the Latin-script language whose distinctive
@@ -1064,6 +1348,9 @@ def detect_language(text: str) -> str:
         if n >= 0.3 * len(letters):
             return lang
     words = re.findall(r"[^\W\d_]+", text.lower())
+    if _MATH_SIGNS_RE.search(text):
+        # "x + y = 10": single letters are variables, not the Spanish "y"
+        words = [w for w in words if len(w) > 1]
     best, best_n = "en", sum(1 for w in words if w in _LANG_STOPWORDS["en"])
     for lang in sorted(_LANG_STOPWORDS):
         n = sum(1 for w in words if w in _LANG_STOPWORDS[lang])
@@ -1160,7 +1447,9 @@ class Diff:
     """Content tokens on one side only (after plural stemming and typo matching),
     in order of appearance, with their surface forms; ``typos`` counts pairs
     matched as one-typo variants; ``joined`` pairs split/joined words
-    ("home town" vs "hometown")."""
+    ("home town" vs "hometown"); ``a_typo_numbers``/``b_typo_numbers`` the numbers
+    (written in words) matched with a misspelling of the same word on the other
+    side ("first" vs "fisrt"): a typo, not a change of number."""
 
     a_only: tuple[str, ...]
     b_only: tuple[str, ...]
@@ -1168,6 +1457,8 @@ class Diff:
     b_surface: tuple[str, ...]
     typos: int
     joined: int
+    a_typo_numbers: tuple[str, ...] = ()
+    b_typo_numbers: tuple[str, ...] = ()
 
 
 def _unglue(idx: list[int], side: Side, other: Side, other_idx: list[int]) -> int:
@@ -1200,14 +1491,40 @@ def _surplus(side: Side, other: Side) -> list[int]:
     return out
 
 
+_UMLAUT_RE = re.compile(r"(?<=[a-z])(?:ae|oe|ue)|^(?:ae|oe|ue)(?=[a-z])")
+
+
+def _umlaut_key(word: str) -> str:
+    """German umlauts typed as "ae"/"oe"/"ue" ("fuer") and typed without their dots
+    ("fur", how "für" is folded) under one key."""
+    return _UMLAUT_RE.sub(lambda m: m.group()[0], word) if word.isascii() else word
+
+
+def _pair_transliterations(idx: list[int], side: Side, other: Side, other_idx: list[int]) -> None:
+    """Remove from both index lists the pairs of words that are one transliteration
+    apart ("für" vs "fuer"); the same word, not a typo."""
+    if not idx or not other_idx:
+        return
+    keys = {j: _umlaut_key(other.content[j]) for j in other_idx}
+    for i in list(idx):
+        key = _umlaut_key(side.content[i])
+        j = next((j for j in other_idx if keys[j] == key), None)
+        if j is not None:
+            idx.remove(i)
+            other_idx.remove(j)
+
+
 def content_diff(a: Side, b: Side) -> Diff:
     """The multiset symmetric difference of the two sides' content tokens, after
     pairing split/joined words and one-typo variants."""
     a_idx = _surplus(a, b)
     b_idx = _surplus(b, a)
     joined = _unglue(a_idx, a, b, b_idx) + _unglue(b_idx, b, a, a_idx)
+    _pair_transliterations(a_idx, a, b, b_idx)
     names_a, names_b = set(a.entities), set(b.entities)
     typos = 0
+    typo_a: list[str] = []
+    typo_b: list[str] = []
     keep_a: list[int] = []
     for i in a_idx:
         x, sx = a.content[i], a.surface[i]
@@ -1225,6 +1542,10 @@ def content_diff(a: Side, b: Side) -> Diff:
         else:
             b_idx.remove(match)
             typos += 1
+            if x in a.numbers:
+                typo_a.append(x)
+            if b.content[match] in b.numbers:
+                typo_b.append(b.content[match])
     # a misspelt filler word ("shoud") has no content partner: match it against the
     # other side's filler words
     filler_a = [w for w in a.tokens if w in FILLER]
@@ -1240,6 +1561,8 @@ def content_diff(a: Side, b: Side) -> Diff:
         b_surface=tuple(b.surface[j] for j in b_idx),
         typos=typos,
         joined=joined,
+        a_typo_numbers=tuple(typo_a),
+        b_typo_numbers=tuple(typo_b),
     )
 
 
@@ -1271,15 +1594,31 @@ Features = dict[str, float]
 def number_features(a: Side, b: Side, d: Diff) -> Features:
     """Numbers and operands: how many numbers differ (as multisets), whether the
     same numbers appear in another order (operand swap), ordinals."""
-    n_diff = _multiset_diff(a.numbers, b.numbers)
-    same_set = Counter(a.numbers) == Counter(b.numbers)
+    nums_a, nums_b = _without(a.numbers, d.a_typo_numbers), _without(b.numbers, d.b_typo_numbers)
+    n_diff = _multiset_diff(nums_a, nums_b)
+    same_set = Counter(nums_a) == Counter(nums_b)
+    ords_a, ords_b = _without(a.ordinals, d.a_typo_numbers), _without(b.ordinals, d.b_typo_numbers)
     return {
         "num_diff": float(n_diff),
         "num_any_diff": _flag(n_diff > 0),
-        "num_order_swap": _flag(same_set and a.numbers != b.numbers),
+        "num_order_swap": _flag(same_set and nums_a != nums_b),
         "num_count": float(max(len(a.numbers), len(b.numbers))),
-        "ordinal_diff": _flag(Counter(a.ordinals) != Counter(b.ordinals)),
+        "ordinal_diff": _flag(Counter(ords_a) != Counter(ords_b)),
     }
+
+
+def _without(items: tuple[str, ...], drop: tuple[str, ...]) -> tuple[str, ...]:
+    """``items`` minus one occurrence of each of ``drop`` (order kept)."""
+    if not drop:
+        return items
+    left = Counter(drop)
+    out = []
+    for x in items:
+        if left[x] > 0:
+            left[x] -= 1
+        else:
+            out.append(x)
+    return tuple(out)
 
 
 def _is_function_word(word: str) -> bool:
@@ -1476,7 +1815,18 @@ def tool_features(a: Side, b: Side, d: Diff) -> Features:
         "tools_equal": _flag(ta == tb),
         "tools_jaccard": _jaccard(ta, tb),
         "tool_intent_diff": _flag(a.tool_intent != b.tool_intent),
+        "tool_needed_changed": _flag(_tool_needed_changed(a, b)),
     }
+
+
+def _tool_needed_changed(a: Side, b: Side) -> bool:
+    """The tool one side's query needs is not offered on the other side, or is
+    offered with another definition (a changed schema changes the call)."""
+    defs_a, defs_b = dict(a.tool_defs), dict(b.tool_defs)
+    for needed, mine, other in ((a.tool_intent, defs_a, defs_b), (b.tool_intent, defs_b, defs_a)):
+        if needed and other.get(needed) != mine.get(needed):
+            return True
+    return False
 
 
 def lexical_features(a: Side, b: Side, d: Diff) -> Features:
@@ -1510,24 +1860,34 @@ def lexical_features(a: Side, b: Side, d: Diff) -> Features:
 def critical_features(a: Side, b: Side, d: Diff) -> Features:
     """How many kinds of answer-determining item differ: numbers, operators,
     variables, identifiers, dates, times, quoted spans, both-sided name changes,
-    direction swaps, contrast swaps, negation, languages, units. Each kind alone
-    is rare in training data; pooled, the verifier learns one effect from all."""
+    direction swaps, contrast swaps, negation, languages, units, the tool the query
+    needs. Each kind alone is rare in training data; pooled, the verifier learns one
+    effect from all."""
+    feats: Features = {}
+    for ex in _CRITICAL_SOURCES:
+        feats.update(ex(a, b, d))
+    return _critical_from(feats)
+
+
+def _critical_from(f: Features) -> Features:
+    """:func:`critical_features` from the other extractors' outputs."""
     parts = (
-        number_features(a, b, d)["num_any_diff"],
-        _flag(_multiset_diff(a.operators, b.operators) > 0),
-        _flag(_multiset_diff(a.variables, b.variables) > 0),
-        _flag(_multiset_diff(a.identifiers, b.identifiers) > 0),
-        date_features(a, b, d)["date_diff"],
-        date_features(a, b, d)["time_diff"],
-        entity_features(a, b, d)["quoted_diff"],
-        entity_features(a, b, d)["entity_both_changed"],
-        _flag(order_features(a, b, d)["direction_swap"] > 0),
-        _flag(operator_features(a, b, d)["contrast_swap"] > 0),
-        _flag(a.negations != b.negations),
-        language_features(a, b, d)["prog_lang_conflict"],
-        language_features(a, b, d)["nat_lang_conflict"],
-        language_features(a, b, d)["text_lang_diff"],
-        unit_features(a, b, d)["unit_diff"],
+        f["num_any_diff"],
+        _flag(f["op_diff"] > 0),
+        _flag(f["var_diff"] > 0),
+        _flag(f["ident_diff"] > 0),
+        f["date_diff"],
+        f["time_diff"],
+        f["quoted_diff"],
+        f["entity_both_changed"],
+        _flag(f["direction_swap"] > 0),
+        _flag(f["contrast_swap"] > 0),
+        _flag(f["neg_diff"] > 0),
+        f["prog_lang_conflict"],
+        f["nat_lang_conflict"],
+        f["text_lang_diff"],
+        f["unit_diff"],
+        f["tool_needed_changed"],
     )
     return {"critical_diff": float(sum(parts))}
 
@@ -1548,6 +1908,19 @@ EXTRACTORS: tuple[Extractor, ...] = (
     tool_features,
     lexical_features,
     critical_features,
+)
+
+#: The extractors whose outputs :func:`critical_features` pools.
+_CRITICAL_SOURCES: tuple[Extractor, ...] = (
+    number_features,
+    operator_features,
+    identifier_features,
+    entity_features,
+    order_features,
+    language_features,
+    unit_features,
+    date_features,
+    tool_features,
 )
 
 #: The cosines the cache computes with the embedding model.
@@ -1603,8 +1976,12 @@ def pair_features(
     """
     d = content_diff(a, b)
     out = [float(cos_query), float(cos_context), float(cos_diff), float(cos_ctx_added)]
+    seen: Features = {}
     for ex in EXTRACTORS:
-        out.extend(ex(a, b, d).values())
+        # critical_features pools the others: reuse their values, not recompute them
+        f = _critical_from(seen) if ex is critical_features else ex(a, b, d)
+        seen.update(f)
+        out.extend(f.values())
     return tuple(out)
 
 

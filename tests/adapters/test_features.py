@@ -251,3 +251,152 @@ def test_request_coercion() -> None:
     assert Request.of("hi") == Request("hi")
     with pytest.raises(TypeError):
         Request.of(42)  # type: ignore[arg-type]
+
+
+# --- notation variants are not content differences -----------------------------------
+
+
+def _no_content_diff(a: str | Request, b: str | Request) -> bool:
+    sa, sb = analyze(a), analyze(b)
+    d = content_diff(sa, sb)
+    return not d.a_only and not d.b_only
+
+
+def test_math_notation_is_canonical() -> None:
+    ops = run(operator_features, "Solve x**2 - 5*x + 6 = 0", "Solve x^2 - 5x + 6 = 0")
+    assert ops["op_diff"] == 0.0
+    ids = run(identifier_features, "Solve x**2 - 5*x + 6 = 0", "Solve x^2 - 5x + 6 = 0")
+    assert ids["var_diff"] == 0.0
+    nums = run(number_features, "Solve x**2 - 5*x + 6 = 0", "Solve x² − 5x + 6 = 0")
+    assert nums["num_diff"] == 0.0
+    crit = run(critical_features, "Solve x**2 - 5*x + 6 = 0", "Solve x^2 - 5x + 6 = 0")
+    assert crit["critical_diff"] == 0.0
+    # a real change of operator is still one
+    assert run(operator_features, "Solve x**2 - 5*x + 6", "Solve x^2 + 5x + 6")["op_diff"] == 2.0
+    # in code ** and ^ differ (power vs xor): code blocks are left alone
+    assert analyze("```python\nx ** 2\n```").operators != analyze("```python\nx ^ 2\n```").operators
+    # log notations; math function names are not code identifiers
+    assert _no_content_diff("What is log base 10 of 1000?", "what is log10(1000)")
+    assert analyze("What is ln(20)?").identifiers == ()
+    # the variables of a system are not the Spanish "y"
+    f = run(language_features, "Solve x + y = 10, x - y = 2.", "Solve x + y = 10 and x - y = 2")
+    assert f["text_lang_diff"] == 0.0
+
+
+def test_abbreviations_of_names_are_canonical() -> None:
+    assert _no_content_diff("US president in 1955", "United States president in 1955")
+    assert _no_content_diff("who was us president in 1955", "Who was the U.S. president in 1955?")
+    ent = run(
+        entity_features, "How does a bill become law in the UK?", "... in the United Kingdom?"
+    )
+    assert ent["entity_diff"] == 0.0
+    assert _no_content_diff("causes of World War I", "causes of ww1")
+    assert _no_content_diff("causes of WWI", "causes of the First World War")
+    assert analyze("causes of ww1").identifiers == ()
+    # the pronoun stays a pronoun; "US dollars" is the currency
+    assert "usa" not in analyze("There are five of us at home").content
+    assert "usa" not in analyze("tell us about yourself").content
+    assert "usa" not in analyze("Convert 250 US dollars to euros").content
+    assert not _no_content_diff("law in the UK", "law in the US")
+
+
+def test_programming_language_aliases() -> None:
+    assert _no_content_diff("Write a JavaScript function f(x)", "Write a JS function f(x)")
+    assert _no_content_diff("Write a Go function f()", "Write a Go func f()")
+    # a named language is not overridden by syntax in prose ("function f(" is not JS here)
+    f = run(language_features, "a Go function rev(s []int)", "a Go func rev(s []int)")
+    assert f["prog_lang_conflict"] == 0.0
+    # dialects stay different
+    assert not _no_content_diff("a PostgreSQL upsert", "a MySQL upsert")
+
+
+def test_spelling_variants() -> None:
+    assert _no_content_diff("Shell one-liner to count lines", "Shell one liner to count lines")
+    assert _no_content_diff("the nth Fibonacci number", "the n'th Fibonacci number")
+    assert (
+        run(number_features, "Who wrote 1984?", "Who wrote Nineteen Eighty-Four?")["num_diff"]
+        == 0.0
+    )
+    assert analyze("twenty twenty-five").numbers == ("2025",)
+    assert analyze("one hundred twenty five").numbers == ("125",)
+    # a misspelt number word is a typo, not another number
+    typo = run(
+        number_features,
+        "Who was the fisrt person on the Moon?",
+        "Who was the first person on the Moon?",
+    )
+    assert typo["num_diff"] == 0.0 and typo["ordinal_diff"] == 0.0
+
+
+def test_transliteration_variants() -> None:
+    assert _no_content_diff("das chemische Symbol für Gold", "das chemische symbol fuer gold")
+    assert _no_content_diff("das chemische Symbol für Gold", "das chemische Symbol fur Gold")
+    assert _no_content_diff("Straße", "Strasse")
+    assert _no_content_diff("Кто написал «Звёздную ночь»?", "Кто написал «Звездную ночь»?")
+    # Chinese numerals before a measure word are numbers; elsewhere part of a word
+    assert run(number_features, "3小时是多少分钟", "三个小时是多少分钟")["num_diff"] == 0.0
+    assert analyze("一公里等于多少英里").numbers == ("1",)
+    assert analyze("二十三个苹果").numbers == ("23",)
+    assert analyze("太陽系で一番大きい惑星").numbers == ()
+
+
+def test_request_frames() -> None:
+    give = run(
+        operator_features,
+        "Give me the speed of light in mi/s.",
+        "What is the speed of light in mi/s?",
+    )
+    assert give["wh_diff"] == 0.0
+    assert _no_content_diff("Give me the speed of light.", "What is the speed of light?")
+    assert _no_content_diff("Name the capital of Iran.", "What is the capital of Iran?")
+    # a different question word is still a difference
+    assert (
+        run(operator_features, "Name the capital of Iran.", "Why is Tehran the capital?")["wh_diff"]
+        == 1.0
+    )
+
+
+def _tool(name: str, description: str, **props: object) -> dict[str, object]:
+    return {
+        "name": name,
+        "description": description,
+        "parameters": {"type": "object", "properties": props},
+    }
+
+
+def test_needed_tool_missing_or_changed() -> None:
+    lights = _tool("set_lights", "Turn the lights of a room on or off.", room={"enum": ["kitchen"]})
+    lights2 = _tool(
+        "set_lights", "Turn the lights of a room on or off.", room={"enum": ["kitchen", "porch"]}
+    )
+    timer = _tool("set_timer", "Start a countdown timer.", duration={"type": "number"})
+    music = _tool("play_music", "Play music.", kind={"enum": ["song", "playlist"]})
+    q = "Turn off the kitchen lights"
+    # only an irrelevant tool differs: the call is the same
+    same = run(tool_features, Request(q, tools=(lights, timer)), Request(q, tools=(lights, music)))
+    assert same["tool_needed_changed"] == 0.0 and same["tools_equal"] == 0.0
+    # the needed tool is gone on one side
+    gone = run(tool_features, Request(q, tools=(lights, timer)), Request(q, tools=(timer, music)))
+    assert gone["tool_needed_changed"] == 1.0
+    # the needed tool's schema changed
+    schema = run(tool_features, Request(q, tools=(lights,)), Request(q, tools=(lights2,)))
+    assert schema["tool_needed_changed"] == 1.0
+    crit = run(critical_features, Request(q, tools=(lights,)), Request(q, tools=(lights2,)))
+    assert crit["critical_diff"] == 1.0
+    # parameter enums count when finding the needed tool
+    assert analyze(Request("Put my Focus playlist on", tools=(timer, music))).tool_intent == (
+        "play_music"
+    )
+
+
+def test_critical_diff_in_pair_features_matches_the_extractor() -> None:
+    pairs = [
+        ("Solve x + 2 = 8", "Solve a + 2 = 9"),
+        ("Flights on July 3 at 7 am", "Flights on July 4 at 7 pm"),
+        ("Drive NYC->FL", "Drive FL->NYC"),
+    ]
+    idx = FEATURE_NAMES.index("critical_diff")
+    for x, y in pairs:
+        a, b = analyze(x), analyze(y)
+        v = pair_features(a, b, cos_query=0.5, cos_context=1.0, cos_diff=0.5)
+        assert v[idx] == critical_features(a, b, content_diff(a, b))["critical_diff"]
