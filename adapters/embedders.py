@@ -211,9 +211,17 @@ class MiniLMOnnx:
         return export_minilm_onnx()
 
     def encode(self, texts: list[str]) -> np.ndarray:
+        return self.encode_tokens(texts, keep_tokens=False)[0]
+
+    def encode_tokens(
+        self, texts: list[str], *, keep_tokens: bool = True
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Sentence vectors plus, per text, its word-piece vectors (last hidden
+        state without [CLS]/[SEP], each row L2-normalised; empty when not kept)."""
         import numpy as np
 
         out = []
+        tokens: list[np.ndarray] = []
         for start in range(0, len(texts), self._batch_size):
             batch = list(texts[start : start + self._batch_size])
             with self._lock:
@@ -227,9 +235,12 @@ class MiniLMOnnx:
             m = mask[:, :, None].astype(np.float32)
             pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
             out.append(pooled)
+            if keep_tokens:
+                for row, n in zip(hidden, mask.sum(axis=1), strict=True):
+                    tokens.append(_normalise(row[1 : max(1, int(n) - 1)]))
         if not out:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return _normalise(np.concatenate(out, axis=0))
+            return np.zeros((0, self.dim), dtype=np.float32), []
+        return _normalise(np.concatenate(out, axis=0)), tokens
 
 
 class MiniLMOnnxInt8(MiniLMOnnx):
@@ -237,6 +248,13 @@ class MiniLMOnnxInt8(MiniLMOnnx):
 
     name = "minilm-onnx-int8"
     precision = "int8"
+
+    def __init__(self, batch_size: int = 1, threads: int | None = None) -> None:
+        # One text per run: dynamic quantisation scales activations over the whole
+        # input tensor, padding included, so a text embedded in a batch comes out
+        # slightly different (cosine up to ~0.025 away) from the same text alone -
+        # and the cache embeds one request at a time.
+        super().__init__(batch_size=batch_size, threads=threads)
 
     def _model_file(self) -> Path:
         return quantize_minilm_onnx()

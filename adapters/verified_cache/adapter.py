@@ -197,7 +197,10 @@ def build_cases(rows: Sequence[Row], resources: Resources) -> list[PairCase]:
             pending.append((r, a, b))
     if pending:
         queries = list(dict.fromkeys(q for _, a, b in pending for q in (a.query, b.query)))
-        qvec = dict(zip(queries, resources.encode(queries), strict=True))
+        # one model run per query, as the cache does (see Resources.query_embedding)
+        qvec, qtok = {}, {}
+        for q in queries:
+            qvec[q], qtok[q] = resources.query_embedding(q)
         sides = [(analyze(a), analyze(b)) for _, a, b in pending]
         # fill the memo with every history and span in a few big batches
         from .features import diff_spans, history_diff_spans
@@ -215,7 +218,9 @@ def build_cases(rows: Sequence[Row], resources: Resources) -> list[PairCase]:
             memo.vectors(unique[start : start + 512])
         for (r, a, b), (sa, sb) in zip(pending, sides, strict=True):
             va, vb = qvec[a.query], qvec[b.query]
-            feats, _ = features_for(sa, va, sb, vb, memo)
+            feats, _ = features_for(
+                sa, va, sb, vb, memo, stored_tokens=qtok[a.query], new_tokens=qtok[b.query]
+            )
             out[r.id] = _case(r, "", "", float(np.clip(float(va @ vb), -1.0, 1.0)), feats)
     return [out[r.id] for r in rows]
 

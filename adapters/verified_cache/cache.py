@@ -19,7 +19,8 @@ decides:
    ``top_k`` stored entries in scope with the highest cosine are candidates, and
    a candidate below the gate threshold is a MISS without further work.
 4. **verifier**: for each candidate, the structured/lexical features of the pair
-   (:mod:`.features`) plus three cosines (queries, prior turns, differing spans)
+   (:mod:`.features`), the embedding cosines (queries, prior turns, differing
+   spans) and the word-piece alignment of the queries (:func:`token_alignment`)
    go through the LightGBM verifier; the first candidate whose P(HIT) clears the
    certified threshold is served.
 
@@ -78,6 +79,7 @@ class Entry:
     side: Side
     vector: np.ndarray
     exact_key: str
+    tokens: np.ndarray | None = None  # word-piece vectors of the query (None: not available)
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,8 +240,48 @@ class Resources:
 
     def query_vector(self, query: str) -> np.ndarray:
         """The query's embedding, computed now (never memoised)."""
-        vec: np.ndarray = self.encode([query])[0]
-        return vec
+        return self.query_embedding(query)[0]
+
+    def query_embedding(self, query: str) -> tuple[np.ndarray, np.ndarray | None]:
+        """The query's vector and word-piece vectors from one model run (the latter
+        None when the embedder cannot give them)."""
+        encode_tokens = getattr(self.embedder, "encode_tokens", None)
+        if encode_tokens is None:
+            vec: np.ndarray = self.encode([query])[0]
+            return vec, None
+        vecs, tokens = encode_tokens([query])
+        return vecs[0], tokens[0]
+
+
+def token_alignment(ta: np.ndarray | None, tb: np.ndarray | None) -> tuple[float, ...] | None:
+    """The :data:`~.features.TOKEN_ALIGN_FEATURES` of two queries' word-piece vectors
+    (rows L2-normalised): with ``S = ta @ tb.T``, ``best_a = max_j S[i, j]`` and
+    ``best_b = max_i S[i, j]``,
+
+        p = mean(best_a)   r = mean(best_b)   f = 2pr / (p + r)
+        min = min(min best_a, min best_b)     min_other = max(min best_a, min best_b)
+        min2 = min(mean of the 2 lowest best_a, of the 2 lowest best_b)
+        low = #(best_a < 0.7) + #(best_b < 0.7)
+
+    None when either side has no vectors (then the features are missing)."""
+    if ta is None or tb is None or not len(ta) or not len(tb):
+        return None
+    import numpy as np
+
+    sim = ta @ tb.T
+    best_a, best_b = np.sort(sim.max(axis=1)), np.sort(sim.max(axis=0))
+    p, r = float(best_a.mean()), float(best_b.mean())
+    f = 2 * p * r / (p + r) if p + r > 0 else 0.0
+    low_a, low_b = float(best_a[0]), float(best_b[0])
+    return (
+        p,
+        r,
+        f,
+        min(low_a, low_b),
+        max(low_a, low_b),
+        min(float(best_a[:2].mean()), float(best_b[:2].mean())),
+        float((best_a < 0.7).sum() + (best_b < 0.7).sum()),
+    )
 
 
 def span_cosine(span_a: str, span_b: str, memo: TextMemo, *, compute: bool = True) -> float | None:
@@ -267,6 +309,8 @@ def features_for(
     memo: TextMemo,
     *,
     lazy: bool = False,
+    stored_tokens: np.ndarray | None = None,
+    new_tokens: np.ndarray | None = None,
 ) -> tuple[tuple[float, ...], tuple[str, str] | None]:
     """The verifier's feature vector for (stored, new): the one code path shared by
     ``get`` and by training, so training and serving never disagree.
@@ -275,7 +319,8 @@ def features_for(
     queries and of the histories (memoised). With ``lazy=True`` the query spans
     are not embedded when that would take a model call: the vector then holds 0.0
     at ``cos_diff`` and the spans are returned (else None) so the caller can bound
-    P(HIT) first.
+    P(HIT) first. ``stored_tokens``/``new_tokens``: the queries' word-piece vectors
+    (:func:`token_alignment`).
     """
     span_a, span_b = diff_spans(stored, new)
     hist_a, hist_b = history_diff_spans(stored, new)
@@ -291,6 +336,7 @@ def features_for(
         cos_context=cos_context,
         cos_diff=0.0 if cos_diff is None else cos_diff,
         cos_ctx_added=cos_added,
+        token_align=token_alignment(stored_tokens, new_tokens),
     )
     return feats, ((span_a, span_b) if cos_diff is None else None)
 
@@ -336,12 +382,14 @@ class VerifiedCache:
         verdict = request_policy(req)
         if not verdict.allowed:
             return PutResult(False, f"{verdict.rule}: {verdict.reason}")
+        vector, tokens = self.resources.query_embedding(req.query)
         entry = Entry(
             request=req,
             answer=answer,
             side=analyze(req),
-            vector=self.resources.query_vector(req.query),
+            vector=vector,
             exact_key=exact_key(req),
+            tokens=tokens,
         )
         scope = scope_key(req)
         self._scopes.setdefault(scope, []).append(entry)
@@ -379,7 +427,7 @@ class VerifiedCache:
         for e in entries:
             if e.exact_key == key:
                 return Decision(True, e.answer, "exact", 1.0, "identical request", cosine=1.0)
-        vector = self.resources.query_vector(req.query)
+        vector, tokens = self.resources.query_embedding(req.query)
         sims = self._matrix(scope) @ vector
         order = sorted(range(len(entries)), key=lambda i: (-float(sims[i]), i))[: self.top_k]
         best_cos = float(sims[order[0]])
@@ -402,7 +450,10 @@ class VerifiedCache:
         memo = self.resources.memo
         for i in candidates:
             e = entries[i]
-            feats, pending = features_for(e.side, e.vector, side, vector, memo, lazy=lazy)
+            feats, pending = features_for(
+                e.side, e.vector, side, vector, memo, lazy=lazy,
+                stored_tokens=e.tokens, new_tokens=tokens,
+            )  # fmt: skip
             if pending is None:
                 p = verifier.probability(feats)
             else:

@@ -1925,6 +1925,18 @@ _CRITICAL_SOURCES: tuple[Extractor, ...] = (
 
 #: The cosines the cache computes with the embedding model.
 EMBEDDING_FEATURES: tuple[str, ...] = ("cos_query", "cos_context", "cos_diff", "cos_ctx_added")
+#: Word-piece alignment of the two queries (BERTScore-style, from the same model
+#: run as ``cos_query``): every token's best cosine to the other side's tokens.
+#: A swapped entity leaves one token with no good partner; a paraphrase does not.
+TOKEN_ALIGN_FEATURES: tuple[str, ...] = (
+    "tok_align_p",  # mean best match of a's tokens in b
+    "tok_align_r",  # mean best match of b's tokens in a
+    "tok_align_f",  # harmonic mean of the two
+    "tok_align_min",  # worst-aligned token, over both sides
+    "tok_align_min_other",  # the other side's worst-aligned token
+    "tok_align_min2",  # mean of the two worst-aligned tokens (the lower side)
+    "tok_align_low",  # tokens whose best match is below 0.7, both sides
+)
 
 
 def _names() -> tuple[str, ...]:
@@ -1933,7 +1945,7 @@ def _names() -> tuple[str, ...]:
     names: list[str] = list(EMBEDDING_FEATURES)
     for ex in EXTRACTORS:
         names.extend(ex(probe, probe, d))
-    return tuple(names)
+    return tuple(names) + TOKEN_ALIGN_FEATURES
 
 
 #: The verifier's input columns, in order.
@@ -1962,6 +1974,7 @@ def pair_features(
     cos_context: float,
     cos_diff: float,
     cos_ctx_added: float = 0.0,
+    token_align: Sequence[float] | None = None,
 ) -> tuple[float, ...]:
     """The feature vector of a pair, in :data:`FEATURE_NAMES` order.
 
@@ -1972,8 +1985,13 @@ def pair_features(
     one side has a differing span; ``cos_ctx_added``: the highest cosine between a
     history's differing span and the new query - is the extra or changed turn
     about the question (a constraint) or small talk? (0.0 when the histories do
-    not differ).
+    not differ). ``token_align``: the :data:`TOKEN_ALIGN_FEATURES` (NaN - missing
+    to LightGBM - when the embedder gives no word-piece vectors).
     """
+    if token_align is None:
+        token_align = (float("nan"),) * len(TOKEN_ALIGN_FEATURES)
+    elif len(token_align) != len(TOKEN_ALIGN_FEATURES):
+        raise ValueError(f"expected {len(TOKEN_ALIGN_FEATURES)} token-alignment values")
     d = content_diff(a, b)
     out = [float(cos_query), float(cos_context), float(cos_diff), float(cos_ctx_added)]
     seen: Features = {}
@@ -1982,6 +2000,7 @@ def pair_features(
         f = _critical_from(seen) if ex is critical_features else ex(a, b, d)
         seen.update(f)
         out.extend(f.values())
+    out.extend(float(v) for v in token_align)
     return tuple(out)
 
 

@@ -32,3 +32,17 @@ def test_int8_onnx_stays_close_to_fp32() -> None:
     cos_fp32, cos_int8 = fp32 @ fp32.T, q @ q.T
     assert abs(cos_fp32 - cos_int8).max() < 0.05  # measured: 0.030 at most
     assert (q * fp32).sum(axis=1).min() > 0.95  # the same direction, text by text
+
+
+def test_int8_embeds_one_text_at_a_time_so_batches_match_single_calls() -> None:
+    # dynamic quantisation scales activations over the whole (padded) batch, so the
+    # int8 embedder runs one text per call: training (many texts) == serving (one)
+    emb = get_embedder("minilm-onnx-int8")
+    texts = ["hi", "Write a Python function fib(n) that returns the nth Fibonacci number."]
+    many = emb.encode(texts)
+    one = np.stack([emb.encode([t])[0] for t in texts])
+    assert np.array_equal(many, one)
+    vecs, tokens = emb.encode_tokens(texts)
+    assert np.array_equal(vecs, many)
+    assert [t.shape[1] for t in tokens] == [384, 384] and len(tokens[0]) < len(tokens[1])
+    assert np.allclose(np.linalg.norm(tokens[1], axis=1), 1.0, atol=1e-5)

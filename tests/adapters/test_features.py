@@ -239,9 +239,27 @@ def test_feature_vector_shape_and_determinism() -> None:
     assert names_from_extractors <= set(FEATURE_NAMES)
     a = Request("Solve x + 2 = 8", ({"role": "user", "content": "hi"},), "sys", None)
     b = Request("Solve a + 2 = 8")
-    v1 = pair_features(analyze(a), analyze(b), cos_query=0.9, cos_context=0.0, cos_diff=0.5)
-    v2 = pair_features(analyze(a), analyze(b), cos_query=0.9, cos_context=0.0, cos_diff=0.5)
+    align = (0.9, 0.8, 0.85, 0.1, 0.6, 0.3, 2.0)
+    v1 = pair_features(
+        analyze(a), analyze(b), cos_query=0.9, cos_context=0.0, cos_diff=0.5, token_align=align
+    )
+    v2 = pair_features(
+        analyze(a), analyze(b), cos_query=0.9, cos_context=0.0, cos_diff=0.5, token_align=align
+    )
     assert v1 == v2 and len(v1) == len(FEATURE_NAMES)
+    assert v1[-len(align) :] == align
+    # no word-piece vectors: the alignment columns are NaN (missing to LightGBM)
+    v3 = pair_features(analyze(a), analyze(b), cos_query=0.9, cos_context=0.0, cos_diff=0.5)
+    assert all(x != x for x in v3[-len(align) :]) and v3[: -len(align)] == v1[: -len(align)]
+    with pytest.raises(ValueError):
+        pair_features(
+            analyze(a),
+            analyze(b),
+            cos_query=0.9,
+            cos_context=0.0,
+            cos_diff=0.5,
+            token_align=align[:-1],
+        )
     assert feature_dict(v1)["cos_diff"] == 0.5
     with pytest.raises(ValueError):
         feature_dict(v1[:-1])

@@ -487,3 +487,33 @@ def test_resources_serve_with_the_embedder_the_model_was_trained_on(shipped) -> 
     assert Resources(verifier=v, embedder=HashEmbedder()).embedder_name == "hash"
     legacy = dataclasses.replace(meta, training={})
     assert Verifier(shipped.verifier.booster, legacy).embedder_name == "minilm-onnx"
+
+
+def test_token_alignment_by_hand() -> None:
+    from adapters.verified_cache.cache import token_alignment
+    from adapters.verified_cache.features import TOKEN_ALIGN_FEATURES
+
+    e = np.eye(3, dtype=np.float32)
+    # a = tokens (e0, e1), b = tokens (e0, e2): e1 and e2 have no partner (cosine 0)
+    got = token_alignment(e[[0, 1]], e[[0, 2]])
+    assert got is not None and len(got) == len(TOKEN_ALIGN_FEATURES)
+    p, r, f, low, low_other, low2, n_low = got
+    assert (p, r, f) == (0.5, 0.5, 0.5)
+    assert (low, low_other, low2, n_low) == (0.0, 0.0, 0.5, 2.0)
+    same = token_alignment(e[[0, 1]], e[[1, 0]])  # the same tokens, reordered
+    assert same == (1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0)
+    assert token_alignment(None, e) is None
+    assert token_alignment(e[:0], e) is None
+
+
+def test_missing_token_vectors_are_nan_features(synthetic) -> None:
+    # HashEmbedder has no word-piece vectors: the alignment columns are missing (NaN)
+    from adapters.verified_cache.features import TOKEN_ALIGN_FEATURES
+
+    rows, res = synthetic
+    cases = [c for c in build_cases(rows, res) if c.features is not None]
+    assert cases
+    for c in cases:
+        tail = c.features[-len(TOKEN_ALIGN_FEATURES) :]
+        assert all(math.isnan(v) for v in tail)
+        assert all(not math.isnan(v) for v in c.features[: -len(TOKEN_ALIGN_FEATURES)])
