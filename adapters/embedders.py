@@ -196,6 +196,9 @@ class MiniLMOnnx:
         opts = ort.SessionOptions()
         if threads:
             opts.intra_op_num_threads = threads
+        # idle worker threads sleep instead of spinning: a spinning ONNX Runtime pool
+        # starves the numpy/LightGBM work that follows each run on a 2-core machine
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(
             str(path), sess_options=opts, providers=["CPUExecutionProvider"]
         )
