@@ -248,11 +248,13 @@ def markdown(data: dict[str, Any]) -> str:
         "The verified cache (`adapters/verified_cache/`) decides in tiers: **policy** (never "
         "serve mutations, live data, creative writing, per-user data; answers never cross "
         "system prompts), **exact** match, an **embedding** recall gate (MiniLM on ONNX "
-        "Runtime), then the **verifier**: structured/lexical features of what differs "
-        "between the two requests plus four MiniLM cosines (the queries, their differing "
-        "spans, the differing spans of the prior turns, and those turns against the new "
-        "query), into a LightGBM model whose P(HIT) "
-        "must clear a certified threshold. GPTCache is `minilm@0.80` on the real package "
+        f"Runtime, `{data['model']['embedder']}`), then the **verifier**: structured/lexical "
+        "features of what differs between the two requests, four MiniLM cosines (the "
+        "queries, their differing spans, the differing spans of the prior turns, and those "
+        "turns against the new query) and the word-piece alignment of the two queries "
+        "(each token's best cosine on the other side, from the same model run), into a "
+        "LightGBM model whose P(HIT) must clear a certified threshold. GPTCache is "
+        "`minilm@0.80` on the real package, fp32 MiniLM "
         "(per-pair isolation, its own decision rule).",
         "",
         "## Test split (verifier trained on train only, threshold certified on dev)",
@@ -326,7 +328,9 @@ def markdown(data: dict[str, Any]) -> str:
     lines += [
         "",
         "Latency is single-call, no batching, on this machine "
-        f"({data['machine']}). The verifier tier embeds the new query (MiniLM ONNX) and, "
+        f"({data['machine']}). The verifier tier embeds the new query "
+        f"({data['model']['embedder_version']}, {data['model']['onnx_threads']} intra-op "
+        "threads) and, "
         "for differing spans and prior turns, reuses an LRU memo of short texts (spans like "
         '"Python"/"JavaScript" recur); `scripts/bench_verified_cache.py` also measures '
         "a cold memo.",
@@ -550,6 +554,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
         "model": {
             "status": status,
+            "embedder": verifier.embedder_name,
+            "embedder_version": resources.embedder.version,
+            "onnx_threads": resources.threads,
             "model_sha256": meta.model_sha256,
             "data_sha256": meta.training.get("data_sha256"),
             "train_rows": meta.training.get("rows"),
