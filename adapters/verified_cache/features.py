@@ -175,6 +175,24 @@ _UNITS: dict[str, str] = {
     "degree": "degree", "degrees": "degree", "acre": "acre", "acres": "acre",
     "hectare": "hectare", "hectares": "hectare", "gallon": "gallon", "gallons": "gallon",
     "quart": "quart", "quarts": "quart", "pint": "pint", "pints": "pint",
+    "percentage": "percent",
+    # the same units in German, French, Spanish, Italian, Portuguese and Dutch
+    # (accents folded: "kilómetro" is read as "kilometro")
+    "meile": "mile", "meilen": "mile", "milla": "mile", "millas": "mile",
+    "miglio": "mile", "miglia": "mile", "milha": "mile", "milhas": "mile", "mijl": "mile",
+    "kilometro": "km", "kilometros": "km", "chilometro": "km", "chilometri": "km",
+    "quilometro": "km", "quilometros": "km", "metros": "meter", "metri": "meter",
+    "zentimeter": "cm", "centimetro": "cm", "centimetros": "cm", "centimetri": "cm",
+    "gramm": "g", "gramme": "g", "grammes": "g", "gramo": "g", "gramos": "g",
+    "grammo": "g", "grammi": "g", "grama": "g", "gramas": "g",
+    "kilogramm": "kg", "kilogramme": "kg", "kilogrammes": "kg", "kilogramo": "kg",
+    "kilogramos": "kg", "chilogrammo": "kg", "chilogrammi": "kg", "quilograma": "kg",
+    "quilogramas": "kg", "litro": "l", "litros": "l", "litri": "l", "pfund": "lb",
+    "libras": "lb", "pulgada": "inch", "pulgadas": "inch", "stunde": "hour",
+    "stunden": "hour", "heure": "hour", "heures": "hour", "hora": "hour", "horas": "hour",
+    "minuten": "minute", "minuto": "minute", "minutos": "minute", "minuti": "minute",
+    "sekunde": "second", "sekunden": "second", "seconde": "second",
+    "secondes": "second", "segundos": "second", "secondi": "second",
 }  # fmt: skip
 _UNIT_LETTERS: dict[str, str] = {
     "l": "l", "g": "g", "m": "meter", "h": "hour", "c": "celsius", "f": "fahrenheit",
@@ -212,86 +230,93 @@ _RELATIVE: dict[str, str] = {
 }  # fmt: skip
 
 #: Groups of mutually exclusive, answer-determining words: a word of a group on
-#: one side and another word of the same group on the other is a swap.
-CONTRAST_GROUPS: tuple[frozenset[str], ...] = tuple(
-    frozenset(g.split())
-    for g in (
-        "derivative differentiate integral integrate antiderivative limit",
-        "encode encoding decode decoding encrypt encryption decrypt decryption",
-        "compress decompress serialize deserialize parse stringify",
-        "ascending asc descending desc increasing decreasing",
-        "minimum min maximum max smallest largest biggest lowest highest least most",
-        "big small large tiny 大 小 grande pequeño pequeno petit grand klein groß gross piccolo",
-        "mayor menor más mas menos plus moins mehr weniger più piu meno",
-        "first last",
-        "before after",
-        "above below over under",
-        "upper lower uppercase lowercase",
-        "add addition subtract subtraction multiply multiplication divide division",
-        "plus minus times",
-        "sum product difference quotient",
-        "mean average median mode",
-        "sin cos tan sine cosine tangent",
-        "log ln",
-        "sync async synchronous asynchronous",
-        "inclusive exclusive",
-        "mutable immutable",
-        "stable unstable",
-        "metric imperial",
-        "north south east west",
-        "left right",
-        "up down",
-        "open close",
-        "on off",
-        "enable disable",
-        "lock unlock",
-        "start stop",
-        "increase decrease raise lower",
-        "buy sell",
-        "import export",
-        "push pop",
-        "true false",
-        "even odd",
-        "prime composite",
-        "formal casual informal funny",
-        "sad happy",
-        "hot cold warm cool",
-        "spring summer autumn fall winter",
-        "morning afternoon evening night",
-        "economy business",
-        "indoors outdoors indoor outdoor",
-        "vegetarian vegan",
-        "love hate",
-        "celsius fahrenheit kelvin",
-        "inner outer",
-        "union intersection",
-        "row column",
-        "horizontal vertical",
-        "input output",
-        "send receive",
-        "in out",
-        "to from",
-        "arrive depart arrival departure",
-        "oldest newest",
-        "earliest latest",
-        "shortest longest",
-        "cheapest expensive",
-        "rhyme rhymes rhyming",
-        "square cube",
-        "area perimeter volume circumference",
-        "permutation combination",
-        "simple compound",
-        "definite indefinite",
-        "factor expand solve simplify evaluate",
-        "recursive iterative",
-        "breadth depth",
-        "bfs dfs",
-        "stack queue",
-        "json csv xml yaml",
-        "pass fail",
-        "yes no",
-    )
+#: one side and another word of the same group on the other is a swap, unless
+#: the two are synonyms (written ``a/b``: "largest/biggest", "effect/impact").
+_CONTRAST_SPECS: tuple[str, ...] = (
+    "derivative/differentiate/differentiation integral/integrate/antiderivative limit",
+    "encode encoding decode decoding encrypt encryption decrypt decryption",
+    "compress decompress serialize deserialize parse stringify",
+    "ascending/asc/increasing descending/desc/decreasing",
+    "minimum/min/smallest/lowest/least maximum/max/largest/biggest/highest/most/greatest",
+    "big/large/大/grande/grand/groß/gross small/tiny/小/pequeño/pequeno/petit/klein/piccolo",
+    "mayor/más/mas/plus/mehr/più/piu menor/menos/moins/weniger/meno",
+    "first last",
+    "before after",
+    "above below over under",
+    "upper/uppercase lower/lowercase",
+    "add/addition subtract/subtraction multiply/multiplication divide/division",
+    "plus minus times",
+    "sum product difference quotient",
+    "mean/average median mode",
+    "sin/sine cos/cosine tan/tangent",
+    "log ln",
+    "sync/synchronous async/asynchronous",
+    "inclusive exclusive",
+    "mutable immutable",
+    "stable unstable",
+    "metric imperial",
+    "north south east west",
+    "left right",
+    "up down",
+    "open close",
+    "on off",
+    "enable disable",
+    "lock unlock",
+    "start stop",
+    "increase decrease raise lower",
+    "buy sell",
+    "import export",
+    "push pop",
+    "true false",
+    "even odd",
+    "prime composite",
+    "formal casual/informal funny",
+    "sad happy",
+    "hot cold warm cool",
+    "spring summer autumn/fall winter",
+    "morning afternoon evening night",
+    "economy business",
+    "indoors/indoor outdoors/outdoor",
+    "vegetarian vegan",
+    "love hate",
+    "celsius fahrenheit kelvin",
+    "inner outer",
+    "union intersection",
+    "row column",
+    "horizontal vertical",
+    "input output",
+    "send receive",
+    "in out",
+    "to from",
+    "arrive/arrival depart/departure",
+    "oldest newest",
+    "earliest latest",
+    "shortest longest",
+    "cheapest expensive",
+    "rhyme/rhymes/rhyming",
+    "square cube",
+    "area perimeter volume circumference",
+    "permutation combination",
+    "simple compound",
+    "definite indefinite",
+    "factor expand solve simplify evaluate",
+    "recursive iterative",
+    "breadth depth",
+    "bfs dfs",
+    "stack queue",
+    "json csv xml yaml",
+    "pass fail",
+    "yes no",
+    # asking why something happens vs what follows from it
+    "cause/causing/caused effect/consequence/impact",
 )
+CONTRAST_GROUPS: tuple[frozenset[str], ...] = tuple(
+    frozenset(g.replace("/", " ").split()) for g in _CONTRAST_SPECS
+)
+#: Each contrast word's synonym class (its first spelling in the group).
+_CONTRAST_CLASS: dict[str, str] = {
+    w: alt.split("/")[0] for g in _CONTRAST_SPECS for alt in g.split() for w in alt.split("/")
+}
 _CONTRAST_OF: dict[str, int] = {w: i for i, g in enumerate(CONTRAST_GROUPS) for w in g}
 _SYNTACTIC_GROUPS = frozenset({_CONTRAST_OF["to"], _CONTRAST_OF["in"], _CONTRAST_OF["on"]})
 
@@ -1091,6 +1116,7 @@ def analyze(request: Request | str) -> Side:
     wh: list[str] = []
     negations = 0
     sentence_start = True
+    unit_roles: list[tuple[str, str]] = []
 
     for k, t in enumerate(toks):
         prev = toks[k - 1] if k > 0 else None
@@ -1098,10 +1124,13 @@ def analyze(request: Request | str) -> Side:
         if t.kind in ("sym", "arrow", "date"):
             if t.raw == "%":
                 units.append("percent")
+                unit_roles.append(("u:percent", _amount_role(toks, k)))
                 content.append("u:percent")
                 surface.append("%")
             elif t.raw in "$€£¥₹" and t.kind == "sym":
                 currencies.append(_CURRENCIES[t.raw])
+                given = nxt is not None and _digits(nxt)
+                unit_roles.append(("c:" + _CURRENCIES[t.raw], "src" if given else "dst"))
                 content.append("c:" + _CURRENCIES[t.raw])
                 surface.append(t.raw)
             elif t.kind == "date":
@@ -1153,11 +1182,14 @@ def analyze(request: Request | str) -> Side:
             continue
         if unit is not None:
             units.append(unit)
+            if unit != "degree":
+                unit_roles.append(("u:" + unit, _amount_role(toks, k)))
             # "68 degrees Fahrenheit" == "68°F": the scale names the unit
             canon_content = "" if unit == "degree" else "u:" + unit
         words.append(unit if unit is not None and unit != "degree" else low)
         if low in _CURRENCIES:
             currencies.append(_CURRENCIES[low])
+            unit_roles.append(("c:" + _CURRENCIES[low], _amount_role(toks, k)))
             canon_content = "c:" + _CURRENCIES[low]
         if low in _WEEKDAYS:
             weekdays.append(_WEEKDAYS[low])
@@ -1296,7 +1328,7 @@ def analyze(request: Request | str) -> Side:
         quoted=tuple(q for q in quoted if q),
         negations=negations,
         wh_words=tuple(wh),
-        roles=_roles(toks),
+        roles=_roles(toks) + tuple(unit_roles),
         char3=char3,
         n_chars=len(query),
         context_key=_norm_key(context_only(req)),
@@ -1359,9 +1391,46 @@ def detect_language(text: str) -> str:
     return best
 
 
+#: Words between a preferred option and its alternative: "renting over buying",
+#: "tea rather than coffee", "walk instead of drive", "faster than light".
+_PREFER_PIVOTS = frozenset({"over", "than", "instead", "rather"})
+
+
+#: Words that give an amount of the unit after them: "a mile", "eine Meile", "per hour".
+_AMOUNT_WORDS = frozenset(
+    "a an one per each ein eine einen einem einer un une una uno um uma een".split()
+)
+
+
+#: "How many" in the languages of :data:`_LANG_STOPWORDS`: the unit after it is asked for.
+_HOW_MANY = frozenset(
+    "many much cuantos cuantas cuanto quantos quantas quanto quanti quante viele wieviel "
+    "combien hoeveel".split()
+)
+
+
+def _amount_role(toks: Sequence[Token], k: int) -> str:
+    """Whether the unit or currency at ``toks[k]`` is given ("src": "5 km", "72°F",
+    "twenty minutes", "a full litre", "250 US dollars") or asked for ("dst": "how
+    many miles", "in Celsius"): in a conversion the two sides of a direction swap
+    differ here. A number or amount word at most two words back gives it."""
+    words = 0
+    for j in range(k - 1, max(k - 5, -1), -1):
+        prev = toks[j]
+        if prev.kind == "num" or prev.canon in _AMOUNT_WORDS:
+            return "src"
+        if prev.raw == "°" or prev.canon == "usa" or prev.canon in _DEGREE_WORDS:
+            continue
+        words += 1
+        if prev.kind != "word" or words >= 2 or prev.canon in _HOW_MANY:
+            break
+    return "dst"
+
+
 def _roles(toks: Sequence[Token]) -> tuple[tuple[str, str], ...]:
     """(token, role) pairs: what comes after "from" is a source, after "to"/"into"/an
-    arrow a destination; in "X to Y" and "X -> Y" the X is the source."""
+    arrow a destination; in "X to Y" and "X -> Y" the X is the source; in "X over Y"
+    ("than", "instead of", "rather than") X is preferred ("pref") to Y ("alt")."""
     out: list[tuple[str, str]] = []
     items = [t for t in toks if t.kind != "sym"]
 
@@ -1382,8 +1451,24 @@ def _roles(toks: Sequence[Token]) -> tuple[tuple[str, str], ...]:
                 return t
         return None
 
+    def prev_content(k: int) -> Token | None:
+        for t in reversed(items[max(k - 3, 0) : k]):
+            if t.kind != "word" or (t.canon not in FILLER and t.canon not in _PREFER_PIVOTS):
+                return t
+        return None
+
     for k, t in enumerate(items):
         low = t.canon
+        if t.kind == "word" and low in _PREFER_PIVOTS:
+            # "X over Y", "X rather than Y", "X instead of Y": X preferred to Y
+            nxt = next_content(k)
+            if low == "rather" or (nxt is not None and nxt.canon in _PREFER_PIVOTS):
+                continue  # "rather than": read at "than"
+            before = prev_content(k)
+            if before is not None and nxt is not None:
+                out.append((key(before), "pref"))
+                out.append((key(nxt), "alt"))
+            continue
         if t.kind == "arrow" or (t.kind == "word" and low in ("to", "into")):
             dst = next_content(k)
             if dst is not None:
@@ -1629,6 +1714,62 @@ def _contrast_group(word: str) -> int:
     return _CONTRAST_OF.get(word, _CONTRAST_OF.get(word + "s", -1))
 
 
+#: Words that negate the next few words: the negations plus verbs and
+#: prepositions that stop, prevent or leave out what follows.
+_NEGATORS = NEGATIONS | {"stop", "stops", "stopping", "prevent", "prevents", "avoid", "except"}
+_NEG_SCOPE = 3
+
+
+def _lemma(word: str) -> str:
+    """A rough lemma for matching a word under a negation with its plain use:
+    "melting" == "melt", "numbers" == "number", "making" == "make"."""
+    w = _stem(word)
+    if w.endswith("ing") and len(w) > 5:
+        w = w[:-3]
+    elif w.endswith("ed") and len(w) > 4:
+        w = w[:-2]
+    return w[:-1] if w.endswith("e") and len(w) > 3 else w
+
+
+def _negated(tokens: Sequence[str]) -> set[str]:
+    """Lemmas of the content words within a few words after a negator ("without any
+    numbers", "stop melting ice")."""
+    out: set[str] = set()
+    for i, w in enumerate(tokens):
+        if w in _NEGATORS:
+            scope = [x for x in tokens[i + 1 : i + 3 + _NEG_SCOPE] if x not in FILLER]
+            out.update(_lemma(x) for x in scope[:_NEG_SCOPE])
+    return out
+
+
+def _negation_flips(x: Sequence[str], y: Sequence[str]) -> int:
+    """Words both sides use, negated on one side only: "salt melts ice" vs "salt
+    stops melting ice", "with numbers" vs "without any numbers"."""
+    neg_x, neg_y = _negated(x), _negated(y)
+    if not neg_x and not neg_y:
+        return 0
+    both = {_lemma(w) for w in x if w not in FILLER} & {_lemma(w) for w in y if w not in FILLER}
+    return len((neg_x ^ neg_y) & both - _NEGATORS)
+
+
+def _contrast_class(word: str) -> str:
+    return _CONTRAST_CLASS.get(word, _CONTRAST_CLASS.get(word + "s", word))
+
+
+def _one_sided_groups(mine: Counter[str], other: Counter[str], only: set[str]) -> set[int]:
+    """Contrast groups with a synonym class more frequent in ``mine`` than in
+    ``other``, one of whose words on this side the content diff kept (or is a
+    function word)."""
+    cm = Counter(_contrast_class(w) for w in mine.elements())
+    co = Counter(_contrast_class(w) for w in other.elements())
+    surplus = cm - co
+    return {
+        _contrast_group(w)
+        for w in mine
+        if _contrast_class(w) in surplus and (w in only or _is_function_word(w))
+    }
+
+
 def operator_features(a: Side, b: Side, d: Diff) -> Features:
     """Math operators and answer-determining function words (derivative/integral,
     encode/decode, asc/desc, not/never...): swaps within a contrast group, contrast
@@ -1639,8 +1780,8 @@ def operator_features(a: Side, b: Side, d: Diff) -> Features:
     # a contrast word that is a content token only counts when the content diff
     # kept it (a typo of "solve" is not a change of operation)
     only_a, only_b = set(d.a_only), set(d.b_only)
-    groups_a = {_contrast_group(w) for w in (ca - cb) if w in only_a or _is_function_word(w)}
-    groups_b = {_contrast_group(w) for w in (cb - ca) if w in only_b or _is_function_word(w)}
+    groups_a = _one_sided_groups(ca, cb, only_a)
+    groups_b = _one_sided_groups(cb, ca, only_b)
     swaps = len(groups_a & groups_b)
     # a preposition present on one side only is mostly rewording ("150 lb in kg"
     # vs "convert 150 lb to kg"); only a swap within those groups counts
@@ -1651,6 +1792,7 @@ def operator_features(a: Side, b: Side, d: Diff) -> Features:
         "contrast_swap": float(swaps),
         "contrast_one_sided": float(one_sided),
         "neg_diff": float(abs(a.negations - b.negations)),
+        "neg_scope_flip": float(_negation_flips(a.tokens, b.tokens)),
         "wh_diff": _flag(set(a.wh_words) != set(b.wh_words)),
     }
 
@@ -1882,7 +2024,7 @@ def _critical_from(f: Features) -> Features:
         f["entity_both_changed"],
         _flag(f["direction_swap"] > 0),
         _flag(f["contrast_swap"] > 0),
-        _flag(f["neg_diff"] > 0),
+        _flag(f["neg_diff"] > 0 or f["neg_scope_flip"] > 0),
         f["prog_lang_conflict"],
         f["nat_lang_conflict"],
         f["text_lang_diff"],

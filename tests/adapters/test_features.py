@@ -418,3 +418,149 @@ def test_critical_diff_in_pair_features_matches_the_extractor() -> None:
         a, b = analyze(x), analyze(y)
         v = pair_features(a, b, cos_query=0.5, cos_context=1.0, cos_diff=0.5)
         assert v[idx] == critical_features(a, b, content_diff(a, b))["critical_diff"]
+
+
+# --- contrast classes, preference order, unit roles, negation scope -------------------
+
+
+def test_cause_versus_effect_is_a_contrast_swap() -> None:
+    f = run(
+        operator_features,
+        "Why do volcanoes erupt - what causes it?",
+        "What are the effects of volcanoes erupting?",
+    )
+    assert f["contrast_swap"] == 1.0
+    f = run(
+        operator_features, "What is causing inflation?", "What are the consequences of inflation?"
+    )
+    assert f["contrast_swap"] == 1.0
+    # synonyms within a group are not a swap
+    same = run(operator_features, "What are the effects of noise?", "What is the impact of noise?")
+    assert same["contrast_swap"] == 0.0
+
+
+def test_synonyms_in_a_contrast_group_are_not_a_swap() -> None:
+    assert (
+        run(operator_features, "Which lake is the biggest?", "Which lake is the largest?")[
+            "contrast_swap"
+        ]
+        == 0.0
+    )
+    assert (
+        run(operator_features, "Find the derivative of y = x^4", "Differentiate y = x^4")[
+            "contrast_swap"
+        ]
+        == 0.0
+    )
+    assert (
+        run(operator_features, "Why do leaves fall in autumn?", "Why do leaves drop in the fall?")[
+            "contrast_swap"
+        ]
+        == 0.0
+    )
+    # different classes of one group still are
+    assert (
+        run(operator_features, "Which lake is the biggest?", "Which lake is the smallest?")[
+            "contrast_swap"
+        ]
+        == 1.0
+    )
+
+
+def test_preference_order_swap_is_flagged() -> None:
+    pairs = [
+        (
+            "Why choose tea over coffee in the morning?",
+            "Why choose coffee over tea in the morning?",
+        ),
+        (
+            "Is it better to walk rather than cycle to work?",
+            "Is it better to cycle rather than walk to work?",
+        ),
+        ("Reasons to rent instead of buy a car", "Reasons to buy instead of rent a car"),
+    ]
+    for a, b in pairs:
+        assert run(order_features, a, b)["direction_swap"] > 0, (a, b)
+    assert (
+        run(order_features, pairs[0][0], "why pick tea over coffee in the morning")[
+            "direction_swap"
+        ]
+        == 0
+    )
+
+
+def test_given_versus_asked_unit_is_a_direction_swap() -> None:
+    assert (
+        run(order_features, "How many km are in a mile?", "How many miles are in a km?")[
+            "direction_swap"
+        ]
+        > 0
+    )
+    assert (
+        run(
+            order_features,
+            "Wie viele Kilometer hat eine Meile?",
+            "Wie viele Meilen hat ein Kilometer?",
+        )["direction_swap"]
+        > 0
+    )
+    assert (
+        run(order_features, "¿Cuántos litros tiene un galón?", "¿Cuántos galones tiene un litro?")[
+            "direction_swap"
+        ]
+        > 0
+    )
+    # the same conversion, worded differently
+    for a, b in [
+        ("Convert 5 miles to km", "How many kilometres is 5 miles?"),
+        ("Set a timer for twenty minutes", "start a 20-minute timer"),
+        ("How much coffee for 1 litre?", "How much coffee for a full litre?"),
+        ("What is 68°F in Celsius?", "68 degrees Fahrenheit in celsius"),
+        ("¿A cuántos kilómetros equivale una milla?", "¿Cuántos kilómetros tiene una milla?"),
+    ]:
+        assert run(order_features, a, b)["direction_swap"] == 0, (a, b)
+
+
+def test_unit_words_in_other_languages() -> None:
+    assert analyze("Wie viele Meilen sind 10 Kilometer?").units == ("mile", "km")
+    assert analyze("¿Cuántos kilómetros tiene una milla?").units == ("km", "mile")
+    assert analyze("Quanti grammi in 2 chilogrammi?").units == ("g", "kg")
+    # the asked-for currency differs: a percentage vs an amount of dollars
+    f = run(
+        order_features,
+        "It went from $40 to $50. What is the percentage change?",
+        "It went from $40 to $50. How many dollars is the change?",
+    )
+    assert f["direction_swap"] > 0
+
+
+def test_negation_scope_flip() -> None:
+    f = run(
+        operator_features,
+        "Explain recursion with code examples.",
+        "Explain recursion without any code examples.",
+    )
+    assert f["neg_scope_flip"] >= 1.0
+    f = run(
+        operator_features,
+        "Why does sugar dissolve in tea?",
+        "Why does sugar stop dissolving in iced tea?",
+    )
+    assert f["neg_scope_flip"] >= 1.0
+    same = run(
+        operator_features,
+        "Explain gravity without formulas or numbers",
+        "Explain gravity without numbers or formulas",
+    )
+    assert same["neg_scope_flip"] == 0.0
+    assert (
+        critical_features(
+            analyze("Explain recursion with code examples."),
+            analyze("Explain recursion without any code examples."),
+            content_diff(
+                analyze("Explain recursion with code examples."),
+                analyze("Explain recursion without any code examples."),
+            ),
+        )["critical_diff"]
+        >= 1.0
+    )
