@@ -43,6 +43,7 @@ import difflib
 import json
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -403,12 +404,14 @@ def _request(fx: FixtureText, fam: str, key: str, data: Any) -> Request:
     return Request(key, data["gist"], data["answer"], tuple((c, p) for c, p in crit), phrasings)
 
 
-def load_families(fixture_dir: Path) -> list[Family]:
-    """Every family of every fixture file in ``fixture_dir``, in file then file order."""
+def fixture_families(fixture_dir: Path) -> Iterator[tuple[FixtureText, str, Any]]:
+    """``(fixture, family key, body)`` for every family of every ``*.json`` fixture in
+    ``fixture_dir`` (files in name order), after the checks every family-based
+    fixture shares: a top-level ``families`` object, family keys unique across
+    files, each body an object with a non-empty ``grounding``."""
     files = sorted(fixture_dir.glob("*.json"))
     if not files:
         raise FixtureError(f"{display_path(fixture_dir)}: no *.json fixtures found")
-    families: list[Family] = []
     seen: dict[str, str] = {}
     for path in files:
         fx = FixtureText(path)
@@ -428,23 +431,32 @@ def load_families(fixture_dir: Path) -> list[Family]:
                 f"family {fam!r} needs a grounding",
                 fam,
             )
-            reqs = body.get("requests")
-            expect(fx, isinstance(reqs, dict) and bool(reqs), f"family {fam!r} needs requests", fam)
-            requests = {k: _request(fx, fam, k, v) for k, v in reqs.items()}
-            rows = body.get("rows")
-            expect(fx, isinstance(rows, list) and bool(rows), f"family {fam!r} needs rows", fam)
-            offsets = fx.row_offsets(fam, rows)
-            specs = []
-            for spec, off in zip(rows, offsets, strict=True):
-                ok = (
-                    isinstance(spec, list)
-                    and len(spec) == 4
-                    and all(isinstance(s, str) for s in spec)
-                )
-                if not ok:
-                    raise fx.error("row must be [label, subcategory, ref_a, ref_b]", offset=off)
-                specs.append(RowSpec(spec[0], spec[1], spec[2], spec[3], off))
-            families.append(Family(fam, path, fx, body["grounding"], requests, tuple(specs)))
+            yield fx, fam, body
+
+
+def row_specs(fx: FixtureText, fam: str, body: Any) -> tuple[RowSpec, ...]:
+    """The family's ``rows``: each ``[label, subcategory, ref_a, ref_b]``, with its offset
+    in the file for error messages."""
+    rows = body.get("rows")
+    expect(fx, isinstance(rows, list) and bool(rows), f"family {fam!r} needs rows", fam)
+    specs = []
+    for spec, off in zip(rows, fx.row_offsets(fam, rows), strict=True):
+        ok = isinstance(spec, list) and len(spec) == 4 and all(isinstance(s, str) for s in spec)
+        if not ok:
+            raise fx.error("row must be [label, subcategory, ref_a, ref_b]", offset=off)
+        specs.append(RowSpec(spec[0], spec[1], spec[2], spec[3], off))
+    return tuple(specs)
+
+
+def load_families(fixture_dir: Path) -> list[Family]:
+    """Every family of every fixture file in ``fixture_dir``, in file then file order."""
+    families: list[Family] = []
+    for fx, fam, body in fixture_families(fixture_dir):
+        reqs = body.get("requests")
+        expect(fx, isinstance(reqs, dict) and bool(reqs), f"family {fam!r} needs requests", fam)
+        requests = {k: _request(fx, fam, k, v) for k, v in reqs.items()}
+        specs = row_specs(fx, fam, body)
+        families.append(Family(fam, fx.path, fx, body["grounding"], requests, specs))
     return families
 
 

@@ -67,9 +67,10 @@ from .conversational import (
     FixtureText,
     RowSpec,
     check_rows,
-    display_path,
     edit_description,
     expect,
+    fixture_families,
+    row_specs,
     source_for,
     strip_end,
 )
@@ -297,56 +298,23 @@ def _version(fx: FixtureText, where: tuple[str, ...], lang: str, data: Any) -> V
 
 def load_families(fixture_dir: Path) -> list[Family]:
     """Every family of every fixture file in ``fixture_dir``, in file then file order."""
-    files = sorted(fixture_dir.glob("*.json"))
-    if not files:
-        raise FixtureError(f"{display_path(fixture_dir)}: no *.json fixtures found")
     families: list[Family] = []
-    seen: dict[str, str] = {}
-    for path in files:
-        fx = FixtureText(path)
-        data = fx.load()
-        expect(
-            fx,
-            isinstance(data, dict) and isinstance(data.get("families"), dict),
-            "top level needs 'families'",
-        )
-        for fam, body in data["families"].items():
-            expect(fx, fam not in seen, f"family {fam!r} already defined in {seen.get(fam)}", fam)
-            seen[fam] = display_path(path)
-            expect(
-                fx,
-                isinstance(body, dict) and _nonempty(body.get("grounding")),
-                f"family {fam!r} needs a grounding",
-                fam,
+    for fx, fam, body in fixture_families(fixture_dir):
+        qs = body.get("questions")
+        expect(fx, isinstance(qs, dict) and bool(qs), f"family {fam!r} needs questions", fam)
+        questions: dict[str, Question] = {}
+        for qkey, q in qs.items():
+            where = (fam, "questions", qkey)
+            ok = (
+                isinstance(q, dict)
+                and _nonempty(q.get("gist"))
+                and isinstance(q.get("langs"), dict)
             )
-            qs = body.get("questions")
-            expect(fx, isinstance(qs, dict) and bool(qs), f"family {fam!r} needs questions", fam)
-            questions: dict[str, Question] = {}
-            for qkey, q in qs.items():
-                where = (fam, "questions", qkey)
-                ok = (
-                    isinstance(q, dict)
-                    and _nonempty(q.get("gist"))
-                    and isinstance(q.get("langs"), dict)
-                )
-                expect(fx, ok, f"question {qkey!r} needs a gist and langs", *where)
-                langs = {
-                    lang: _version(fx, (*where, lang), lang, v) for lang, v in q["langs"].items()
-                }
-                questions[qkey] = Question(qkey, q["gist"], langs)
-            rows = body.get("rows")
-            expect(fx, isinstance(rows, list) and bool(rows), f"family {fam!r} needs rows", fam)
-            specs = []
-            for spec, off in zip(rows, fx.row_offsets(fam, rows), strict=True):
-                ok = (
-                    isinstance(spec, list)
-                    and len(spec) == 4
-                    and all(isinstance(s, str) for s in spec)
-                )
-                if not ok:
-                    raise fx.error("row must be [label, subcategory, ref_a, ref_b]", offset=off)
-                specs.append(RowSpec(spec[0], spec[1], spec[2], spec[3], off))
-            families.append(Family(fam, path, fx, body["grounding"], questions, tuple(specs)))
+            expect(fx, ok, f"question {qkey!r} needs a gist and langs", *where)
+            langs = {lang: _version(fx, (*where, lang), lang, v) for lang, v in q["langs"].items()}
+            questions[qkey] = Question(qkey, q["gist"], langs)
+        specs = row_specs(fx, fam, body)
+        families.append(Family(fam, fx.path, fx, body["grounding"], questions, specs))
     return families
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import shutil
 import subprocess
@@ -19,11 +18,8 @@ import pytest
 from cacheeval.dataset import row_problem
 from cacheeval.generators import code
 from cacheeval.generators.common import REPO_ROOT, SOURCES_DIR
-from cacheeval.jsonio import jsonl_bytes
 from cacheeval.schema import HIT, LABELS, MATRIX, MISS, Row
 from cacheeval.verify import check_row
-
-SHARD = REPO_ROOT / "domains" / "code.jsonl"
 
 
 @pytest.fixture(scope="module")
@@ -56,26 +52,6 @@ def test_at_least_eight_subcategories(rows: list[dict[str, Any]]) -> None:
         "formatting_variant",
     ):
         assert axis in subs, axis
-
-
-def test_generation_is_deterministic(rows: list[dict[str, Any]]) -> None:
-    assert code.generate(SOURCES_DIR) == rows
-
-
-def test_committed_shard_equals_fresh_generation(rows: list[dict[str, Any]]) -> None:
-    assert SHARD.read_bytes() == jsonl_bytes(rows), "run: .venv/bin/python scripts/gen_code.py"
-
-
-def test_shard_is_identical_in_another_process(tmp_path: Path) -> None:
-    out = tmp_path / "code.jsonl"
-    env = {**os.environ, "PYTHONHASHSEED": "4242"}  # a different str-hash seed than ours
-    subprocess.run(
-        [sys.executable, str(REPO_ROOT / "scripts" / "gen_code.py"), "--out", str(out)],
-        check=True,
-        env=env,
-        capture_output=True,
-    )
-    assert out.read_bytes() == SHARD.read_bytes()
 
 
 def test_rows_are_valid(rows: list[dict[str, Any]]) -> None:
