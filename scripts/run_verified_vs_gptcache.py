@@ -112,6 +112,7 @@ def per_domain(report: Report) -> dict[str, dict[str, Any]]:
         s.key: {
             "n": s.n,
             "fhr": s.fhr.value,
+            "fhr_ci": [s.fhr.ci_low, s.fhr.ci_high],
             "recall": s.recall.value,
             "precision": s.precision.value,
             "f1": s.f1.value,
@@ -120,6 +121,13 @@ def per_domain(report: Report) -> dict[str, dict[str, Any]]:
         }
         for s in report.per_domain
     }
+
+
+def _fhr_cell(v: dict[str, Any]) -> str:
+    """``0.083 (2/24; 0.023-0.258)``: FHR, counts and its 95% Wilson interval."""
+    low, high = v.get("fhr_ci") or (None, None)
+    ci = f"; {_f(low)}-{_f(high)}" if low is not None and high is not None else ""
+    return f"{_f(v['fhr'])} ({v['fp']}/{v['negatives']}{ci})"
 
 
 def tier_latency(preds: Sequence[Prediction]) -> dict[str, dict[str, Any]]:
@@ -277,7 +285,17 @@ def markdown(data: dict[str, Any]) -> str:
         ["target", "measured", "met"],
         [[x["target"], _f(x["value"]), "yes" if x["pass"] else "**no**"] for x in t["targets"]],
     )
-    lines += ["", "### Per domain (test split)", ""]
+    lines += [
+        "",
+        "### Per domain (test split)",
+        "",
+        "Verified FHR cells give the false hits over the domain's must-miss rows and the "
+        "95% Wilson interval: with 24-48 must-miss rows per domain here, one false hit "
+        "moves a domain's FHR by 2-4 points, so the per-domain figures are reported for "
+        "every domain rather than held to the 5% budget one by one (the certified budget "
+        "is for the whole stream).",
+        "",
+    ]
     rows = []
     for d in DOMAINS:
         v = t["verified_per_domain"].get(d)
@@ -288,7 +306,7 @@ def markdown(data: dict[str, Any]) -> str:
             [
                 d,
                 str(v["n"]),
-                f"{_f(v['fhr'])} ({v['fp']}/{v['negatives']})",
+                _fhr_cell(v),
                 _f(v["recall"]),
                 _f(v["f1"]),
                 f"{_f(g['fhr'])} ({g['fp']}/{g['negatives']})",
@@ -371,7 +389,7 @@ def markdown(data: dict[str, Any]) -> str:
             [
                 d,
                 str(v["n"]),
-                f"{_f(v['fhr'])} ({v['fp']}/{v['negatives']})",
+                _fhr_cell(v),
                 _f(v["recall"]),
                 _f(v["f1"]),
                 f"{_f(g['fhr'])} ({g['fp']}/{g['negatives']})",
