@@ -43,10 +43,10 @@ import difflib
 import json
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from ..dataset import row_problem
 from ..schema import (
@@ -633,14 +633,37 @@ def generate(sources_dir: Path) -> list[dict[str, Any]]:
     Raises :class:`FixtureError` (``path:line: what``) on any fixture problem,
     including a row whose label the rubric checker does not reproduce.
     """
-    families = load_families(sources_dir / DOMAIN)
+    return build_shard(DOMAIN, load_families(sources_dir / DOMAIN), _build)
+
+
+class FamilyLike(Protocol):
+    """What :func:`build_shard` needs of a family (conversational and multilingual)."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def fx(self) -> FixtureText: ...
+    @property
+    def rows(self) -> tuple[RowSpec, ...]: ...
+
+
+F = TypeVar("F", bound=FamilyLike)
+
+
+def build_shard(
+    domain: str,
+    families: Sequence[F],
+    build: Callable[[RowSpec, F, dict[str, F]], dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """Every family's rows built by ``build(spec, family, families_by_key)``, numbered in
+    fixture order, then checked (:func:`check_rows` names the fixture line of a bad row)."""
     by_key = {f.key: f for f in families}
     rows: list[dict[str, Any]] = []
     where: list[tuple[FixtureText, int]] = []
     for fam in families:
         for spec in fam.rows:
-            rows.append(_build(spec, fam, by_key))
+            rows.append(build(spec, fam, by_key))
             where.append((fam.fx, spec.offset))
-    numbered = number_rows(DOMAIN, rows)
-    check_rows(DOMAIN, numbered, where)
+    numbered = number_rows(domain, rows)
+    check_rows(domain, numbered, where)
     return numbered

@@ -58,7 +58,7 @@ from ..schema import (
     RELATED_UNSAFE,
     UNRELATED,
 )
-from .common import make_row, number_rows
+from .common import make_row
 
 # The fixture machinery (error locations, row checks) is shared with the
 # conversational generator rather than copied.
@@ -66,7 +66,7 @@ from .conversational import (
     FixtureError,
     FixtureText,
     RowSpec,
-    check_rows,
+    build_shard,
     edit_description,
     expect,
     fixture_families,
@@ -461,14 +461,4 @@ def generate(sources_dir: Path) -> list[dict[str, Any]]:
     Raises :class:`FixtureError` (``path:line: what``) on any fixture problem,
     including a row whose label the alias checker does not reproduce.
     """
-    families = load_families(sources_dir / DOMAIN)
-    by_key = {f.key: f for f in families}
-    rows: list[dict[str, Any]] = []
-    where: list[tuple[FixtureText, int]] = []
-    for fam in families:
-        for spec in fam.rows:
-            rows.append(_build(spec, fam, by_key))
-            where.append((fam.fx, spec.offset))
-    numbered = number_rows(DOMAIN, rows)
-    check_rows(DOMAIN, numbered, where)
-    return numbered
+    return build_shard(DOMAIN, load_families(sources_dir / DOMAIN), _build)

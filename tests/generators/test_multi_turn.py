@@ -12,11 +12,9 @@ from typing import Any
 import pytest
 
 from cacheeval.audit import audit_domain
-from cacheeval.build.checks import pair_key, side_key
-from cacheeval.build.shards import read_shards
 from cacheeval.dataset import row_problem
 from cacheeval.generators import multi_turn as gen
-from cacheeval.generators.common import DOMAINS_DIR, REPO_ROOT, SOURCES_DIR, run_generator
+from cacheeval.generators.common import REPO_ROOT, SOURCES_DIR, run_generator
 from cacheeval.generators.creative import FixtureError
 from cacheeval.schema import HIT, LABELS, MATRIX, MISS, Row
 from cacheeval.verify import check_row
@@ -101,28 +99,6 @@ def test_rationales_unique_down_to_sentences(rows: list[dict[str, Any]]) -> None
         s for r in rows for s in re.split(r"(?<=[.!?])\s+(?=[A-Z])", r["rationale"])
     )
     assert [s for s, n in sentences.items() if n > 1] == []
-
-
-def test_rationales_unique_across_the_dataset(rows: list[dict[str, Any]]) -> None:
-    mine = {normalize_answer(r["rationale"]): r["id"] for r in rows}
-    clashes = [
-        (sr.row_id, mine[normalize_answer(sr.data["rationale"])])
-        for domain, srows in read_shards(DOMAINS_DIR, None).items()
-        if domain != DOMAIN
-        for sr in srows
-        if isinstance(sr.data, dict)
-        and isinstance(sr.data.get("rationale"), str)
-        and normalize_answer(sr.data["rationale"]) in mine
-    ]
-    assert clashes == []
-
-
-def test_no_duplicate_pairs_and_no_identical_sides(rows: list[dict[str, Any]]) -> None:
-    seen: set[str] = set()
-    for r in rows:
-        assert side_key(r, "a") != side_key(r, "b"), r["id"]
-        assert pair_key(r) not in seen and pair_key(r, reverse=True) not in seen, r["id"]
-        seen.add(pair_key(r))
 
 
 # --- content ---------------------------------------------------------------------------------
