@@ -8,7 +8,6 @@ import re
 import shutil
 import subprocess
 import sys
-import unicodedata
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -267,31 +266,3 @@ def test_script_reports_fixture_errors_without_a_traceback(tmp_path: Path) -> No
     assert "broken.json:1: not valid JSON" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "out.jsonl").exists()
-
-
-def _near_key(r: dict[str, Any]) -> tuple[str, ...]:
-    """The pair with case, Unicode form and punctuation folded away (operators kept)."""
-
-    def fold(text: str | None) -> str:
-        text = unicodedata.normalize("NFKC", text or "").casefold().replace("\u2212", "-")
-        kept = (
-            " " if unicodedata.category(c).startswith("P") and c not in "-/" else c for c in text
-        )
-        return " ".join("".join(kept).split())
-
-    sides = []
-    for s in "ab":
-        turns = " | ".join(t["content"] for t in r[f"context_{s}"] or [])
-        sides.append(
-            "\x1f".join((fold(r[f"query_{s}"]), fold(turns), fold(r[f"system_prompt_{s}"])))
-        )
-    return tuple(sorted(sides))
-
-
-def test_no_pair_repeats_modulo_case_and_punctuation(rows: list[dict[str, Any]]) -> None:
-    # A reversed, re-punctuated copy of a pair adds a row but no new test case.
-    seen: dict[tuple[str, ...], str] = {}
-    for r in rows:
-        key = _near_key(r)
-        assert key not in seen, (seen.get(key), r["id"])
-        seen[key] = r["id"]

@@ -10,6 +10,7 @@ import importlib
 import os
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import pytest
 
 from cacheeval.build.checks import pair_key, side_key
 from cacheeval.generators.common import DOMAINS_DIR, REPO_ROOT, SOURCES_DIR
-from cacheeval.jsonio import iter_jsonl, jsonl_bytes
+from cacheeval.jsonio import dumps, iter_jsonl, jsonl_bytes
 from cacheeval.schema import DOMAINS
 from cacheeval.verify.textnorm import normalize_answer
 
@@ -65,3 +66,34 @@ def test_rationales_unique_across_the_dataset() -> None:
                 clashes.append((owner[key], r["id"]))
             owner.setdefault(key, r["id"])
     assert clashes == []
+
+
+def _near_key(r: dict[str, Any]) -> tuple[str, ...]:
+    """The pair with case, Unicode form and punctuation folded away (operators kept),
+    sides in sorted order; prior turns, system prompt and tools stay part of a side."""
+
+    def fold(text: str | None) -> str:
+        text = unicodedata.normalize("NFKC", text or "").casefold().replace("\u2212", "-")
+        kept = (
+            " " if unicodedata.category(c).startswith("P") and c not in "-/" else c for c in text
+        )
+        return " ".join("".join(kept).split())
+
+    sides = []
+    for s in "ab":
+        turns = " | ".join(t["content"] for t in r[f"context_{s}"] or [])
+        parts = (fold(r[f"query_{s}"]), fold(turns), fold(r[f"system_prompt_{s}"]))
+        sides.append("\x1f".join((*parts, dumps(r[f"tools_{s}"]))))
+    return tuple(sorted(sides))
+
+
+# creative's EQUIV rows vary the case and punctuation of one request on purpose
+# (case_change, case_punctuation, punctuation): each is its own never-cache case
+@pytest.mark.parametrize("domain", [d for d in DOMAINS if d != "creative"])
+def test_no_pair_repeats_modulo_case_and_punctuation(domain: str) -> None:
+    # A reversed, re-punctuated copy of a pair adds a row but no new test case.
+    seen: dict[tuple[str, ...], str] = {}
+    for r in shard(domain):
+        key = _near_key(r)
+        assert key not in seen, (seen.get(key), r["id"])
+        seen[key] = r["id"]
