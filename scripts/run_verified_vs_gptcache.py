@@ -130,6 +130,22 @@ def _fhr_cell(v: dict[str, Any]) -> str:
     return f"{_f(v['fhr'])} ({v['fp']}/{v['negatives']}{ci})"
 
 
+def _domain_table(part: dict[str, Any], *, with_gptcache_f1: bool) -> list[str]:
+    """Per-domain verified vs GPTCache rows of one part (``test`` or ``oof``)."""
+    rows = []
+    for d in DOMAINS:
+        v = part["verified_per_domain"].get(d)
+        g = part["gptcache_per_domain"].get(d)
+        if v is None or g is None:
+            continue
+        row = [d, str(v["n"]), _fhr_cell(v), _f(v["recall"]), _f(v["f1"])]
+        row += [f"{_f(g['fhr'])} ({g['fp']}/{g['negatives']})", _f(g["recall"])]
+        rows.append(row + ([_f(g["f1"])] if with_gptcache_f1 else []))
+    header = ["domain", "rows", "verified FHR", "verified recall", "verified F1"]
+    header += ["GPTCache FHR", "GPTCache recall"] + (["GPTCache F1"] if with_gptcache_f1 else [])
+    return _table(header, rows)
+
+
 def tier_latency(preds: Sequence[Prediction]) -> dict[str, dict[str, Any]]:
     """Decisions and p50/p95 latency per tier, in tier order of first use."""
     out: dict[str, dict[str, Any]] = {}
@@ -296,29 +312,7 @@ def markdown(data: dict[str, Any]) -> str:
         "is for the whole stream).",
         "",
     ]
-    rows = []
-    for d in DOMAINS:
-        v = t["verified_per_domain"].get(d)
-        g = t["gptcache_per_domain"].get(d)
-        if v is None or g is None:
-            continue
-        rows.append(
-            [
-                d,
-                str(v["n"]),
-                _fhr_cell(v),
-                _f(v["recall"]),
-                _f(v["f1"]),
-                f"{_f(g['fhr'])} ({g['fp']}/{g['negatives']})",
-                _f(g["recall"]),
-                _f(g["f1"]),
-            ]
-        )
-    lines += _table(
-        ["domain", "rows", "verified FHR", "verified recall", "verified F1", "GPTCache FHR",
-         "GPTCache recall", "GPTCache F1"],
-        rows,
-    )  # fmt: skip
+    lines += _domain_table(t, with_gptcache_f1=True)
     lines += ["", "### Tiers and latency (verified cache, test split)", ""]
     lines += _table(
         ["tier", "decisions", "p50 ms", "p95 ms", "mean ms"],
@@ -379,28 +373,7 @@ def markdown(data: dict[str, Any]) -> str:
         [[x["target"], _f(x["value"]), "yes" if x["pass"] else "**no**"] for x in o["targets"]],
     )
     lines += ["", "### Per domain (out of fold)", ""]
-    rows = []
-    for d in DOMAINS:
-        v = o["verified_per_domain"].get(d)
-        g = o["gptcache_per_domain"].get(d)
-        if v is None or g is None:
-            continue
-        rows.append(
-            [
-                d,
-                str(v["n"]),
-                _fhr_cell(v),
-                _f(v["recall"]),
-                _f(v["f1"]),
-                f"{_f(g['fhr'])} ({g['fp']}/{g['negatives']})",
-                _f(g["recall"]),
-            ]
-        )
-    lines += _table(
-        ["domain", "rows", "verified FHR", "verified recall", "verified F1", "GPTCache FHR",
-         "GPTCache recall"],
-        rows,
-    )  # fmt: skip
+    lines += _domain_table(o, with_gptcache_f1=False)
     lines += ["", "Tier usage (OOF): " + ", ".join(f"{k} {v}" for k, v in o["tiers"].items()), ""]
     lines += ["## Certified operating points", ""]
     lines += _table(

@@ -2052,17 +2052,10 @@ EXTRACTORS: tuple[Extractor, ...] = (
     critical_features,
 )
 
-#: The extractors whose outputs :func:`critical_features` pools.
-_CRITICAL_SOURCES: tuple[Extractor, ...] = (
-    number_features,
-    operator_features,
-    identifier_features,
-    entity_features,
-    order_features,
-    language_features,
-    unit_features,
-    date_features,
-    tool_features,
+#: The extractors whose outputs :func:`critical_features` pools: all but the context,
+#: lexical-overlap and pooling ones.
+_CRITICAL_SOURCES: tuple[Extractor, ...] = tuple(
+    ex for ex in EXTRACTORS if ex not in (context_features, lexical_features, critical_features)
 )
 
 #: The cosines the cache computes with the embedding model.
