@@ -8,7 +8,11 @@ exactly this key order. Changing a field's name, type, order or meaning bumps
 
 from __future__ import annotations
 
+import copy
+import json
 import math
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -149,6 +153,113 @@ def derive_binary_label(label: str, verification_method: str | None) -> str:
     return HIT if label in HIT_LABELS else MISS
 
 
+# --- what a cache sees -------------------------------------------------------------
+
+_SPACE = re.compile(r"\s+")
+
+
+def normalize_text(text: str | None) -> str:
+    """Whitespace runs collapsed to one space, trimmed, case-folded ("" for None).
+
+    >>> normalize_text("  What  IS\t2+2? ")
+    'what is 2+2?'
+    """
+    if text is None:
+        return ""
+    return _SPACE.sub(" ", text).strip().casefold()
+
+
+#: What :meth:`Request.key` returns: query, (role, content) turns, system prompt, tools.
+RequestKey = tuple[str, tuple[tuple[str, str], ...], str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One request as a production cache receives it, and nothing more.
+
+    ``query`` is the last user message; ``context`` the prior turns
+    (``{"role", "content"}`` dicts, oldest first) or None; ``system_prompt``
+    the system message or None; ``tools`` the JSON-schema tool definitions
+    offered to the model, or None. None and empty mean the same.
+    """
+
+    query: str
+    context: tuple[Mapping[str, Any], ...] | None = None
+    system_prompt: str | None = None
+    tools: tuple[Mapping[str, Any], ...] | None = None
+
+    @classmethod
+    def of(cls, value: Request | str) -> Request:
+        """``value`` itself, or a bare query string wrapped as a Request."""
+        if isinstance(value, Request):
+            return value
+        if isinstance(value, str):
+            return cls(query=value)
+        raise TypeError(f"expected a Request or a str, got {type(value).__name__}")
+
+    def text(self, *, roles: bool = False) -> str:
+        """The whole request as one string: system prompt, prior turns, query.
+
+        ``roles=False`` joins the bare texts with newlines (what the dataset
+        pipeline compares); ``roles=True`` writes one ``role: content`` line
+        each, the query as ``user:`` (a chat transcript, what a cache embeds
+        when it embeds the full request).
+
+        >>> r = Request("And Spain?", ({"role": "user", "content": "Capital of France?"},),
+        ...             "Be brief.")
+        >>> r.text()
+        'Be brief.\nCapital of France?\nAnd Spain?'
+        >>> print(r.text(roles=True))
+        system: Be brief.
+        user: Capital of France?
+        user: And Spain?
+        """
+        if not roles:
+            parts = [self.system_prompt or ""]
+            parts += [str(t["content"]) for t in self.context or ()]
+            parts.append(self.query)
+            return "\n".join(p for p in parts if p)
+        lines = [f"system: {self.system_prompt}"] if self.system_prompt else []
+        lines += [f"{t['role']}: {t['content']}" for t in self.context or ()]
+        lines.append(f"user: {self.query}")
+        return "\n".join(lines)
+
+    def key(self) -> RequestKey:
+        """What makes two requests verbatim the same: the normalised query,
+        each prior turn (role, content), system prompt, and the tools as
+        key-sorted JSON (definition key order does not matter).
+
+        >>> Request("What is 2+2?").key() == Request("what is  2+2? ", (), "").key()
+        True
+        """
+        turns = tuple(
+            (normalize_text(str(t.get("role", ""))), normalize_text(str(t.get("content", ""))))
+            for t in self.context or ()
+        )
+        tools_text = json.dumps([dict(t) for t in self.tools or ()], sort_keys=True,
+                                ensure_ascii=False)
+        return (
+            normalize_text(self.query),
+            turns,
+            normalize_text(self.system_prompt),
+            normalize_text(tools_text),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """What a cache under test is shown for one benchmark row: a stored
+    request ``a`` and a new request ``b``, under the row's ``id``.
+
+    No label, expected answer, rationale, payload, difficulty, subcategory,
+    source or domain: a production cache knows none of them.
+    """
+
+    id: str
+    a: Request
+    b: Request
+
+
 # --- records --------------------------------------------------------------------
 
 
@@ -198,6 +309,25 @@ class Row:
             raise ValueError(f"row {self.id} has no label (hidden test row?)")
         return 1 if self.binary_label == HIT else 0
 
+    def request(self, side: str) -> Request:
+        """Side ``"a"`` or ``"b"`` as a :class:`Request`. Contexts and tools are
+        deep copies: whatever a cache does to them never reaches this row."""
+        if side not in ("a", "b"):
+            raise ValueError(f"side must be 'a' or 'b', not {side!r}")
+        context = getattr(self, f"context_{side}")
+        tools = getattr(self, f"tools_{side}")
+        return Request(
+            query=getattr(self, f"query_{side}"),
+            context=copy.deepcopy(context),
+            system_prompt=getattr(self, f"system_prompt_{side}"),
+            tools=copy.deepcopy(tools),
+        )
+
+    @property
+    def pair(self) -> Pair:
+        """What a cache under test may see of this row (a fresh copy each time)."""
+        return Pair(self.id, self.request("a"), self.request("b"))
+
     def to_dict(self) -> dict[str, Any]:
         """The row as a plain dict in file key order (tuples become lists)."""
         out: dict[str, Any] = {}
@@ -233,11 +363,10 @@ class Verdict:
     a run carries one, the threshold-free metrics (PR-AUC, P-CHR AUC, ...) are
     computed from it.
 
-    Example::
-
-        def my_cache(row: Row) -> Verdict:
-            s = my_similarity(row.query_a, row.query_b)
-            return Verdict(is_hit=s >= 0.85, confidence=0.9, tier_used="embedding", score=s)
+    >>> Verdict(is_hit=True, confidence=0.9, tier_used="embedding", score=0.93).problems()
+    []
+    >>> Verdict(is_hit=1, confidence=2.0).problems()
+    ['is_hit is int, not bool', 'confidence 2.0 is outside [0, 1]']
     """
 
     is_hit: bool
