@@ -22,7 +22,7 @@ from __future__ import annotations
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import compress
 from typing import overload
 
@@ -236,14 +236,15 @@ class ScoreColumns:
 
 @dataclass(slots=True)
 class JoinStats:
-    """What :func:`join_stream` saw besides the rows it scored."""
+    """What :func:`join_stream` saw besides the rows it scored (ids: the first
+    :data:`KEEP_IDS` of each kind, in order)."""
 
     n_missing: int = 0
-    missing_ids: list[str] | None = None
+    missing_ids: list[str] = field(default_factory=list)
     n_extra: int = 0
-    extra_ids: list[str] | None = None
+    extra_ids: list[str] = field(default_factory=list)
     n_hidden: int = 0
-    hidden_ids: list[str] | None = None
+    hidden_ids: list[str] = field(default_factory=list)
     n_rows: int = 0
 
 
@@ -266,9 +267,7 @@ def join_stream(
     Rows and predictions in the same order are matched in lockstep; a
     prediction that comes early waits in a dict until its row arrives.
     """
-    stats = JoinStats(missing_ids=[], extra_ids=[], hidden_ids=[])
-    assert stats.missing_ids is not None and stats.extra_ids is not None
-    assert stats.hidden_ids is not None
+    stats = JoinStats()
     stream = iter(predictions)
     waiting: dict[str, Prediction] = {}
     seen_rows = IdSet()

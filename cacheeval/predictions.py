@@ -146,11 +146,14 @@ class PredictionsWriter:
     first, then one line per :meth:`write`, into a temp file that
     :meth:`commit` renames into place. Memory does not grow with the run.
 
-    :meth:`commit_partial` finishes the file of an interrupted run: the same
-    lines under a header with ``"complete": false`` (the lines are copied once
-    into a fresh temp file, so the common, complete case writes each byte
-    once). :meth:`discard` leaves nothing behind. The bytes equal
-    :func:`write_predictions`' for the same header and predictions.
+    :meth:`commit` may give the final header when something in it was only
+    known at the end (the one split the rows turned out to share);
+    :meth:`commit_partial` finishes the file of an interrupted run under a
+    header with ``"complete": false``. In both cases a header that differs
+    from the first line costs one copy of the lines into a fresh temp file;
+    the common case writes each byte once. :meth:`discard` leaves nothing
+    behind. The bytes equal :func:`write_predictions`' for the same header
+    and predictions.
     """
 
     def __init__(self, path: str | os.PathLike[str], header: PredictionsHeader) -> None:
@@ -167,18 +170,25 @@ class PredictionsWriter:
         self._out.write(_line(prediction.to_dict()))
         self.count += 1
 
-    def commit(self) -> None:
-        """The run completed: put the file in place."""
-        self._out.commit()
+    def commit(self, header: PredictionsHeader | None = None) -> None:
+        """The run completed: put the file in place (under ``header``, when given)."""
+        final = replace(header or self._header, complete=True)
+        if final == self._header:
+            self._out.commit()
+        else:
+            self._rewrite(final)
 
-    def commit_partial(self) -> None:
+    def commit_partial(self, header: PredictionsHeader | None = None) -> None:
         """The run was interrupted: put the lines written so far in place under
         a header marked incomplete."""
+        self._rewrite(replace(header or self._header, complete=False))
+
+    def _rewrite(self, header: PredictionsHeader) -> None:
         self._out.file.close()
         try:
             with AtomicFile(self._out.path) as final, open(self._out.tmp_path, "rb") as src:
-                src.readline()  # the complete header
-                final.write(_line(replace(self._header, complete=False).to_dict()))
+                src.readline()  # the first header
+                final.write(_line(header.to_dict()))
                 shutil.copyfileobj(src, final.file)
         finally:
             self._out.tmp_path.unlink(missing_ok=True)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import dataclasses
 import platform
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Union, get_args, get_origin, get_type_hints
+from typing import Any, Union, cast, get_args, get_origin, get_type_hints
 
 from . import __version__
 from .columns import ScoreColumns
@@ -238,7 +238,7 @@ def build_report_from_columns(
     percentiles the latencies once. Nothing here holds a Python object per
     row beyond those two sorts.
     """
-    c = confusion(columns.y, columns.hit)
+    c = confusion(columns.y, cast("Iterable[bool]", columns.hit))  # 0/1 codes
     per_label = _slices(columns, "label", LABELS)
     adversarial = next((s for s in per_label if s.key == ADVERSARIAL), None)
     headline = Headline(
@@ -261,7 +261,7 @@ def build_report_from_columns(
         per_difficulty=_slices(columns, "difficulty", DIFFICULTIES),
         latency=latency_stats(columns.timed_latencies()),
         cost=cost_stats(columns.called_tiers(), cost_per_call_usd or {}),
-        tiers=tier_usage(columns.tier_names()),
+        tiers=tier_usage(cast("Sequence[str]", columns.tier_names())),  # never None
         errors=columns.errors.stats(),
         ids=ids,
     )
