@@ -12,9 +12,10 @@ row order. Per-call latency is timed inside the worker around the call alone,
 by :func:`cacheeval.harness.predict`, which each worker runs on its blocks.
 
 * A cache without ``prepare`` gets its blocks as they are read (any free
-  worker takes the next block; at most ``depth`` blocks wait per worker and
-  at most a bounded number of decided blocks wait to be merged), so a run
-  over millions of rows streams in memory that does not grow with the run.
+  worker takes the next block), so a run over millions of rows streams in
+  memory that does not grow with the run. Blocks start small and are then
+  sized to about half a second of calls each, so a slow cache (an LLM judge)
+  reports progress, and loses little to a dying worker, a few rows at a time.
 * A cache with ``prepare`` must see every pair it will decide before its
   first call: the run is read whole and split into one contiguous shard per
   worker; each worker calls ``prepare`` once on its own shard.
@@ -22,41 +23,32 @@ by :func:`cacheeval.harness.predict`, which each worker runs on its blocks.
 A worker that dies (killed, ``os._exit``, a segfault) loses no rows: the block
 it was deciding is retried once on a fresh worker; if that one dies on it too
 the block's rows come back as error rows (``WorkerDied: ...``), so the report
-accounts for every row and none is counted twice. Blocks queued behind the
-dying one were never started and are simply resent.
+accounts for every row and none is counted twice (the engine is
+:class:`cacheeval.blockrun.BlockRunner`; the workers are processes from
+:mod:`cacheeval.procpool` or Ray actors from :mod:`cacheeval.ray_backend`).
 
 ``on_error="raise"`` is enforced here, in row order: the first failed row (in
 row order, whichever worker decided it) stops the run with
 :class:`~cacheeval.harness.CacheCallError`; workers may have decided up to a
 block or two past it by then.
 
-:class:`BlockRunner` is the engine and knows nothing about predictions: it
-runs a :class:`BlockTask` (what a worker does with its cache) over blocks on a
-backend (local processes here, Ray actors in :mod:`cacheeval.ray_backend`).
-``cacheeval replay`` can run its lookup phase on it with a task whose
-``setup`` puts the entries and whose ``run`` looks a block of requests up.
+Scripts that start workers need the usual ``if __name__ == "__main__":``
+guard of multiprocessing's ``spawn`` (``python -m cacheeval`` has it).
 """
 
 from __future__ import annotations
 
 import math
-import multiprocessing
-import os
-import signal
-import threading
-import time
 import warnings
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from functools import partial
 from itertools import islice
-from multiprocessing.connection import Connection, wait
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
+from .blockrun import Backend, BlockRunner, BlockTask, CacheSpec
 from .harness import (
     CacheCallError,
-    CacheLoadError,
     OnError,
     RunInterrupted,
     as_pairs,
@@ -68,85 +60,18 @@ from .harness import (
     predict,
 )
 from .predictions import Prediction
+from .procpool import ProcessBackend
 from .progress import ProgressCallback
 from .schema import Pair, Row
 
-#: Rows per block when the run's length is unknown (and the most ever).
+__all__ = ["BlockTask", "CacheInfo", "CacheSpec", "PredictTask", "Predictor", "predict_parallel"]
+
+#: Rows per block, at most.
 MAX_BLOCK = 256
-#: Blocks sent ahead to one worker (one deciding, the rest waiting).
-DEPTH = 2
-#: Seconds a worker gets to run ``close()`` and exit once told to stop.
-STOP_GRACE_S = 30.0
-
-
-# --- what to build in a worker ---------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class CacheSpec:
-    """How to build a cache in another process: a baseline name, or a module
-    (dotted name or path to a ``.py`` file) with an optional class and its
-    constructor arguments, as :func:`cacheeval.harness.load_cache` takes them.
-
-    >>> CacheSpec(baseline="exact_match").build().name
-    'exact_match'
-    """
-
-    module: str | None = None
-    class_name: str | None = None
-    kwargs: Mapping[str, Any] = field(default_factory=dict)
-    baseline: str | None = None
-
-    def __post_init__(self) -> None:
-        if (self.module is None) == (self.baseline is None):
-            raise ValueError("a CacheSpec names exactly one of module= and baseline=")
-
-    def build(self) -> Any:
-        """A fresh cache (:class:`~cacheeval.harness.CacheLoadError` on failure)."""
-        from .baselines import make_baseline
-        from .harness import load_cache
-
-        if self.baseline is not None:
-            try:
-                return make_baseline(self.baseline)
-            except ValueError as e:
-                raise CacheLoadError(str(e)) from None
-        assert self.module is not None
-        return load_cache(self.module, self.class_name, self.kwargs)
-
-    def portable(self) -> CacheSpec:
-        """The same spec with a ``.py`` path made absolute, for a worker that
-        may run in another directory."""
-        m = self.module
-        if m is not None and (m.endswith(".py") or "/" in m or os.sep in m):
-            return CacheSpec(os.path.abspath(m), self.class_name, dict(self.kwargs))
-        return self
-
-
-# --- what a worker does -----------------------------------------------------------------
-
-
-class BlockTask(Protocol):
-    """What a worker does with its cache. Runs in the worker; must pickle."""
-
-    def setup(self, cache: Any) -> dict[str, Any]:
-        """Once, after the cache is built: anything the driver should know
-        (``has_prepare`` among it: True asks for one ``prepare`` per shard)."""
-        ...
-
-    def prepare(self, cache: Any, items: list[Any]) -> None:
-        """Once per worker before its first block, when ``has_prepare``;
-        raises :class:`~cacheeval.harness.CacheCallError` to stop the run."""
-        ...
-
-    def run(self, cache: Any, first_index: int, items: list[Any]) -> list[Any]:
-        """One result per item, in order; ``first_index`` is the first item's
-        1-based position in the whole run."""
-        ...
-
-    def close(self, cache: Any) -> str | None:
-        """Once at the end; a problem to report, or None."""
-        ...
+#: Rows of the first blocks, before the time per call is known.
+FIRST_BLOCK = 8
+#: Seconds of calls a block aims at.
+TARGET_BLOCK_S = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,449 +130,6 @@ def call_only(cache: Any) -> Callable[[Pair], Any]:
     return partial(bind_cache(cache).call)
 
 
-# --- local worker processes ---------------------------------------------------------------
-
-
-def _detach() -> None:
-    """In a worker: leave the terminal's process group, so a Ctrl-C meant for
-    the driver does not kill the cache mid-call (the driver stops the
-    workers itself), and exit when the driver is gone."""
-    try:
-        os.setpgrp()
-    except (AttributeError, OSError):
-        pass
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    parent = os.getppid()
-
-    def watch() -> None:
-        while True:
-            time.sleep(0.5)
-            if os.getppid() != parent:
-                os._exit(3)
-
-    threading.Thread(target=watch, name="cacheeval-parent-watch", daemon=True).start()
-
-
-def _process_main(conn: Connection, spec: CacheSpec, task: BlockTask) -> None:
-    """A worker process: build the cache, then answer the driver's messages."""
-    _detach()
-    try:
-        cache = spec.build()
-        meta = task.setup(cache)
-    except CacheLoadError as e:
-        conn.send(("load_error", str(e)))
-        return
-    except BaseException as e:
-        conn.send(("load_error", f"building the cache raised {describe_exception(e)}"))
-        return
-    conn.send(("ready", meta))
-    problem: str | None = None
-    try:
-        while True:
-            try:
-                msg = conn.recv()
-            except EOFError:
-                return
-            if msg[0] == "stop":
-                break
-            try:
-                if msg[0] == "prepare":
-                    task.prepare(cache, msg[1])
-                    conn.send(("prepared",))
-                else:
-                    _, block_no, first_index, items = msg
-                    conn.send(("done", block_no, task.run(cache, first_index, items)))
-            except CacheCallError as e:
-                conn.send(("fatal", str(e)))
-                return
-            except Exception as e:
-                conn.send(("fatal", f"the worker failed: {describe_exception(e)}"))
-                return
-    finally:
-        problem = task.close(cache)
-        try:
-            conn.send(("closed", problem))
-        except (OSError, ValueError):
-            pass
-
-
-def exit_reason(code: int | None) -> str:
-    """How a process ended, in words.
-
-    >>> exit_reason(-9), exit_reason(1)
-    ('was killed by SIGKILL', 'exited with code 1')
-    """
-    if code is None:
-        return "stopped answering"
-    if code < 0:
-        try:
-            return f"was killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited with code {code}"
-
-
-#: An event from a backend: (kind, slot, generation, payload).
-Event = tuple[str, int, int, Any]
-
-
-class Backend(Protocol):
-    """Where workers run. Each slot holds one worker at a time; ``gen``
-    counts the workers a slot has had, so late news of a dead one is ignored."""
-
-    def spawn(self, slot: int, gen: int) -> None: ...
-    def prepare(self, slot: int, items: list[Any]) -> None: ...
-    def submit(self, slot: int, block_no: int, first_index: int, items: list[Any]) -> None: ...
-    def poll(self) -> list[Event]: ...
-    def stop(self, slot: int) -> None: ...
-    def kill(self, slot: int) -> None: ...
-    def shutdown(self) -> None: ...
-
-
-class ProcessBackend:
-    """Worker processes on this machine (``spawn`` context: a fresh
-    interpreter each, nothing inherited from the driver but the spec), one
-    pipe each."""
-
-    def __init__(self, spec: CacheSpec, task: BlockTask, start_method: str = "spawn") -> None:
-        self._ctx: Any = multiprocessing.get_context(start_method)
-        self._spec = spec
-        self._task = task
-        self._workers: dict[int, tuple[Any, Connection, int]] = {}
-
-    def spawn(self, slot: int, gen: int) -> None:
-        ours, theirs = self._ctx.Pipe(duplex=True)
-        proc = self._ctx.Process(
-            target=_process_main,
-            args=(theirs, self._spec, self._task),
-            name=f"cacheeval-worker-{slot}",
-        )
-        proc.start()
-        theirs.close()
-        self._workers[slot] = (proc, ours, gen)
-
-    def _send(self, slot: int, msg: tuple[Any, ...]) -> None:
-        try:
-            self._workers[slot][1].send(msg)
-        except (OSError, ValueError):
-            pass  # the worker is gone: poll() reports it
-
-    def prepare(self, slot: int, items: list[Any]) -> None:
-        self._send(slot, ("prepare", items))
-
-    def submit(self, slot: int, block_no: int, first_index: int, items: list[Any]) -> None:
-        self._send(slot, ("run", block_no, first_index, items))
-
-    def stop(self, slot: int) -> None:
-        self._send(slot, ("stop",))
-
-    def poll(self) -> list[Event]:
-        by_conn = {conn: slot for slot, (_, conn, _) in self._workers.items()}
-        by_sentinel = {proc.sentinel: slot for slot, (proc, _, _) in self._workers.items()}
-        if not by_conn:
-            return []
-        ready = wait([*by_conn, *by_sentinel])
-        events: list[Event] = []
-        dead: set[int] = set()
-        for obj in ready:
-            if obj in by_conn:
-                slot = by_conn[obj]
-                proc, conn, gen = self._workers[slot]
-                try:
-                    while conn.poll():
-                        msg = conn.recv()
-                        events.append((msg[0], slot, gen, msg[1:]))
-                except (EOFError, OSError):
-                    dead.add(slot)
-        for obj in ready:
-            if obj in by_sentinel:
-                slot = by_sentinel[obj]  # type: ignore[index]
-                proc, conn, gen = self._workers[slot]
-                try:  # what it said before it died still counts
-                    while conn.poll():
-                        msg = conn.recv()
-                        events.append((msg[0], slot, gen, msg[1:]))
-                except (EOFError, OSError):
-                    pass
-                dead.add(slot)
-        for slot in dead:
-            proc, conn, gen = self._workers.pop(slot)
-            proc.join(1.0)
-            conn.close()
-            events.append(("died", slot, gen, exit_reason(proc.exitcode)))
-        return events
-
-    def kill(self, slot: int) -> None:
-        entry = self._workers.pop(slot, None)
-        if entry is not None:
-            proc, conn, _ = entry
-            proc.kill()
-            proc.join(5.0)
-            conn.close()
-
-    def shutdown(self) -> None:
-        for slot in list(self._workers):
-            self.kill(slot)
-
-    def pids(self) -> dict[int, int]:
-        """slot -> process id of its current worker (for tests and tools)."""
-        return {slot: proc.pid for slot, (proc, _, _) in self._workers.items()}
-
-
-# --- the engine ---------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Block:
-    no: int
-    first_index: int
-    items: list[Any]
-    tag: Any
-    attempts: int = 0
-
-
-@dataclass(slots=True)
-class _Slot:
-    index: int
-    gen: int = 0
-    state: str = "starting"  # starting | ready | dead | stopped
-    prepared: bool = False
-    preparing: bool = False
-    prepare_deaths: int = 0
-    inflight: deque[_Block] = field(default_factory=deque)
-    pending: deque[_Block] = field(default_factory=deque)  # its shard (prepare mode)
-
-
-class BlockRunner:
-    """Runs a :class:`BlockTask` over blocks on ``workers`` workers of a
-    :class:`Backend` (module docstring): :meth:`start` builds the caches and
-    returns the first worker's ``setup`` answer, :meth:`run` streams the
-    results in block order, :meth:`close` stops the workers and returns what
-    their ``close`` reported."""
-
-    def __init__(
-        self,
-        backend: Backend,
-        workers: int,
-        lost: Callable[[int, str], list[Any]],
-        *,
-        depth: int = DEPTH,
-        max_ahead: int | None = None,
-    ) -> None:
-        if workers < 1:
-            raise ValueError(f"workers must be >= 1, got {workers}")
-        self.backend = backend
-        self.slots = [_Slot(i) for i in range(workers)]
-        self.lost = lost
-        self.depth = depth
-        self.max_ahead = max_ahead if max_ahead is not None else 4 * workers * depth
-        self.meta: dict[str, Any] = {}
-        self.worker_deaths = 0
-        self._ran = False
-
-    # -- lifecycle --------------------------------------------------------------------
-
-    def start(self) -> dict[str, Any]:
-        """Start every worker and wait until each has built its cache."""
-        for slot in self.slots:
-            self.backend.spawn(slot.index, slot.gen)
-        waiting = {s.index for s in self.slots}
-        while waiting:
-            for kind, index, gen, payload in self.backend.poll():
-                slot = self.slots[index]
-                if gen != slot.gen:
-                    continue
-                if kind == "ready":
-                    slot.state = "ready"
-                    waiting.discard(index)
-                    if not self.meta:
-                        self.meta = dict(payload[0])
-                elif kind == "load_error":
-                    raise CacheLoadError(payload[0])
-                elif kind == "died":
-                    raise CacheLoadError(f"a worker {payload} while building the cache")
-        return self.meta
-
-    def close(self) -> list[str]:
-        """Stop the workers, waiting for their ``close``; the problems they reported."""
-        problems: list[str] = []
-        live = [s for s in self.slots if s.state == "ready"]
-        for slot in live:
-            self.backend.stop(slot.index)
-        waiting = {s.index for s in live}
-        deadline = time.monotonic() + STOP_GRACE_S
-        while waiting and time.monotonic() < deadline:
-            for kind, index, gen, payload in self.backend.poll():
-                if gen != self.slots[index].gen:
-                    continue
-                if kind == "closed":
-                    if payload[0]:
-                        problems.append(payload[0])
-                    waiting.discard(index)
-                elif kind == "died":
-                    waiting.discard(index)
-        self.backend.shutdown()
-        for slot in self.slots:
-            slot.state = "stopped"
-        return problems
-
-    def abort(self) -> None:
-        """Kill every worker now."""
-        self.backend.shutdown()
-        for slot in self.slots:
-            slot.state = "stopped"
-
-    # -- the run ----------------------------------------------------------------------------
-
-    def run(
-        self,
-        blocks: Iterable[tuple[Any, int, list[Any]]],
-        *,
-        progress: ProgressCallback | None = None,
-        total: int = 0,
-    ) -> Iterator[tuple[Any, list[Any]]]:
-        """``(tag, results)`` for each ``(tag, first_index, items)`` block, in
-        order. ``total`` (rows, 0 if unknown) is passed to ``progress``."""
-        if self._ran:
-            raise RuntimeError("a BlockRunner runs once")
-        self._ran = True
-        prepare_mode = bool(self.meta.get("has_prepare"))
-        source: Iterator[_Block] = (
-            _Block(no, first, items, tag) for no, (tag, first, items) in enumerate(blocks)
-        )
-        retry: deque[_Block] = deque()
-        if prepare_mode:
-            self._shard(list(source))
-            source = iter(())
-            for slot in self.slots:
-                self._send_prepare(slot)
-        done: dict[int, tuple[Any, list[Any]]] = {}
-        next_out = next_in = rows_done = 0
-        exhausted = prepare_mode
-        while True:
-            # 1. hand out blocks
-            for slot in self.slots:
-                if slot.state != "ready" or (prepare_mode and not slot.prepared):
-                    continue
-                while len(slot.inflight) < self.depth:
-                    if prepare_mode:
-                        block = slot.pending.popleft() if slot.pending else None
-                    elif retry:
-                        block = retry.popleft()
-                    elif exhausted or next_in - next_out >= self.max_ahead:
-                        block = None
-                    else:
-                        block = next(source, None)
-                        if block is None:
-                            exhausted = True
-                        else:
-                            next_in += 1
-                    if block is None:
-                        break
-                    self.backend.submit(slot.index, block.no, block.first_index, block.items)
-                    slot.inflight.append(block)
-            # 2. hand back what is decided, in order
-            while next_out in done:
-                yield done.pop(next_out)
-                next_out += 1
-            busy = any(s.inflight or s.pending or s.preparing for s in self.slots)
-            if not busy and not retry and exhausted:
-                if done:
-                    raise AssertionError(f"blocks {sorted(done)} decided out of order")
-                return
-            # 3. wait for news
-            events = self.backend.poll()
-            if not events:
-                raise RuntimeError("no worker left to decide the remaining blocks")
-            for kind, index, gen, payload in events:
-                slot = self.slots[index]
-                if gen != slot.gen or slot.state == "dead":
-                    continue
-                if kind == "done":
-                    block = slot.inflight.popleft()
-                    if block.no != payload[0]:
-                        raise AssertionError(f"block {payload[0]} came back for {block.no}")
-                    done[block.no] = (block.tag, payload[1])
-                    rows_done += len(block.items)
-                    if progress is not None:
-                        progress(rows_done, total)
-                elif kind == "prepared":
-                    slot.prepared, slot.preparing = True, False
-                elif kind == "ready":
-                    slot.state = "ready"
-                    if prepare_mode:
-                        self._send_prepare(slot)
-                elif kind == "died":
-                    rows_done += self._on_death(slot, str(payload), prepare_mode, retry, done)
-                    if progress is not None:
-                        progress(rows_done, total)
-                elif kind == "fatal":
-                    raise CacheCallError(payload[0])
-                elif kind == "load_error":
-                    raise CacheLoadError(payload[0])
-
-    def _shard(self, blocks: list[_Block]) -> None:
-        """Contiguous shards of about equal rows, one per worker."""
-        n_rows = sum(len(b.items) for b in blocks)
-        per = n_rows / len(self.slots) if self.slots else 0
-        slot_i, acc = 0, 0
-        for block in blocks:
-            while slot_i < len(self.slots) - 1 and acc >= per * (slot_i + 1):
-                slot_i += 1
-            self.slots[slot_i].pending.append(block)
-            acc += len(block.items)
-
-    def _send_prepare(self, slot: _Slot) -> None:
-        if slot.state != "ready" or not slot.pending:
-            return
-        items = [item for block in slot.pending for item in block.items]
-        slot.preparing, slot.prepared = True, False
-        self.backend.prepare(slot.index, items)
-
-    def _on_death(
-        self,
-        slot: _Slot,
-        reason: str,
-        prepare_mode: bool,
-        retry: deque[_Block],
-        done: dict[int, tuple[Any, list[Any]]],
-    ) -> int:
-        """A worker died: retry or give up on its blocks, start a replacement.
-        Returns the rows given up on (they are decided now, as errors)."""
-        self.worker_deaths += 1
-        self.backend.kill(slot.index)
-        given_up = 0
-        if slot.state == "starting":
-            raise CacheLoadError(f"a replacement worker {reason} while building the cache")
-        if slot.preparing:
-            slot.prepare_deaths += 1
-            if slot.prepare_deaths >= 2:
-                raise CacheCallError(f"prepare() killed its worker twice (the worker {reason})")
-        requeue = list(slot.inflight)
-        slot.inflight.clear()
-        if requeue:
-            started = requeue[0]  # a worker decides its blocks in the order sent
-            started.attempts += 1
-            if started.attempts >= 2:
-                requeue.pop(0)
-                message = (
-                    f"WorkerDied: the worker {reason} while deciding this block, "
-                    "on the first try and on the retry"
-                )
-                done[started.no] = (started.tag, self.lost(len(started.items), message))
-                given_up = len(started.items)
-        if prepare_mode:
-            slot.pending.extendleft(reversed(requeue))
-        else:
-            retry.extendleft(reversed(requeue))
-        slot.state, slot.prepared, slot.preparing = "dead", False, False
-        if not prepare_mode or slot.pending:
-            slot.gen += 1
-            slot.state = "starting"
-            self.backend.spawn(slot.index, slot.gen)
-        return given_up
-
-
 # --- predictions ----------------------------------------------------------------------------
 
 
@@ -664,7 +146,8 @@ class CacheInfo:
 
 
 def block_size_for(total: int | None, workers: int) -> int:
-    """Rows per block: about eight blocks per worker, 1 to :data:`MAX_BLOCK`.
+    """Rows per block of a run held whole (a cache with ``prepare``): about
+    eight blocks per worker, 1 to :data:`MAX_BLOCK`.
 
     >>> block_size_for(500, 2), block_size_for(None, 2), block_size_for(10**6, 8)
     (32, 256, 256)
@@ -674,8 +157,38 @@ def block_size_for(total: int | None, workers: int) -> int:
     return max(1, min(MAX_BLOCK, math.ceil(total / (8 * max(1, workers)))))
 
 
-def _failed(row_id: str, error: str) -> Prediction:
-    return Prediction(row_id, False, None, None, "error", None, error)
+class BlockSizer:
+    """Rows for the next block of a stream: :data:`FIRST_BLOCK` until calls
+    have been timed, then about :data:`TARGET_BLOCK_S` seconds of calls at
+    the mean call time so far (1 to :data:`MAX_BLOCK` rows). A fixed
+    ``size`` overrides.
+
+    >>> sizer = BlockSizer()
+    >>> sizer.next()
+    8
+    >>> sizer.record([2.0] * 8)  # 2 ms a call
+    >>> sizer.next()
+    250
+    """
+
+    def __init__(self, size: int | None = None) -> None:
+        self.size = size
+        self._calls = 0
+        self._ms = 0.0
+
+    def record(self, latencies_ms: Iterable[float | None]) -> None:
+        for ms in latencies_ms:
+            if ms is not None:
+                self._calls += 1
+                self._ms += ms
+
+    def next(self) -> int:
+        if self.size is not None:
+            return self.size
+        if self._calls < FIRST_BLOCK:
+            return FIRST_BLOCK
+        per_call_s = max(self._ms / self._calls / 1000.0, 1e-9)
+        return max(1, min(MAX_BLOCK, round(TARGET_BLOCK_S / per_call_s)))
 
 
 class Predictor:
@@ -804,24 +317,32 @@ class Predictor:
             raise RuntimeError("a Predictor runs once")
         self._ran = True
         info = self.start()
+        size = self.block_size
+        if info.has_prepare:  # prepare sees the whole run: hold it
+            items = items if isinstance(items, list) else list(items)
+            size = size or block_size_for(len(items), max(1, self.workers))
         if total is None and hasattr(items, "__len__"):
             total = len(items)  # type: ignore[arg-type]
-        size = self.block_size or block_size_for(total, max(1, self.workers))
+        sizer = BlockSizer(size)
         if self.remote:
-            return self._run_remote(items, size, progress, total or 0)
+            return self._run_remote(items, sizer, progress, total or 0)
         if info.has_prepare:
-            return self._run_local_prepared(items, size, progress, total or 0)
-        return self._run_local(items, size, progress, total or 0)
+            return self._run_local_prepared(items, sizer.next(), progress, total or 0)
+        return self._run_local(items, sizer, progress, total or 0)
 
     # -- in this process --------------------------------------------------------------
 
     def _run_local(
-        self, items: Iterable[Row | Pair], size: int, progress: ProgressCallback | None, total: int
+        self,
+        items: Iterable[Row | Pair],
+        sizer: BlockSizer,
+        progress: ProgressCallback | None,
+        total: int,
     ) -> Iterator[Prediction]:
         call = call_only(self._local)
         first, done = 1, 0
         it = iter(items)
-        while block := list(islice(it, size)):
+        while block := list(islice(it, sizer.next())):
             try:
                 preds = predict(
                     call,
@@ -832,6 +353,7 @@ class Predictor:
                 )
             except RunInterrupted as stop:
                 raise RunInterrupted(stop.predictions, total) from None
+            sizer.record(p.latency_ms for p in preds)
             yield from preds
             first += len(block)
             done += len(block)
@@ -849,8 +371,7 @@ class Predictor:
         try:
             PredictTask().prepare(self._local, as_pairs(pairs))
         except CacheCallError as e:
-            cause = e.__context__
-            if isinstance(cause, KeyboardInterrupt):
+            if isinstance(e.__context__, KeyboardInterrupt):
                 raise RunInterrupted([], len(ids)) from None
             raise
         call = call_only(self._local)
@@ -872,19 +393,24 @@ class Predictor:
     # -- on workers ---------------------------------------------------------------------
 
     def _run_remote(
-        self, items: Iterable[Row | Pair], size: int, progress: ProgressCallback | None, total: int
+        self,
+        items: Iterable[Row | Pair],
+        sizer: BlockSizer,
+        progress: ProgressCallback | None,
+        total: int,
     ) -> Iterator[Prediction]:
         assert self.runner is not None
 
         def blocks() -> Iterator[tuple[list[str], int, list[Pair]]]:
             first = 1
             it = iter(items)
-            while chunk := list(islice(it, size)):
+            while chunk := list(islice(it, sizer.next())):
                 yield [item.id for item in chunk], first, as_pairs(chunk, first)
                 first += len(chunk)
 
         try:
             for ids, results in self.runner.run(blocks(), progress=progress, total=total):
+                sizer.record(res[4] for res in results)
                 for rid, res in zip(ids, results, strict=True):
                     yield self._checked(Prediction(rid, *res))
         except KeyboardInterrupt:

@@ -1,9 +1,9 @@
-"""Ray actors as the workers of :class:`cacheeval.parallel.BlockRunner`
+"""Ray actors as the workers of :class:`cacheeval.blockrun.BlockRunner`
 (``--ray [ADDRESS]``). The only module that imports ``ray`` (optional extra
 ``cacheeval[scale]``), and only when a Ray run starts.
 
 One actor per worker holds a cache it built itself from the
-:class:`~cacheeval.parallel.CacheSpec`; each block of pairs is one actor task,
+:class:`~cacheeval.blockrun.CacheSpec`; each block of pairs is one actor task,
 and the driver waits on the tasks' object refs with ``ray.wait``. At most a
 couple of blocks are in flight per actor (the runner's back-pressure), so the
 object store and the driver's memory stay bounded however long the run. An
@@ -24,8 +24,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from .blockrun import BlockTask, CacheSpec, Event
 from .harness import CacheCallError, CacheLoadError, describe_exception
-from .parallel import BlockTask, CacheSpec, Event
 
 #: Object store of a local Ray instance: blocks are small, the default (30%
 #: of RAM) would only reserve shared memory the run never uses.
@@ -65,7 +65,7 @@ class CacheActor:
 
 
 class RayBackend:
-    """A :class:`~cacheeval.parallel.Backend` on Ray actors."""
+    """A :class:`~cacheeval.blockrun.Backend` on Ray actors."""
 
     def __init__(
         self, spec: CacheSpec, task: BlockTask, address: str, workers: int | None
