@@ -2,9 +2,10 @@
 Ray actors (``--ray``), and the streaming, in-process run they extend.
 
 How a run is cut up. The rows are cut, in order, into contiguous blocks; each
-block travels to a worker as :class:`~cacheeval.schema.Pair` records only
-(never a row: the labels stay in this process, so a cache in a worker cannot
-read the truth table even through ``gc``), numbered ``p<i>`` by the row's
+block travels to a worker as the fields of its :class:`~cacheeval.schema.Pair`
+records only (:func:`to_wire`; never a row: the labels stay in this process, so
+a cache in a worker cannot read the truth table even through ``gc``), numbered
+``p<i>`` by the row's
 position in the whole run, so what a cache sees does not depend on the number
 of workers. Each worker builds the cache once from a :class:`CacheSpec` (a
 cache object is never pickled), and the predictions come back to be merged in
@@ -62,7 +63,7 @@ from .harness import (
 from .predictions import Prediction
 from .procpool import ProcessBackend
 from .progress import ProgressCallback
-from .schema import Pair, Row
+from .schema import Pair, Request, Row
 
 __all__ = ["BlockTask", "CacheInfo", "CacheSpec", "PredictTask", "Predictor", "predict_parallel"]
 
@@ -100,13 +101,14 @@ class PredictTask:
         prepare = bind_cache(cache).prepare
         assert prepare is not None
         try:
-            prepare(items)
+            prepare([from_wire(t) for t in items])
         except BaseException as e:
             raise CacheCallError(f"prepare() raised {describe_exception(e)}") from None
 
     def run(self, cache: Any, first_index: int, items: list[Any]) -> list[Any]:
+        pairs = [from_wire(t) for t in items]
         preds = predict(
-            call_only(cache), items, timeout_ms=self.timeout_ms, first_index=first_index
+            call_only(cache), pairs, timeout_ms=self.timeout_ms, first_index=first_index
         )
         return [
             (p.is_hit, p.confidence, p.score, p.tier_used, p.latency_ms, p.error) for p in preds
@@ -121,6 +123,35 @@ class PredictTask:
         except Exception as e:
             return f"close() raised {describe_exception(e)}"
         return None
+
+
+#: A pair as it travels to a worker: its position, then query, context, system
+#: prompt and tools of request a, then of request b. Exactly a Pair's fields,
+#: as plain tuples (pickled at C speed, unlike dataclasses).
+Wire = tuple[Any, ...]
+
+
+def to_wire(item: Row | Pair, index: int) -> Wire:
+    """What a worker is sent of ``item``, the run's ``index``-th: its pair.
+
+    >>> from cacheeval.schema import Request
+    >>> to_wire(Pair("cb-math-0001", Request("2+2?"), Request("2 + 2?")), 7)
+    (7, '2+2?', None, None, None, '2 + 2?', None, None, None)
+    """
+    if isinstance(item, Row):
+        return (
+            index,
+            item.query_a, item.context_a, item.system_prompt_a, item.tools_a,
+            item.query_b, item.context_b, item.system_prompt_b, item.tools_b,
+        )  # fmt: skip
+    a, b = item.a, item.b
+    return (index, a.query, a.context, a.system_prompt, a.tools,
+            b.query, b.context, b.system_prompt, b.tools)  # fmt: skip
+
+
+def from_wire(t: Wire) -> Pair:
+    """The :class:`~cacheeval.schema.Pair` a worker shows its cache, id ``p<index>``."""
+    return Pair(f"p{t[0]}", Request(*t[1:5]), Request(*t[5:9]))
 
 
 def call_only(cache: Any) -> Callable[[Pair], Any]:
@@ -401,11 +432,12 @@ class Predictor:
     ) -> Iterator[Prediction]:
         assert self.runner is not None
 
-        def blocks() -> Iterator[tuple[list[str], int, list[Pair]]]:
+        def blocks() -> Iterator[tuple[list[str], int, list[Wire]]]:
             first = 1
             it = iter(items)
             while chunk := list(islice(it, sizer.next())):
-                yield [item.id for item in chunk], first, as_pairs(chunk, first)
+                wire = [to_wire(item, i) for i, item in enumerate(chunk, first)]
+                yield [item.id for item in chunk], first, wire
                 first += len(chunk)
 
         try:
