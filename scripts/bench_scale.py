@@ -9,11 +9,15 @@ on 2 worker processes (``--workers 2``) and on Ray actors with 2 local CPUs
 2. ``cacheeval import-pairs`` turns them into benchmark rows (streaming).
 3. ``cacheeval eval --predictions`` over all rows with ``exact_match``, in each
    of the three modes; then ``cacheeval score`` re-grades the predictions file.
-4. The same with :class:`SpinCache`, a synthetic cache that keeps a CPU busy
-   for ``--ms`` (default 2) per call. At 2 ms a call a million rows take 33
-   minutes in one process, so this part runs on the first ``--slow-n`` rows
+4. The same with two synthetic caches of ``--ms`` (default 2) per call:
+   :class:`SleepCache` waits off the CPU (a remote judge: parallel calls
+   overlap whatever the CPUs) and :class:`SpinCache` keeps a CPU busy (a local
+   model: parallel calls need free CPUs). At 2 ms a call a million rows take
+   33 minutes in one process, so this part runs on the first ``--slow-n`` rows
    (default 20,000) and the table extrapolates to ``--n`` from the measured
-   rate (marked as such).
+   rate (marked as such). How many CPUs were actually free is measured at the
+   end (two busy loops in two processes against one), since on a shared
+   machine a CPU-bound cache cannot go faster than that.
 
 Every command runs as its own process, timed from outside (wall clock), with
 its memory measured two ways: the largest resident set of any one process of
@@ -30,7 +34,7 @@ Two CPUs bound the local speed-up: three processes (the driver reading,
 writing and scoring; two workers deciding) share them. Run from the
 repository root::
 
-    python -m scripts.bench_scale                 # the full run (~15 min)
+    python -m scripts.bench_scale                 # the full run (~15 min on 2 CPUs)
     python -m scripts.bench_scale --n 100000      # a quick one
 """
 
@@ -71,7 +75,8 @@ _ASKS = ("How do I", "What is the fastest way to", "Show me how to", "Can you ex
 
 class SpinCache:
     """A synthetic cache that keeps a CPU busy ``ms`` milliseconds a call, then
-    answers like ``exact_match`` (a stand-in for a model-based verifier)."""
+    answers like ``exact_match``: a stand-in for a model run on this machine
+    (a cross-encoder, an embedding), bound by the CPUs there are."""
 
     name = "spin"
 
@@ -84,6 +89,40 @@ class SpinCache:
         while time.perf_counter() < end:
             pass
         return self._exact(pair)
+
+
+class SleepCache(SpinCache):
+    """A synthetic cache that waits ``ms`` milliseconds a call without using a
+    CPU, then answers like ``exact_match``: a stand-in for a remote call (an
+    LLM judge behind an API), bound by how many calls are in flight."""
+
+    name = "sleep"
+
+    def __call__(self, pair: Pair) -> Verdict:
+        time.sleep(self.s)
+        return self._exact(pair)
+
+
+def _busy_loop() -> None:
+    x = 0
+    for i in range(15_000_000):
+        x += i
+
+
+def cpu_headroom() -> float:
+    """How many CPUs this machine gives us right now: the throughput of two
+    busy loops in two processes over one (2.0 on an idle two-core machine)."""
+    code = "from scripts.bench_scale import _busy_loop; _busy_loop()"
+
+    def wall(k: int) -> float:
+        t0 = time.perf_counter()
+        procs = [subprocess.Popen([sys.executable, "-c", code], cwd=REPO_ROOT) for _ in range(k)]
+        for proc in procs:
+            proc.wait()
+        return time.perf_counter() - t0
+
+    one = wall(1)
+    return 2 * one / wall(2)
 
 
 def question(r: random.Random) -> str:
@@ -171,10 +210,13 @@ def tree_pss(root: int) -> int:
 
 def _size(path: Path) -> int:
     """Bytes written so far to ``path`` (or to its temp file, while it is open)."""
-    sizes = [p.stat().st_size for p in path.parent.glob(f".{path.name}.*.tmp")]
-    if path.exists():
-        sizes.append(path.stat().st_size)
-    return max(sizes, default=0)
+    sizes = [0]
+    for p in [*path.parent.glob(f".{path.name}.*.tmp"), path]:
+        try:
+            sizes.append(p.stat().st_size)
+        except OSError:  # renamed or not there yet
+            pass
+    return max(sizes)
 
 
 def _growth(samples: list[tuple[float, int]], final: int, rows: int) -> tuple[float | None, ...]:
@@ -333,8 +375,8 @@ def load() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1_000_000, help="pairs (default 1,000,000)")
-    parser.add_argument("--slow-n", type=int, default=20_000, help="rows for the --ms cache")
-    parser.add_argument("--ms", type=float, default=2.0, help="ms per call of the spin cache")
+    parser.add_argument("--slow-n", type=int, default=20_000, help="rows for the --ms caches")
+    parser.add_argument("--ms", type=float, default=2.0, help="ms per call of the synthetic caches")
     parser.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES))
     parser.add_argument("--work", type=Path, help="keep the files here (default: a temp dir)")
     parser.add_argument("--json", type=Path, help="also write every measurement as JSON")
@@ -361,12 +403,16 @@ def main(argv: list[str] | None = None) -> int:
 
     slow_rows = work / f"rows-{args.slow_n}.jsonl"
     head(rows, slow_rows, args.slow_n)
-    spin = ["--cache-module", "scripts.bench_scale", "--cache-class", "SpinCache",
-            "--cache-arg", f"ms={args.ms:g}"]  # fmt: skip
-    slow = run_cache(f"spin {args.ms:g} ms", spin, slow_rows, args.slow_n, work, args.modes)
-    agree_slow = same_decisions(work, args.modes)
+    slow: dict[str, dict[str, Run]] = {}
+    agree_slow = True
+    for kind in ("SleepCache", "SpinCache"):
+        cache = ["--cache-module", "scripts.bench_scale", "--cache-class", kind,
+                 "--cache-arg", f"ms={args.ms:g}"]  # fmt: skip
+        slow[kind] = run_cache(kind, cache, slow_rows, args.slow_n, work, args.modes)
+        agree_slow = agree_slow and same_decisions(work, args.modes)
+    headroom = cpu_headroom()
 
-    every = [imported, scored, *exact.values(), *slow.values()]
+    every = [imported, scored, *exact.values(), *(r for v in slow.values() for r in v.values())]
     peak = max(r.peak_bytes for r in every)
     lines = [
         f"{cpu_model()}, {os.cpu_count()} CPUs; {args.n:,} generated pairs; "
@@ -374,8 +420,19 @@ def main(argv: list[str] | None = None) -> int:
         f"import-pairs: {imported.rows_per_s:,.0f} rows/s, peak {imported.peak_bytes / 2**20:,.0f}"
         f" MiB; score: {scored.rows_per_s:,.0f} rows/s, peak {scored.peak_bytes / 2**20:,.0f} MiB",
         *summarise("exact_match", exact, args.n),
-        *summarise(f"spin {args.ms:g} ms/call (on {args.slow_n:,} rows)", slow, args.n),
-        f"same decisions in every mode: exact_match {agree_exact}, spin {agree_slow}",
+        *summarise(
+            f"SleepCache, {args.ms:g} ms a call off the CPU (on {args.slow_n:,} rows)",
+            slow["SleepCache"],
+            args.n,
+        ),
+        *summarise(
+            f"SpinCache, {args.ms:g} ms a call on a CPU (on {args.slow_n:,} rows)",
+            slow["SpinCache"],
+            args.n,
+        ),
+        f"CPUs free for this run at the end: {headroom:.2f} of {os.cpu_count()} "
+        "(two busy loops over one)",
+        f"same decisions in every mode: exact_match {agree_exact}, the ms caches {agree_slow}",
         f"peak memory of any run: {peak / 2**20:,.0f} MiB "
         f"({'under' if peak < MEMORY_TARGET_BYTES else 'OVER'} 2 GiB)",
         f"total {time.perf_counter() - t0:.0f} s",
@@ -386,8 +443,9 @@ def main(argv: list[str] | None = None) -> int:
             "cpu": cpu_model(), "cpus": os.cpu_count(), "n": args.n, "slow_n": args.slow_n,
             "ms": args.ms, "import": asdict(imported), "score": asdict(scored),
             "exact_match": {m: asdict(r) for m, r in exact.items()},
-            "spin": {m: asdict(r) for m, r in slow.items()},
-            "same_decisions": {"exact_match": agree_exact, "spin": agree_slow},
+            "ms_caches": {k: {m: asdict(r) for m, r in v.items()} for k, v in slow.items()},
+            "cpu_headroom": headroom,
+            "same_decisions": {"exact_match": agree_exact, "ms_caches": agree_slow},
             "summary": lines,
         }  # fmt: skip
         args.json.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

@@ -23,6 +23,13 @@ CORE = [
     "cacheeval.commands.eval",
     "cacheeval.commands.score",
     "cacheeval.commands.predict",
+    "cacheeval.commands.import_pairs",
+    "cacheeval.columns",
+    "cacheeval.idset",
+    "cacheeval.parallel",
+    "cacheeval.blockrun",
+    "cacheeval.procpool",
+    "cacheeval.ray_backend",  # ray itself only when a Ray run starts
     "scripts.eval_harness",
 ]
 
