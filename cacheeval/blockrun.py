@@ -20,6 +20,8 @@ requests up (``has_prepare`` False), and whose lost results are error lookups.
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import os
 import time
 from collections import deque
@@ -43,6 +45,9 @@ class CacheSpec:
     """How to build a cache in another process: a baseline name, or a module
     (dotted name or path to a ``.py`` file) with an optional class and its
     constructor arguments, as :func:`cacheeval.harness.load_cache` takes them.
+    ``loader`` (``"package.module:function"``) replaces ``load_cache`` for
+    other kinds of caches (a shared cache for ``replay``): it is called as
+    ``function(module, class_name, kwargs)`` in the worker.
 
     >>> CacheSpec(baseline="exact_match").build().name
     'exact_match'
@@ -52,6 +57,7 @@ class CacheSpec:
     class_name: str | None = None
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     baseline: str | None = None
+    loader: str | None = None
 
     def __post_init__(self) -> None:
         if (self.module is None) == (self.baseline is None):
@@ -68,14 +74,21 @@ class CacheSpec:
             except ValueError as e:
                 raise CacheLoadError(str(e)) from None
         assert self.module is not None
-        return load_cache(self.module, self.class_name, self.kwargs)
+        if self.loader is None:
+            return load_cache(self.module, self.class_name, self.kwargs)
+        where, _, name = self.loader.partition(":")
+        try:
+            load = getattr(importlib.import_module(where), name)
+        except (ImportError, AttributeError) as e:
+            raise CacheLoadError(f"cannot find the loader {self.loader!r}: {e}") from None
+        return load(self.module, self.class_name, dict(self.kwargs))
 
     def portable(self) -> CacheSpec:
         """The same spec with a ``.py`` path made absolute, for a worker that
         may run in another directory."""
         m = self.module
         if m is not None and (m.endswith(".py") or "/" in m or os.sep in m):
-            return CacheSpec(os.path.abspath(m), self.class_name, dict(self.kwargs))
+            return dataclasses.replace(self, module=os.path.abspath(m))
         return self
 
 
@@ -118,7 +131,9 @@ class Backend(Protocol):
     def spawn(self, slot: int, gen: int) -> None: ...
     def prepare(self, slot: int, items: list[Any]) -> None: ...
     def submit(self, slot: int, block_no: int, first_index: int, items: list[Any]) -> None: ...
-    def poll(self) -> list[Event]: ...
+    def poll(self, timeout: float | None = None) -> list[Event]:
+        """Wait for news (at most ``timeout`` seconds: then maybe none)."""
+        ...
     def stop(self, slot: int) -> None: ...
     def kill(self, slot: int) -> None: ...
     def shutdown(self) -> None: ...
@@ -206,8 +221,8 @@ class BlockRunner:
             self.backend.stop(slot.index)
         waiting = {s.index for s in live}
         deadline = time.monotonic() + STOP_GRACE_S
-        while waiting and time.monotonic() < deadline:
-            for kind, index, gen, payload in self.backend.poll():
+        while waiting and (left := deadline - time.monotonic()) > 0:
+            for kind, index, gen, payload in self.backend.poll(timeout=left):
                 if gen != self.slots[index].gen:
                     continue
                 if kind == "closed":

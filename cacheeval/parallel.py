@@ -65,7 +65,15 @@ from .procpool import ProcessBackend
 from .progress import ProgressCallback
 from .schema import Pair, Request, Row
 
-__all__ = ["BlockTask", "CacheInfo", "CacheSpec", "PredictTask", "Predictor", "predict_parallel"]
+__all__ = [
+    "BlockTask",
+    "CacheInfo",
+    "CacheSpec",
+    "PredictTask",
+    "Predictor",
+    "map_blocks",
+    "predict_parallel",
+]
 
 #: Rows per block, at most.
 MAX_BLOCK = 256
@@ -348,18 +356,13 @@ class Predictor:
             raise RuntimeError("a Predictor runs once")
         self._ran = True
         info = self.start()
-        size = self.block_size
-        if info.has_prepare:  # prepare sees the whole run: hold it
-            items = items if isinstance(items, list) else list(items)
-            size = size or block_size_for(len(items), max(1, self.workers))
         if total is None and hasattr(items, "__len__"):
             total = len(items)  # type: ignore[arg-type]
-        sizer = BlockSizer(size)
         if self.remote:
-            return self._run_remote(items, sizer, progress, total or 0)
+            return self._run_remote(items, progress, total or 0)
         if info.has_prepare:
-            return self._run_local_prepared(items, sizer.next(), progress, total or 0)
-        return self._run_local(items, sizer, progress, total or 0)
+            return self._run_local_prepared(items, progress, total or 0)
+        return self._run_local(items, BlockSizer(self.block_size), progress, total or 0)
 
     # -- in this process --------------------------------------------------------------
 
@@ -392,13 +395,14 @@ class Predictor:
                 progress(done, total)
 
     def _run_local_prepared(
-        self, items: Iterable[Row | Pair], size: int, progress: ProgressCallback | None, total: int
+        self, items: Iterable[Row | Pair], progress: ProgressCallback | None, total: int
     ) -> Iterator[Prediction]:
         ids: list[str] = []
         pairs: list[Pair] = []
-        for item in items:
+        for item in items:  # prepare sees the whole run: hold it, as pairs
             ids.append(item.id)
             pairs.extend(as_pairs([item], len(ids)))
+        size = self.block_size or block_size_for(len(pairs), 1)
         try:
             PredictTask().prepare(self._local, as_pairs(pairs))
         except CacheCallError as e:
@@ -424,13 +428,11 @@ class Predictor:
     # -- on workers ---------------------------------------------------------------------
 
     def _run_remote(
-        self,
-        items: Iterable[Row | Pair],
-        sizer: BlockSizer,
-        progress: ProgressCallback | None,
-        total: int,
+        self, items: Iterable[Row | Pair], progress: ProgressCallback | None, total: int
     ) -> Iterator[Prediction]:
-        assert self.runner is not None
+        assert self.runner is not None and self.info is not None
+        runner = self.runner
+        sizer = BlockSizer(self.block_size)
 
         def blocks() -> Iterator[tuple[list[str], int, list[Wire]]]:
             first = 1
@@ -440,8 +442,20 @@ class Predictor:
                 yield [item.id for item in chunk], first, wire
                 first += len(chunk)
 
+        def held() -> Iterator[tuple[list[str], int, list[Wire]]]:
+            # prepare sees each worker's whole shard: hold the run, as wire pairs
+            ids: list[str] = []
+            wire: list[Wire] = []
+            for i, item in enumerate(items, 1):
+                ids.append(item.id)
+                wire.append(to_wire(item, i))
+            size = self.block_size or block_size_for(len(wire), len(runner.slots))
+            for k in range(0, len(wire), size):
+                yield ids[k : k + size], k + 1, wire[k : k + size]
+
+        source = held() if self.info.has_prepare else blocks()
         try:
-            for ids, results in self.runner.run(blocks(), progress=progress, total=total):
+            for ids, results in runner.run(source, progress=progress, total=total):
                 sizer.record(res[4] for res in results)
                 for rid, res in zip(ids, results, strict=True):
                     yield self._checked(Prediction(rid, *res))
@@ -481,6 +495,57 @@ class Predictor:
             self._local = None
             if problem:
                 warnings.warn(f"cache {problem}", stacklevel=2)
+
+
+def map_blocks(
+    spec: CacheSpec,
+    task: BlockTask,
+    items: Iterable[Any],
+    *,
+    lost: Callable[[int, str], list[Any]],
+    workers: int = 2,
+    ray: str | None = None,
+    block_size: int = MAX_BLOCK,
+    progress: ProgressCallback | None = None,
+) -> Iterator[Any]:
+    """Run any :class:`BlockTask` over ``items`` on ``workers`` worker
+    processes (or Ray actors), yielding one result per item, in order; the
+    workers are stopped when the iterator is exhausted or closed.
+
+    The general form of :class:`Predictor` for other kinds of runs: the
+    lookup phase of ``cacheeval replay``, for one, is a task whose ``setup``
+    puts the run's entries into each worker's store and whose ``run`` looks a
+    block of requests up; ``lost(n, message)`` gives the results of ``n``
+    items whose worker died twice (error lookups). Items must pickle.
+    """
+    spec = spec.portable()
+    if ray is not None:
+        from .ray_backend import RayBackend
+
+        ray_backend = RayBackend(spec, task, ray, workers or None)
+        backend: Backend = ray_backend
+        workers = ray_backend.workers
+    else:
+        backend = ProcessBackend(spec, task)
+    runner = BlockRunner(backend, workers, lost)
+    try:
+        runner.start()
+
+        def blocks() -> Iterator[tuple[None, int, list[Any]]]:
+            first = 1
+            it = iter(items)
+            while chunk := list(islice(it, block_size)):
+                yield None, first, chunk
+                first += len(chunk)
+
+        for _, results in runner.run(blocks(), progress=progress):
+            yield from results
+    except BaseException:
+        runner.abort()
+        raise
+    problems = runner.close()
+    for problem in dict.fromkeys(problems):
+        warnings.warn(f"cache {problem}", stacklevel=2)
 
 
 def _with_id(pred: Prediction, row_id: str) -> Prediction:

@@ -10,16 +10,17 @@ exits on its own when the driver is gone.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 import threading
 import time
-from multiprocessing.connection import Connection, wait
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .blockrun import BlockTask, CacheSpec, Event
 from .harness import CacheCallError, CacheLoadError, describe_exception
+
+if TYPE_CHECKING:  # multiprocessing is imported when workers start, not with cacheeval
+    from multiprocessing.connection import Connection
 
 
 def _detach() -> None:
@@ -107,6 +108,8 @@ class ProcessBackend:
     pipe each."""
 
     def __init__(self, spec: CacheSpec, task: BlockTask, start_method: str = "spawn") -> None:
+        import multiprocessing
+
         self._ctx: Any = multiprocessing.get_context(start_method)
         self._spec = spec
         self._task = task
@@ -138,12 +141,14 @@ class ProcessBackend:
     def stop(self, slot: int) -> None:
         self._send(slot, ("stop",))
 
-    def poll(self) -> list[Event]:
+    def poll(self, timeout: float | None = None) -> list[Event]:
+        from multiprocessing.connection import wait
+
         by_conn = {conn: slot for slot, (_, conn, _) in self._workers.items()}
         by_sentinel = {proc.sentinel: slot for slot, (proc, _, _) in self._workers.items()}
         if not by_conn:
             return []
-        ready = wait([*by_conn, *by_sentinel])
+        ready = wait([*by_conn, *by_sentinel], timeout)
         events: list[Event] = []
         dead: set[int] = set()
         for obj in ready:

@@ -22,6 +22,7 @@ importable (``pip install 'cacheeval[scale]'`` and the cache's package).
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from .blockrun import BlockTask, CacheSpec, Event
@@ -79,14 +80,20 @@ class RayBackend:
         self.ray = ray
         self._own = False
         if not ray.is_initialized():
-            if address == "local":
-                ray.init(
-                    num_cpus=workers or os.cpu_count() or 1,
-                    include_dashboard=False,
-                    object_store_memory=LOCAL_OBJECT_STORE_BYTES,
-                )
-            else:
-                ray.init(address=address)
+            try:
+                if address == "local":
+                    ray.init(
+                        num_cpus=workers or os.cpu_count() or 1,
+                        include_dashboard=False,
+                        object_store_memory=LOCAL_OBJECT_STORE_BYTES,
+                    )
+                else:
+                    ray.init(address=address)
+            except Exception as e:
+                where = "a local Ray" if address == "local" else f"the Ray cluster at {address}"
+                raise CacheLoadError(
+                    f"cannot start {where}: {describe_exception(e)}"
+                ) from None
             self._own = True
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.workers = workers or max(1, cpus)
@@ -115,13 +122,20 @@ class RayBackend:
         actor, gen = self._actors[slot]
         self._pending[actor.close.remote()] = (slot, gen, "close", -1)
 
-    def poll(self) -> list[Event]:
+    def poll(self, timeout: float | None = None) -> list[Event]:
         ray = self.ray
+        deadline = None if timeout is None else time.monotonic() + timeout
         while self._pending:
             refs = list(self._pending)
-            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=WAIT_S, fetch_local=True)
+            step = WAIT_S if deadline is None else min(WAIT_S, deadline - time.monotonic())
+            ready, rest = ray.wait(refs, num_returns=1, timeout=max(step, 0.0))
             if ready:
+                if rest:  # and whatever else is done by now
+                    more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
+                    ready += more
                 return [self._event(ref) for ref in ready]
+            if deadline is not None and time.monotonic() >= deadline:
+                break
         return []
 
     def _event(self, ref: Any) -> Event:

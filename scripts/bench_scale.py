@@ -283,11 +283,12 @@ def head(src: Path, dst: Path, n: int) -> None:
             out.write(line)
 
 
-def eval_argv(rows: Path, work: Path, cache: list[str], mode: str) -> list[str]:
+def eval_argv(rows: Path, work: Path, cache: list[str], tag: str) -> list[str]:
+    mode = tag.rsplit("-", 1)[1]
     return cli("eval", "--bench", str(rows), *cache, *MODES[mode],
-               "--predictions", str(work / f"pred-{mode}.jsonl"),
-               "--out", str(work / f"report-{mode}.md"),
-               "--json", str(work / f"report-{mode}.json"))  # fmt: skip
+               "--predictions", str(work / f"pred-{tag}.jsonl"),
+               "--out", str(work / f"report-{tag}.md"),
+               "--json", str(work / f"report-{tag}.json"))  # fmt: skip
 
 
 # --- the benchmark ---------------------------------------------------------------------------
@@ -307,15 +308,19 @@ def cpu_model() -> str:
 def run_cache(
     label: str, cache: list[str], rows: Path, n: int, work: Path, modes: Sequence[str]
 ) -> dict[str, Run]:
+    """``eval`` with ``cache`` in each mode; files ``pred-<label>-<mode>.jsonl``."""
     return {
         mode: measure(
-            f"{label} {mode}", n, eval_argv(rows, work, cache, mode), work / f"pred-{mode}.jsonl"
+            f"{label} {mode}",
+            n,
+            eval_argv(rows, work, cache, f"{label}-{mode}"),
+            work / f"pred-{label}-{mode}.jsonl",
         )
         for mode in modes
     }
 
 
-def same_decisions(work: Path, modes: Sequence[str]) -> bool:
+def same_decisions(work: Path, label: str, modes: Sequence[str]) -> bool:
     """The predictions files of every mode agree, timings and dates aside
     (read side by side, a line at a time)."""
 
@@ -324,7 +329,7 @@ def same_decisions(work: Path, modes: Sequence[str]) -> bool:
         rec.pop("created" if i == 0 else "latency_ms", None)
         return json.dumps(rec)
 
-    files = [open(work / f"pred-{m}.jsonl", encoding="utf-8") for m in modes]  # noqa: SIM115
+    files = [open(work / f"pred-{label}-{m}.jsonl", encoding="utf-8") for m in modes]  # noqa: SIM115
     try:
         for i, lines in enumerate(zip(*files, strict=True)):
             first = strip(i, lines[0])
@@ -396,9 +401,10 @@ def main(argv: list[str] | None = None) -> int:
         "--positive", "1", "--domain", "code", "--out", str(rows)))  # fmt: skip
 
     exact = run_cache("exact_match", ["--baseline", "exact_match"], rows, args.n, work, args.modes)
-    agree_exact = same_decisions(work, args.modes)
+    agree_exact = same_decisions(work, "exact_match", args.modes)
+    first_preds = work / f"pred-exact_match-{args.modes[0]}.jsonl"
     scored = measure("score (exact_match predictions)", args.n, cli(
-        "score", "--bench", str(rows), "--predictions", str(work / f"pred-{args.modes[0]}.jsonl"),
+        "score", "--bench", str(rows), "--predictions", str(first_preds),
         "--out", str(work / "rescored.md"), "--json", str(work / "rescored.json")))  # fmt: skip
 
     slow_rows = work / f"rows-{args.slow_n}.jsonl"
@@ -409,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
         cache = ["--cache-module", "scripts.bench_scale", "--cache-class", kind,
                  "--cache-arg", f"ms={args.ms:g}"]  # fmt: skip
         slow[kind] = run_cache(kind, cache, slow_rows, args.slow_n, work, args.modes)
-        agree_slow = agree_slow and same_decisions(work, args.modes)
+        agree_slow = agree_slow and same_decisions(work, kind, args.modes)
     headroom = cpu_headroom()
 
     every = [imported, scored, *exact.values(), *(r for v in slow.values() for r in v.values())]

@@ -9,9 +9,10 @@ import os
 import signal
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from cacheeval.baselines import ExactMatch
-from cacheeval.schema import Pair, Row, Verdict
+from cacheeval.schema import Pair, Request, Row, Verdict
 
 _EXACT = ExactMatch()
 
@@ -121,3 +122,47 @@ class BadPrices:
 
     def __call__(self, pair: Pair) -> Verdict:
         return _EXACT(pair)
+
+
+class SharedExact:
+    """A shared store, as ``cacheeval replay`` drives one: ``put`` a request
+    under an answer id, ``lookup`` a request (exact match after normalisation)."""
+
+    def __init__(self) -> None:
+        self.entries: dict[object, str] = {}
+
+    def put(self, request: Request, answer_id: str) -> None:
+        self.entries.setdefault(request.key(), answer_id)
+
+    def lookup(self, request: Request) -> tuple[str | None, float]:
+        found = self.entries.get(request.key())
+        return found, float(found is not None)
+
+
+def load_shared(module: str, class_name: str | None, kwargs: dict[str, object]) -> object:
+    """A CacheSpec loader for shared caches (no ``Pair -> Verdict`` check)."""
+    import importlib
+
+    return getattr(importlib.import_module(module), class_name or "cache")(**kwargs)
+
+
+@dataclass(frozen=True)
+class LookupTask:
+    """A replay-style lookup phase as a block task: every worker puts all
+    ``entries`` into its own store, then looks its blocks of requests up."""
+
+    entries: tuple[tuple[str, Request], ...]
+
+    def setup(self, cache: SharedExact) -> dict[str, object]:
+        for answer_id, request in self.entries:
+            cache.put(request, answer_id)
+        return {"has_prepare": False, "pid": os.getpid()}
+
+    def prepare(self, cache: SharedExact, items: list[Request]) -> None:
+        raise AssertionError("no prepare")
+
+    def run(self, cache: SharedExact, first_index: int, items: list[Request]) -> list[object]:
+        return [cache.lookup(r) for r in items]
+
+    def close(self, cache: SharedExact) -> str | None:
+        return None

@@ -20,7 +20,7 @@ from cacheeval.baselines import make_baseline
 from cacheeval.cli import main
 from cacheeval.dataset import load_bench
 from cacheeval.harness import CacheCallError, CacheLoadError, predict, score
-from cacheeval.parallel import CacheSpec, Predictor, block_size_for, predict_parallel
+from cacheeval.parallel import CacheSpec, Predictor, block_size_for, map_blocks, predict_parallel
 from cacheeval.predictions import Prediction
 from cacheeval.schema import Row
 from tests.conftest import MINI_BENCH, MINI_LABELS, REPO_ROOT
@@ -303,3 +303,19 @@ def test_gptcache_fast_path_decides_alike_on_workers(
     for a, b in zip(parallel, sequential, strict=True):
         assert a.id == b.id and a.tier_used == b.tier_used and a.error is b.error is None
         assert a.score == pytest.approx(b.score, abs=1e-6)
+
+
+def test_any_block_task_runs_on_workers_for_replay_lookups(dev_rows: list[Row]) -> None:
+    from tests.parallel_caches import LookupTask, SharedExact
+
+    entries = tuple((f"e{i:06d}", r.request("a")) for i, r in enumerate(dev_rows))
+    lookups = [r.request("b") for r in dev_rows]
+    local = SharedExact()
+    LookupTask(entries).setup(local)
+    expected = [local.lookup(q) for q in lookups]
+    got = list(
+        map_blocks(CacheSpec(CACHES, "SharedExact", loader=f"{CACHES}:load_shared"),
+                   LookupTask(entries), lookups, workers=2, block_size=50,
+                   lost=lambda n, message: [(None, 0.0)] * n)
+    )  # fmt: skip
+    assert got == expected and any(answer for answer, _ in got)
