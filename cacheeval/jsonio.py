@@ -32,25 +32,35 @@ def jsonl_bytes(records: Iterable[Any]) -> bytes:
     return "".join(dumps(r) + "\n" for r in records).encode("utf-8")
 
 
-def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+#: File mode of data meant to be shared, and of private data (labels, slices).
+PUBLIC_MODE = 0o644
+PRIVATE_MODE = 0o600
+
+
+def write_bytes_atomic(
+    path: str | os.PathLike[str], data: bytes, *, mode: int = PUBLIC_MODE
+) -> None:
     """Write ``data`` to ``path`` through a temp file and rename, so a crash never
-    leaves a half-written file behind."""
+    leaves a half-written file behind. The file gets ``mode`` (mkstemp creates
+    it 0600, so private data is never readable by others, not even briefly)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; data files are meant to be shared
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
-def write_jsonl(path: str | os.PathLike[str], records: Iterable[Any]) -> None:
-    """Write ``records`` as canonical JSONL, atomically."""
-    write_bytes_atomic(path, jsonl_bytes(records))
+def write_jsonl(
+    path: str | os.PathLike[str], records: Iterable[Any], *, mode: int = PUBLIC_MODE
+) -> None:
+    """Write ``records`` as canonical JSONL, atomically, with file ``mode``."""
+    write_bytes_atomic(path, jsonl_bytes(records), mode=mode)
 
 
 def write_json(path: str | os.PathLike[str], obj: Any) -> None:
