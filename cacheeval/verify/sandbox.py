@@ -60,8 +60,11 @@ may run several sandboxes from a thread pool (:func:`run_many`).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import resource
+import select
 import shutil
 import signal
 import subprocess
@@ -69,6 +72,7 @@ import sys
 import sysconfig
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -330,10 +334,12 @@ def _runtime_args() -> list[str]:
     return args
 
 
-def _bwrap_command(iso: Isolation, main_py: Path, limits: Limits) -> list[str]:
+def _bwrap_command(
+    iso: Isolation, main_py: Path, limits: Limits, info_fd: int | None = None
+) -> list[str]:
     assert iso.bwrap is not None
-    cmd = [
-        iso.bwrap,
+    cmd = [iso.bwrap] if info_fd is None else [iso.bwrap, "--info-fd", str(info_fd)]
+    cmd += [
         "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
         "--unshare-cgroup-try", "--hostname", "sandbox",
         "--die-with-parent", "--new-session",
@@ -493,38 +499,18 @@ def run_python(
         main_py.chmod(0o644)  # readable by the sandbox uid
         boot = ["-I", "-S", "-B", "-X", "utf8=1", "-c", _BOOTSTRAP]
         boot += [str(limits.max_processes), "1" if guard else "0"]
-        if iso.kind == BWRAP:
-            cmd = [*_bwrap_command(iso, main_py, limits), _runtime_python(), *boot]
-            cwd, env = "/", _env(SANDBOX_WORKDIR)
-        else:
-            cmd, cwd, env = [sys.executable, *boot], tmp, _env(tmp)
         err_path = work / ".stderr"
         # Output goes to files, not pipes: RLIMIT_FSIZE then bounds it, and the
         # parent never buffers an unbounded stream.
         with open(work / ".stdout", "wb") as out, open(err_path, "wb") as err:
-            try:
-                proc = subprocess.Popen(
-                    cmd,
-                    cwd=cwd,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=err,
-                    preexec_fn=_preexec(limits),
-                    start_new_session=True,
-                    close_fds=True,
-                )
-            except OSError as e:
-                return SandboxResult(
-                    False, False, None, f"could not start the sandbox: {e}", iso.kind
-                )
-            timed_out = False
-            try:
-                returncode = proc.wait(timeout=limits.wall_seconds)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _kill_group(proc)
-                returncode = proc.wait()
+            if iso.kind == BWRAP:
+                status = _run_bwrap(iso, main_py, boot, limits, out.fileno(), err.fileno())
+            else:
+                cmd = [sys.executable, *boot]
+                status = _run_child(cmd, tmp, _env(tmp), limits, out.fileno(), err.fileno())
+        if isinstance(status, str):
+            return SandboxResult(False, False, None, status, iso.kind)
+        returncode, timed_out = status
         if iso.kind == BWRAP and 128 < returncode <= 128 + 64:
             returncode = -(returncode - 128)  # bwrap reports "killed by signal N" as 128+N
         if returncode in (-signal.SIGXCPU, -signal.SIGKILL):
@@ -545,8 +531,103 @@ def run_python(
         )
 
 
+def _run_child(
+    cmd: list[str],
+    cwd: str,
+    env: dict[str, str],
+    limits: Limits,
+    out: int,
+    err: int,
+    pass_fds: tuple[int, ...] = (),
+    started: Callable[[], None] | None = None,
+) -> tuple[int, bool] | str:
+    """Run ``cmd`` in its own session with the rlimits; (returncode, timed_out),
+    or a message when it cannot start. ``started`` runs once the child is up."""
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            preexec_fn=_preexec(limits),
+            start_new_session=True,
+            close_fds=True,
+            pass_fds=pass_fds,
+        )
+    except OSError as e:
+        return f"could not start the sandbox: {e}"
+    if started is not None:
+        started()
+    try:
+        return proc.wait(timeout=limits.wall_seconds), False
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        return proc.wait(), True
+
+
+def _run_bwrap(
+    iso: Isolation, main_py: Path, boot: list[str], limits: Limits, out: int, err: int
+) -> tuple[int, bool] | str:
+    """:func:`_run_child` for bwrap, then wait for the sandbox's PID namespace to
+    be gone: bwrap may return as soon as the code exits (or is killed) while the
+    kernel is still killing what else ran in there, so the sandbox's init
+    (``--info-fd`` names it) is killed and awaited through a pidfd."""
+    info_r, info_w = os.pipe()
+    open_fds = {info_r, info_w}
+    pidfds: list[int] = []
+
+    def close(fd: int) -> None:
+        if fd in open_fds:  # never twice: the number may be reused meanwhile
+            open_fds.discard(fd)
+            os.close(fd)
+
+    def started() -> None:
+        close(info_w)
+        pid = _read_child_pid(info_r, timeout=min(limits.wall_seconds, 30.0))
+        if pid is not None:
+            with contextlib.suppress(OSError):
+                pidfds.append(os.pidfd_open(pid))
+
+    cmd = [*_bwrap_command(iso, main_py, limits, info_fd=info_w), _runtime_python(), *boot]
+    try:
+        return _run_child(cmd, "/", _env(SANDBOX_WORKDIR), limits, out, err, (info_w,), started)
+    finally:
+        close(info_w)
+        close(info_r)
+        for fd in pidfds:
+            _kill_and_await(fd)
+
+
+def _read_child_pid(fd: int, timeout: float) -> int | None:
+    """The ``child-pid`` bwrap writes to its ``--info-fd`` (None if it never does)."""
+    buf = b""
+    deadline = time.monotonic() + timeout
+    while b"}" not in buf:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return None
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        buf += chunk
+    m = re.search(rb'"child-pid"\s*:\s*(\d+)', buf)
+    return int(m.group(1)) if m else None
+
+
+def _kill_and_await(pidfd: int) -> None:
+    """SIGKILL the sandbox's init and wait (up to 10 s) until it has exited; it
+    exits only after every other process of its PID namespace is gone."""
+    try:
+        with contextlib.suppress(OSError):
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        select.select([pidfd], [], [], 10.0)
+    finally:
+        os.close(pidfd)
+
+
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    # Under bwrap, killing bwrap tears down the PID namespace (--die-with-parent).
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
