@@ -67,7 +67,7 @@ TOTAL_TOLERANCE = 10
 #: Local-search starts per domain; the best result wins.
 RESTARTS = 4
 #: A domain with at most this many groups is packed by trying every assignment.
-EXHAUSTIVE_MAX = 8
+EXHAUSTIVE_MAX = 6
 #: Annealing: steps per start, start and end temperature, and the cost of one
 #: row outside a tolerance band while annealing (the final cost uses PENALTY).
 ANNEAL_STEPS = 4000
@@ -222,14 +222,20 @@ class _State:
         self.x: dict[tuple[Cell, str], int] = {(c, s): 0 for c in cell_sizes for s in SPLITS}
         self.tot = dict.fromkeys(SPLITS, 0)
         self.where: list[str | None] = [None] * len(groups)
+        self._terms: dict[tuple[Cell, str, int], float] = {}
 
     def cell_term(self, c: Cell, s: str, x: int) -> float:
         """(share - target share)^2, plus PENALTY per row outside the band."""
-        n = self.n[c]
-        e = abs(_Q * x - _K[s] * n)  # Q times the deviation in rows, exact
-        dev = e / (_Q * n)
-        over = e * _TOL_DEN - n * _TOL_NUM * _Q  # > 0: outside the band
-        return dev * dev + (self.penalty * over / (_Q * _TOL_DEN) if over > 0 else 0.0)
+        key = (c, s, x)
+        term = self._terms.get(key)
+        if term is None:
+            n = self.n[c]
+            e = abs(_Q * x - _K[s] * n)  # Q times the deviation in rows, exact
+            dev = e / (_Q * n)
+            over = e * _TOL_DEN - n * _TOL_NUM * _Q  # > 0: outside the band
+            term = dev * dev + (self.penalty * over / (_Q * _TOL_DEN) if over > 0 else 0.0)
+            self._terms[key] = term
+        return term
 
     def total_term(self, s: str, t: int) -> float:
         dev = t - self.totals[s]
@@ -247,6 +253,8 @@ class _State:
     def delta(self, moves: Sequence[tuple[int, str | None, str | None]]) -> float:
         """Cost change of moving each group i from split ``a`` (None: unplaced)
         to ``b`` (None: unplace), all together."""
+        if len(moves) == 1:
+            return self._delta_one(*moves[0])
         dx: dict[tuple[Cell, str], int] = {}
         dt: dict[str, int] = {}
         for i, a, b in moves:
@@ -268,6 +276,23 @@ class _State:
         for s, d in dt.items():
             if d:
                 out += self.total_term(s, self.tot[s] + d) - self.total_term(s, self.tot[s])
+        return out
+
+    def _delta_one(self, i: int, a: str | None, b: str | None) -> float:
+        g = self.groups[i]
+        term, x = self.cell_term, self.x
+        out = 0.0
+        for c, k in g.cells:
+            if a is not None:
+                xa = x[(c, a)]
+                out += term(c, a, xa - k) - term(c, a, xa)
+            if b is not None:
+                xb = x[(c, b)]
+                out += term(c, b, xb + k) - term(c, b, xb)
+        if a is not None:
+            out += self.total_term(a, self.tot[a] - g.size) - self.total_term(a, self.tot[a])
+        if b is not None:
+            out += self.total_term(b, self.tot[b] + g.size) - self.total_term(b, self.tot[b])
         return out
 
     def move(self, i: int, b: str | None) -> None:

@@ -238,11 +238,15 @@ def load_families(sources_dir: Path) -> list[Family]:
     by_key = {f.key: f for f in families}
     for fam in families:
         for partner in fam.unrelated_with:
+            if partner.partition("#")[0] not in by_key:
+                raise seen[fam.key].error(
+                    fam.key, f"unrelated_with names unknown family {partner!r}"
+                )
             try:
                 other, _ = partner_text(partner, by_key)
-            except (KeyError, IndexError, ValueError):
+            except (IndexError, ValueError):
                 raise seen[fam.key].error(
-                    fam.key, f"unrelated_with names unknown family or variant {partner!r}"
+                    fam.key, f"unrelated_with names unknown variant {partner!r}"
                 ) from None
             if other is fam:
                 raise seen[fam.key].error(fam.key, "unrelated_with names the family itself")

@@ -122,7 +122,7 @@ def test_code_switching_appears_in_hit_and_miss_rows(rows: list[dict[str, Any]])
 def test_swapped_entities_and_numbers_also_appear_in_hit_rows(rows: list[dict[str, Any]]) -> None:
     """A token that an ADVERSARIAL edit swaps in or out also sits, unchanged on
     both sides, in some HIT row."""
-    cues = ("300", "4 stunden", "austria", "piccolo", "fahrenheit", "银", "insecto", "built")
+    cues = ("300", "4 stunden", "austria", "piccolo", "fahrenheit", "银", "insecto", "construit")
     for cue in cues:
         in_hit = [
             r
