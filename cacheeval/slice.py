@@ -47,7 +47,7 @@ from .dataset import iter_bench, row_problem
 from .generators import math as math_gen
 from .generators import tool as tool_gen
 from .generators.common import SOURCES_DIR, make_row, rng, source_ref
-from .schema import ADVERSARIAL, DOMAINS, HIT_LABELS, PARA_SAFE, ROW_FIELDS, Row
+from .schema import ADVERSARIAL, DOMAINS, HIT_LABELS, PARA_SAFE, POLICY_NO_CACHE, ROW_FIELDS, Row
 from .verify import check_row
 from .verify import tool as toolcheck
 from .verify.textnorm import normalize_answer
@@ -585,6 +585,23 @@ def _tool_row(r: random.Random, label: str, ctx: _Context) -> dict[str, Any]:
         )
     phrases = lib.tools[draw.tool]["grounding"]
     grounding = f"{phrases[r.randrange(len(phrases))]}; {lib.axes[draw.sub]['grounding']}."
+    # The write-tool policy (SCHEMA.md §2.1), read from the tool definitions: a
+    # call to a mutation or time_sensitive tool makes the row a policy row.
+    calls = {"call_a": a.call, "call_b": b.call}
+    never = toolcheck.never_cache(
+        [
+            (toolcheck.tool_policy(toolcheck.find_tool(tools, c["name"])) or "", c["name"])
+            for c in (a.call, b.call)
+        ]
+    )
+    method, payload = "canonical_tool_call", {"kind": "tool_call", **calls}
+    if never is not None:
+        effect = next(
+            e["effect"] for e in lib.tools.values() if e["definition"]["name"] == never[1]
+        )
+        rationale += f" Besides, {never[1]} {effect}, so neither request is served from a cache."
+        method = POLICY_NO_CACHE
+        payload = {"kind": "policy", "policy": never[0], "reason": f"{never[1]} {effect}", **calls}
     return make_row(
         id="cb-tool-0000",
         domain="tool",
@@ -595,8 +612,8 @@ def _tool_row(r: random.Random, label: str, ctx: _Context) -> dict[str, Any]:
         expected_answer_a=answers[0],
         expected_answer_b=answers[1],
         rationale=rationale,
-        verification_method="canonical_tool_call",
-        verification_payload={"kind": "tool_call", "call_a": a.call, "call_b": b.call},
+        verification_method=method,
+        verification_payload=payload,
         construction_method=tool_gen.CONSTRUCTION[label],
         source=source_ref(_HERE, draw.key),
         real_world_grounding=grounding,

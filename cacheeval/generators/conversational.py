@@ -21,7 +21,9 @@ Every ``sources/conversational/*.json`` file (read in name order) holds::
 The first reference of a row is query_a and must name a request of the row's own
 family; the second is query_b. HIT rows (EQUIV, PARA_SAFE) pair two phrasings of
 one request; RELATED_UNSAFE and ADVERSARIAL pair two requests of one family;
-UNRELATED rows take query_b from another family.
+UNRELATED rows take query_b from another family: its partner (families pair up,
+one triple, so that families linked by UNRELATED rows form small groups the
+split packer keeps in one split).
 
 Verification
 ------------

@@ -26,7 +26,9 @@ users with the same ``name`` are one person under two settings (a changed unit
 or locale); otherwise they are two people. Per family: one EQUIV, PARA_SAFE and
 RELATED_UNSAFE row from one user (the same system prompt on both sides), one
 ADVERSARIAL row with the byte-identical base question under the two profiles,
-and one UNRELATED row per partner family. A seeded coin picks side a.
+and one UNRELATED row per partner family (partners name each other, so linked
+families form pairs the split packer keeps in one split). A seeded coin picks
+side a.
 """
 
 from __future__ import annotations

@@ -51,7 +51,12 @@ def test_rows_are_valid_verified_test_rows(rows: list[dict[str, object]]) -> Non
         got = check_row(row)
         assert got.binary == row.binary_label, (row.id, got.detail)
         assert row.label in (ADVERSARIAL, PARA_SAFE)
-        assert row.binary_label == ("MISS" if row.label == ADVERSARIAL else "HIT")
+        # The slice's tool templates (alarms, timers, thermostat, lights, flight
+        # searches) call mutation or time_sensitive tools, so by the write-tool
+        # policy (SCHEMA.md §2.1) their rows are policy rows, MISS whatever the label.
+        policy = row.verification_method == "policy_no_cache"
+        assert policy == (row.domain == "tool"), row.id
+        assert row.binary_label == ("HIT" if row.label == PARA_SAFE and not policy else "MISS")
         assert normalise_text(row.query_a) != normalise_text(row.query_b)
     assert len({r["id"] for r in rows}) == 40
     labels = [r["label"] for r in rows]
