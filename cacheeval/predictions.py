@@ -2,9 +2,10 @@
 
 File format (canonical JSONL, see :mod:`cacheeval.jsonio`)::
 
-    {"cacheeval_predictions": "1.0", "cache_name": ..., "cache_args": {...},
+    {"cacheeval_predictions": "1.1", "cache_name": ..., "cache_args": {...},
      "package_version": ..., "dataset_sha256": ..., "split": ..., "created": ...,
-     "domains": [...] | null, "cost_per_call_usd": {...}}
+     "domains": [...] | null, "cost_per_call_usd": {...}, "cache_ref": "mod:Class" | null,
+     "complete": true}
     {"id": "cb-math-0001", "is_hit": false, "confidence": 0.9, "score": 0.12,
      "tier_used": "embedding", "latency_ms": 1.25, "error": null}
     ...
@@ -12,7 +13,10 @@ File format (canonical JSONL, see :mod:`cacheeval.jsonio`)::
 The first line is the header, then one object per row in row order with
 exactly the keys of :data:`PREDICTION_FIELDS`. A row whose call failed has
 ``is_hit`` false, null ``confidence``/``score`` and an ``error`` string. The
-header's ``domains`` and ``cost_per_call_usd`` are optional when reading.
+header's ``domains``, ``cost_per_call_usd``, ``cache_ref`` and ``complete``
+are optional when reading. ``complete`` is false for the partial file a run
+interrupted by the user (Ctrl-C) leaves: its rows are the ones decided before
+the interrupt, and scoring it counts the others as missing.
 """
 
 from __future__ import annotations
@@ -77,6 +81,8 @@ class PredictionsHeader:
     created: str
     domains: tuple[str, ...] | None = None
     cost_per_call_usd: dict[str, float] = field(default_factory=dict)
+    cache_ref: str | None = None
+    complete: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         """The header line; key order is the file order."""
@@ -90,6 +96,8 @@ class PredictionsHeader:
             "created": self.created,
             "domains": list(self.domains) if self.domains is not None else None,
             "cost_per_call_usd": dict(self.cost_per_call_usd),
+            "cache_ref": self.cache_ref,
+            "complete": self.complete,
         }
 
 
@@ -102,6 +110,8 @@ def make_header(
     split: str | None = None,
     domains: Iterable[str] | None = None,
     cost_per_call_usd: dict[str, float] | None = None,
+    cache_ref: str | None = None,
+    complete: bool = True,
 ) -> PredictionsHeader:
     """A header for this package version and :data:`SCHEMA_VERSION`."""
     return PredictionsHeader(
@@ -114,6 +124,8 @@ def make_header(
         created=created,
         domains=tuple(domains) if domains is not None else None,
         cost_per_call_usd=dict(cost_per_call_usd or {}),
+        cache_ref=cache_ref,
+        complete=complete,
     )
 
 
@@ -174,7 +186,7 @@ def _header_problem(data: Any) -> str | None:
     missing = [k for k in required if k not in data]
     if missing:
         return f"header is missing field(s): {', '.join(missing)}"
-    known = {HEADER_KEY, *required, "domains", "cost_per_call_usd"}
+    known = {HEADER_KEY, *required, "domains", "cost_per_call_usd", "cache_ref", "complete"}
     extra = sorted(k for k in data if k not in known)
     if extra:
         return f"header has unknown field(s): {', '.join(extra)}"
@@ -195,6 +207,10 @@ def _header_problem(data: Any) -> str | None:
         _number_or_null(v) and v is not None and v >= 0 for v in costs.values()
     ):
         return "header cost_per_call_usd must map tiers to non-negative numbers"
+    if data.get("cache_ref") is not None and not isinstance(data["cache_ref"], str):
+        return "header cache_ref must be a string or null"
+    if not isinstance(data.get("complete", True), bool):
+        return "header complete must be true or false"
     return None
 
 
@@ -227,6 +243,8 @@ def read_predictions(
                 cost_per_call_usd={
                     k: float(v) for k, v in data.get("cost_per_call_usd", {}).items()
                 },
+                cache_ref=data.get("cache_ref"),
+                complete=data.get("complete", True),
             )
             continue
         problem = prediction_problem(data)
