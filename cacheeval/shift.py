@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .metrics.classification import Confusion, Estimate, accuracy, fhr, recall
+from .predictions import Prediction
 from .report import Report
 from .schema import DOMAINS, Row
 
@@ -116,25 +117,32 @@ def evaluate_shift(
     slice_rows: Sequence[Row],
     *,
     log: Callable[[str], None] = lambda _msg: None,
-) -> tuple[list[CacheShift], dict[str, tuple[Report, Report]]]:
-    """Grade every cache on both sets with :func:`cacheeval.harness.evaluate`.
+) -> tuple[list[CacheShift], dict[str, tuple[Report, Report]], dict[str, list[Prediction]]]:
+    """Grade every cache on both sets: :func:`cacheeval.harness.predict` (the
+    cache sees only pairs), then :func:`cacheeval.harness.score`.
 
     ``caches`` holds (name, factory): each set gets a fresh instance, so no
-    state carries over from the test split to the slice. Returns the shifts
-    and the two full reports per cache.
+    state carries over from the test split to the slice. Returns the shifts,
+    the two full reports per cache, and each cache's test-split predictions
+    (label-free, e.g. for the leaderboard's reference rows).
     """
-    from .harness import evaluate
+    from .harness import cache_name_of, predict, score
 
     shifts: list[CacheShift] = []
     reports: dict[str, tuple[Report, Report]] = {}
+    test_predictions: dict[str, list[Prediction]] = {}
     for name, make in caches:
         pair = []
         for label, rows in (("test split", test_rows), ("slice", slice_rows)):
             log(f"{name}: {label} ({len(rows)} rows)")
-            pair.append(evaluate(make(), rows, cache_name=name, split="test"))
+            cache = make()
+            preds = predict(cache, rows)
+            if label == "test split":
+                test_predictions[name] = preds
+            pair.append(score(preds, rows, cache_name=name or cache_name_of(cache), split="test"))
         reports[name] = (pair[0], pair[1])
         shifts.append(cache_shift(name, pair[0], pair[1]))
-    return shifts, reports
+    return shifts, reports, test_predictions
 
 
 # --- rendering ------------------------------------------------------------------------------
@@ -163,7 +171,11 @@ def _side_json(s: Side | None) -> dict[str, Any] | None:
 def _shifts_json(test: Side | None, slice_: Side | None) -> dict[str, float | None]:
     out: dict[str, float | None] = {}
     for key, _, _ in METRICS:
-        d = None if test is None or slice_ is None else shift(getattr(test, key), getattr(slice_, key))
+        d = (
+            None
+            if test is None or slice_ is None
+            else shift(getattr(test, key), getattr(slice_, key))
+        )
         out[key] = None if d is None else round(d, 4)
     return out
 

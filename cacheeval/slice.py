@@ -259,8 +259,7 @@ def generate_slice(
     for d in chosen:
         p = eligible_pool(d, public, heldout_dir)
         ordered = {
-            lab: _seeded([r for r in p.rows if r["label"] == lab], secret, d, lab)
-            for lab in LABELS
+            lab: _seeded([r for r in p.rows if r["label"] == lab], secret, d, lab) for lab in LABELS
         }
         rows += _take(d, ordered, per_domain)
     return _number(rows, chosen)
@@ -402,9 +401,7 @@ def summary(rows: Sequence[dict[str, Any]]) -> str:
         mine = [r for r in rows if r["domain"] == d]
         if mine:
             counts = ", ".join(
-                f"{lab} {n}"
-                for lab in LABELS
-                if (n := sum(1 for r in mine if r["label"] == lab))
+                f"{lab} {n}" for lab in LABELS if (n := sum(1 for r in mine if r["label"] == lab))
             )
             parts.append(f"{d} {len(mine)} ({counts})")
     return "; ".join(parts)

@@ -11,12 +11,16 @@ embeddings) and the verified cache (committed model) on
 * the slice ``cacheeval generate-slice --seed <demo seed>`` gives against the
   public shards ``domains/*.jsonl`` (40 rows per domain, held-out families),
 
-and writes the per-domain comparison (:mod:`cacheeval.shift`). Progress on stderr.
+and writes the per-domain comparison (:mod:`cacheeval.shift`), plus each
+reference cache's test-split predictions under
+``reports/reference_predictions/`` (label-free; the leaderboard grades them as
+its fixed reference rows). Progress on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,8 +29,15 @@ from typing import Any
 from cacheeval.baselines import make_baseline
 from cacheeval.dataset import load_bench
 from cacheeval.generators.common import DOMAINS_DIR, REPO_ROOT
-from cacheeval.jsonio import dumps_pretty, jsonl_bytes, sha256_bytes, sha256_file
-from cacheeval.jsonio import write_bytes_atomic
+from cacheeval.jsonio import (
+    dumps_pretty,
+    jsonl_bytes,
+    sha256_bytes,
+    sha256_file,
+    write_bytes_atomic,
+)
+from cacheeval.predictions import Prediction, make_header, write_predictions
+from cacheeval.report import utc_now
 from cacheeval.schema import Row
 from cacheeval.shift import evaluate_shift, render_markdown, to_json
 from cacheeval.slice import DEFAULT_PER_DOMAIN, generate_slice, load_public_texts
@@ -34,6 +45,8 @@ from cacheeval.slice import DEFAULT_PER_DOMAIN, generate_slice, load_public_text
 #: The fixed, public seed of the demo slice (a real round uses a secret one).
 DEMO_SEED = "cacheeval-shift-demo-1"
 GPTCACHE_CONFIG = "minilm@0.80"
+#: Where the reference caches' test-split predictions go, under --out-dir.
+REFERENCE_DIR = "reference_predictions"
 
 
 def _log(msg: str) -> None:
@@ -62,6 +75,20 @@ def reference_caches() -> list[tuple[str, Callable[[], Any]]]:
     return out
 
 
+def write_reference_predictions(
+    folder: Path, predictions: dict[str, list[Prediction]], dataset_sha256: str
+) -> None:
+    """The reference caches' test-split predictions, one predictions file each
+    (``cacheeval serve --references`` grades them as the board's fixed rows)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, preds in predictions.items():
+        header = make_header(
+            cache_name=name, created=utc_now(), dataset_sha256=dataset_sha256, split="test"
+        )
+        slug = re.sub(r"[^a-z0-9]+", "-", name.casefold()).strip("-")
+        write_predictions(folder / f"{slug}.jsonl", header, preds)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seed", default=DEMO_SEED, help=f"slice seed (default: {DEMO_SEED})")
@@ -86,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     caches = reference_caches()
     if args.baselines_only:
         caches = caches[:3]
-    shifts, _ = evaluate_shift(caches, test_rows, slice_rows, log=_log)
+    shifts, _, test_predictions = evaluate_shift(caches, test_rows, slice_rows, log=_log)
     meta = {
         "command": "python -m scripts.run_shift"
         + (f" --seed {args.seed}" if args.seed != DEMO_SEED else ""),
@@ -104,6 +131,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.out_dir / "SHIFT.json", (dumps_pretty(to_json(shifts, meta)) + "\n").encode()
     )
     write_bytes_atomic(args.out_dir / "SHIFT.md", render_markdown(shifts, meta).encode())
+    write_reference_predictions(
+        args.out_dir / REFERENCE_DIR, test_predictions, sha256_file(args.bench)
+    )
     _log(f"wrote {args.out_dir / 'SHIFT.md'} and SHIFT.json")
     return 0
 
