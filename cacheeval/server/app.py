@@ -3,10 +3,11 @@
 Routes::
 
     GET  /                        leaderboard page (sortable table + upload form)
-    GET  /submissions/{id}        per-domain / per-label breakdown page
+    GET  /submissions/{id}        a submission's page (its Ladder answer)
     GET  /api/leaderboard         the board as JSON
     POST /api/submissions         grade and store an upload (bearer token)
     GET  /api/submissions/{id}    the caller's own submission (bearer token; 404 otherwise)
+    GET  /api/rounds, /rounds/{name}  closed private-slice rounds (per-domain breakdowns)
     GET  /healthz                 liveness and the test-set identity
     GET  /static/...              the page's script and stylesheet
 
@@ -18,7 +19,10 @@ stored bytes are the JSON/JSONL document itself (the file part for
 multipart). Order of checks: token (401), rate limit (429), size (413),
 format and content (400/422), then grading; the rate limit is checked
 again in the insert transaction. Nothing is written unless the upload is
-accepted. Errors are ``{"error": message}``.
+accepted. Errors are ``{"error": message}``. Feedback is the Ladder's answer
+on the public half of the test rows (:mod:`cacheeval.server.ladder`,
+:func:`~cacheeval.server.grading.public_feedback`); stored exact counts never
+leave the server.
 
 Blocking work (SQLite, grading) runs in Starlette's thread pool.
 """
@@ -47,12 +51,18 @@ from . import pages
 from .grading import (
     MAX_NAME,
     MAX_TRAINING_DATA,
+    Halves,
+    Reference,
     SubmissionError,
     TestSet,
     Upload,
     check_text,
+    closed_rounds,
     grade,
+    halves_of,
+    ladder_states,
     parse_upload,
+    public_feedback,
 )
 from .ratelimit import Decision, RateLimit
 from .store import NewSubmission, RateLimited, Store, Submitter
@@ -74,13 +84,18 @@ _PAGE_HEADERS = {
 
 @dataclass(frozen=True)
 class ServerConfig:
-    """What the app serves: the store, the labelled test set, the limits, a clock."""
+    """What the app serves: the store, the labelled test set, the limits, a clock,
+    the public/private halves (default: split by the labels' sha256), the
+    fixed reference rows and the directory of private-slice rounds."""
 
     store: Store
     test: TestSet
     rate_limit: RateLimit = field(default_factory=RateLimit)
     max_body_bytes: int = DEFAULT_MAX_BODY
     clock: Callable[[], float] = time.time
+    halves: Halves | None = None
+    references: tuple[Reference, ...] = ()
+    rounds_dir: Path | None = None
 
 
 class _ApiError(Exception):
@@ -122,6 +137,7 @@ def create_app(config: ServerConfig) -> Starlette:
     """The ASGI app serving ``config``."""
     store, test, limit = config.store, config.test, config.rate_limit
     test_order = tuple(r.id for r in test.rows)
+    halves = config.halves or halves_of(test)
 
     async def authenticate(request: Request) -> Submitter:
         token = bearer_token(request.headers.get("authorization"))
@@ -207,7 +223,7 @@ def create_app(config: ServerConfig) -> Starlette:
             MAX_TRAINING_DATA,
         )
         name = name or upload.name or (upload.cache_name or "").strip()[:MAX_NAME] or "unnamed"
-        scores = grade(upload, test, cache_name=name)
+        scores = grade(upload, test, halves, cache_name=name)
         now = config.clock()
         new = NewSubmission(
             submitter_id=submitter.id,
@@ -224,7 +240,8 @@ def create_app(config: ServerConfig) -> Starlette:
             scores=scores,
         )
         sid, decision = store.insert_submission(new, limit)
-        return sid, decision, scores, new
+        state = ladder_states(store.submissions()).get(sid)
+        return sid, decision, public_feedback(scores, state), new
 
     async def post_submission(request: Request) -> Response:
         try:
@@ -258,7 +275,7 @@ def create_app(config: ServerConfig) -> Starlette:
             "n_predictions": new.n_predictions,
             "labels_sha256": new.labels_sha256,
             "url": f"/submissions/{sid}",
-            "scores": scores,
+            "feedback": scores,
         }
         headers = {"Location": f"/api/submissions/{sid}", **_rate_headers(limit, decision)}
         return JSONResponse(payload, status_code=201, headers=headers)
@@ -270,6 +287,10 @@ def create_app(config: ServerConfig) -> Starlette:
             return _error(e.status, e.message, e.headers)
         sid = request.path_params["sid"]
         sub = await run_in_threadpool(store.submission, sid)
+        state = None
+        if sub is not None:
+            states = await run_in_threadpool(lambda: ladder_states(store.submissions()))
+            state = states.get(sub.id)
         if sub is None or sub.submitter_id != submitter.id:
             # The same answer for "absent" and "someone else's": ids reveal nothing.
             return _error(404, f"no submission {sid} for this token")
@@ -289,7 +310,7 @@ def create_app(config: ServerConfig) -> Starlette:
                 "status": sub.status,
                 "status_detail": sub.status_detail,
                 "url": f"/submissions/{sub.id}",
-                "scores": sub.scores,
+                "feedback": public_feedback(sub.scores, state),
             }
         )
 
@@ -297,17 +318,22 @@ def create_app(config: ServerConfig) -> Starlette:
         subs = await run_in_threadpool(store.submissions)
         return JSONResponse(
             {
-                "sort": "fhr ascending, then f1 descending",
+                "sort": pages.BOARD_ORDER,
                 "n_test_rows": len(test.rows),
+                "n_public_rows": len(halves.public),
                 "labels_sha256": test.labels_sha256,
-                "entries": pages.board(subs),
+                "entries": pages.board(subs, config.references),
             }
         )
 
     async def index(request: Request) -> Response:
         subs = await run_in_threadpool(store.submissions)
         html = pages.leaderboard_page(
-            pages.board(subs), n_test_rows=len(test.rows), rate_limit=limit.describe()
+            pages.board(subs, config.references),
+            n_test_rows=len(test.rows),
+            n_public_rows=len(halves.public),
+            rate_limit=limit.describe(),
+            rounds=[r.name for r in closed_rounds(config.rounds_dir)],
         )
         return HTMLResponse(html, headers=_PAGE_HEADERS)
 
@@ -317,7 +343,21 @@ def create_app(config: ServerConfig) -> Starlette:
         if sub is None:
             html = pages.not_found_page(f"There is no submission {sid}.")
             return HTMLResponse(html, status_code=404, headers=_PAGE_HEADERS)
-        return HTMLResponse(pages.submission_page(sub), headers=_PAGE_HEADERS)
+        states = await run_in_threadpool(lambda: ladder_states(store.submissions()))
+        return HTMLResponse(pages.submission_page(sub, states.get(sub.id)), headers=_PAGE_HEADERS)
+
+    async def get_rounds(request: Request) -> Response:
+        rounds = await run_in_threadpool(closed_rounds, config.rounds_dir)
+        return JSONResponse({"rounds": [pages.round_json(r) for r in rounds]})
+
+    async def round_page(request: Request) -> Response:
+        name = request.path_params["name"]
+        rounds = await run_in_threadpool(closed_rounds, config.rounds_dir)
+        found = next((r for r in rounds if r.name == name), None)
+        if found is None:
+            html = pages.not_found_page(f"No closed round {name}.")
+            return HTMLResponse(html, status_code=404, headers=_PAGE_HEADERS)
+        return HTMLResponse(pages.round_page(found), headers=_PAGE_HEADERS)
 
     async def healthz(request: Request) -> Response:
         return JSONResponse(
@@ -344,6 +384,8 @@ def create_app(config: ServerConfig) -> Starlette:
         Route("/api/leaderboard", get_leaderboard, methods=["GET"]),
         Route("/api/submissions", post_submission, methods=["POST"]),
         Route("/api/submissions/{sid:int}", get_submission, methods=["GET"]),
+        Route("/api/rounds", get_rounds, methods=["GET"]),
+        Route("/rounds/{name}", round_page, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="static"),
     ]
