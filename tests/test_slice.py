@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -257,6 +258,7 @@ def test_generate_slice_command(tmp_path: Path, capsys: pytest.CaptureFixture[st
     out = tmp_path / "slice.jsonl"
     argv = ["generate-slice", "--seed", "cmd", "--per-domain", "10", "--domain", "math"]
     assert cacheeval_cli.main([*argv, "--domain", "tool", "--out", str(out)]) == 0
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600  # the slice is private
     printed = capsys.readouterr().out
     assert f"20 slice rows, no text shared with {sum(sum(v) for v in MATRIX.values())}" in printed
     assert "math 10 (EQUIV 2, PARA_SAFE 2, RELATED_UNSAFE 2, ADVERSARIAL 3, UNRELATED 1)" in printed

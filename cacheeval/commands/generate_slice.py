@@ -94,7 +94,7 @@ def _public_files(args: argparse.Namespace) -> list[Path]:
 def run(args: argparse.Namespace) -> int:
     from ..harness import CacheLoadError, load_cache
     from ..heldout import HELDOUT_DIR
-    from ..jsonio import sha256_file, write_jsonl
+    from ..jsonio import PRIVATE_MODE, sha256_file, write_jsonl
     from ..slice import (
         SliceError,
         generate_adversarial_slice,
@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
         head = header(
             args.seed, rows, per_domain=args.per_domain, heldout_dir=pool_dir, against=against
         )
-        write_jsonl(args.out, [head, *rows])
+        write_jsonl(args.out, [head, *rows], mode=PRIVATE_MODE)  # the slice is private: 0600
     except (SliceError, UsageError, CacheLoadError) as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
