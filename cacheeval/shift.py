@@ -27,8 +27,10 @@ n/a and so is its shift.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .metrics.classification import Confusion, Estimate, accuracy, fhr, recall
@@ -143,6 +145,27 @@ def evaluate_shift(
         reports[name] = (pair[0], pair[1])
         shifts.append(cache_shift(name, pair[0], pair[1]))
     return shifts, reports, test_predictions
+
+
+def write_reference_predictions(
+    folder: Path, predictions: dict[str, list[Prediction]], dataset_sha256: str
+) -> list[Path]:
+    """Each cache's test-split predictions as a predictions file (header with
+    its name; label-free) in ``folder``, named after the cache: what
+    ``cacheeval serve --references`` grades as the board's fixed rows."""
+    from .predictions import make_header, write_predictions
+    from .report import utc_now
+
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for name, preds in predictions.items():
+        header = make_header(
+            cache_name=name, created=utc_now(), dataset_sha256=dataset_sha256, split="test"
+        )
+        slug = re.sub(r"[^a-z0-9]+", "-", name.casefold()).strip("-")
+        write_predictions(folder / f"{slug}.jsonl", header, preds)
+        out.append(folder / f"{slug}.jsonl")
+    return out
 
 
 # --- rendering ------------------------------------------------------------------------------

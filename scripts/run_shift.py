@@ -20,7 +20,6 @@ its fixed reference rows). Progress on stderr.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -36,10 +35,13 @@ from cacheeval.jsonio import (
     sha256_file,
     write_bytes_atomic,
 )
-from cacheeval.predictions import Prediction, make_header, write_predictions
-from cacheeval.report import utc_now
 from cacheeval.schema import Row
-from cacheeval.shift import evaluate_shift, render_markdown, to_json
+from cacheeval.shift import (
+    evaluate_shift,
+    render_markdown,
+    to_json,
+    write_reference_predictions,
+)
 from cacheeval.slice import DEFAULT_PER_DOMAIN, generate_slice, load_public_texts
 
 #: The fixed, public seed of the demo slice (a real round uses a secret one).
@@ -73,20 +75,6 @@ def reference_caches() -> list[tuple[str, Callable[[], Any]]]:
     out.append((f"gptcache {GPTCACHE_CONFIG} (fast path)", gptcache))
     out.append(("verified-cache", verified))
     return out
-
-
-def write_reference_predictions(
-    folder: Path, predictions: dict[str, list[Prediction]], dataset_sha256: str
-) -> None:
-    """The reference caches' test-split predictions, one predictions file each
-    (``cacheeval serve --references`` grades them as the board's fixed rows)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, preds in predictions.items():
-        header = make_header(
-            cache_name=name, created=utc_now(), dataset_sha256=dataset_sha256, split="test"
-        )
-        slug = re.sub(r"[^a-z0-9]+", "-", name.casefold()).strip("-")
-        write_predictions(folder / f"{slug}.jsonl", header, preds)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
