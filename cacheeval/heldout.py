@@ -19,6 +19,7 @@ the slice, and the slice picks the label mix (:func:`cacheeval.slice.quotas`).
 
 from __future__ import annotations
 
+import copy
 import importlib
 from pathlib import Path
 from typing import Any
@@ -39,14 +40,34 @@ class PoolError(ValueError):
     """A held-out fixture is missing or broken (the message names ``path:LINE``)."""
 
 
+#: Built pools of this process, keyed by what they were built from.
+_BUILT: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+
+
+def _fingerprint(domain: str, heldout_dir: Path) -> tuple[str, ...]:
+    """The pool's inputs: the domain and every held-out file's path, size and
+    modification time (an edited fixture builds afresh)."""
+    files = sorted(p for p in heldout_dir.rglob("*") if p.is_file())
+    return (domain, *(f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files))
+
+
 def pool(domain: str, heldout_dir: Path = HELDOUT_DIR) -> list[dict[str, Any]]:
     """Every row of ``domain``'s held-out families (shard rows: no ``split``),
-    built and verified by the domain's generator. Raises :class:`PoolError`."""
+    built and verified by the domain's generator (once per process and set of
+    fixture files; callers get their own copy). Raises :class:`PoolError`."""
     if domain not in DOMAINS:
         raise PoolError(f"unknown domain {domain!r}")
     folder = heldout_dir / domain
     if not folder.is_dir():
         raise PoolError(f"{folder}: no held-out fixtures for {domain}")
+    key = _fingerprint(domain, heldout_dir)
+    if key not in _BUILT:
+        _BUILT[key] = _build(domain, heldout_dir)
+    return copy.deepcopy(_BUILT[key])
+
+
+def _build(domain: str, heldout_dir: Path) -> list[dict[str, Any]]:
+    folder = heldout_dir / domain
     module = importlib.import_module(f".generators.{domain}", __package__)
     try:
         if domain in _MATRIX_CHECKED:

@@ -49,6 +49,7 @@ from typing import Any
 from .dataset import SLICE_HEADER_KEY, iter_bench, row_problem
 from .generators.common import stable_seed
 from .heldout import HELDOUT_DIR, PoolError, pool
+from .jsonio import dumps
 from .schema import DOMAINS, LABELS, MATRIX, ROW_FIELDS, Row
 from .verify import check_row
 
@@ -170,16 +171,25 @@ class Pool:
     n_public_overlap: int
 
 
+#: (checker, row digest) pairs already verified in this process: a row's
+#: verdict depends only on its content and the checker.
+_VERIFIED: set[tuple[object, str]] = set()
+
+
 def _verify(row: dict[str, Any]) -> None:
     problem = row_problem(row, require_labels=True)
     if problem:
         raise SliceError(f"held-out row from {row['source']} is invalid: {problem}")
+    key = (check_row, hashlib.sha256(dumps(row).encode("utf-8")).hexdigest())
+    if key in _VERIFIED:
+        return
     got = check_row(Row.from_dict(row))
     if got.binary != row["binary_label"]:
         raise SliceError(
             f"held-out row from {row['source']} ({row['subcategory']}) is labelled "
             f"{row['binary_label']} but its checker says {got.binary}: {got.detail}"
         )
+    _VERIFIED.add(key)
 
 
 def eligible_pool(domain: str, public: frozenset[str], heldout_dir: Path = HELDOUT_DIR) -> Pool:
