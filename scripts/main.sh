@@ -21,4 +21,7 @@ $py scripts/run_gptcache.py
 echo "== verified cache vs GPTCache ==" >&2
 $py scripts/run_verified_vs_gptcache.py
 
+echo "== test split vs private slice (demo seed): reports/SHIFT.md, reference predictions ==" >&2
+$py -m scripts.run_shift
+
 echo "main job done: see reports/" >&2
