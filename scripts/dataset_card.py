@@ -30,9 +30,9 @@ from typing import Any
 # Run from a checkout without installing: make the repository importable.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cacheeval.build.assemble import BuildFailed, build_dir  # noqa: E402
-from cacheeval.build.difficulty import content_key, load_calibration  # noqa: E402
-from cacheeval.build.manifest import TIERS  # noqa: E402
+from cacheeval.pipeline.assemble import BuildFailed, build_dir  # noqa: E402
+from cacheeval.pipeline.difficulty import content_key, load_calibration  # noqa: E402
+from cacheeval.pipeline.manifest import TIERS  # noqa: E402
 from cacheeval.generators.common import REPO_ROOT, difficulty_file  # noqa: E402
 from cacheeval.jsonio import write_bytes_atomic  # noqa: E402
 from cacheeval.schema import (  # noqa: E402
@@ -159,8 +159,8 @@ def balance(data: CardData) -> list[str]:
 
 def splits(data: CardData) -> list[str]:
     """Rows per split, with their binary balance, and how the splits were made
-    (:func:`cacheeval.build.splits.split_stats`)."""
-    from cacheeval.build.splits import split_stats
+    (:func:`cacheeval.pipeline.splits.split_stats`)."""
+    from cacheeval.pipeline.splits import split_stats
 
     body: list[list[object]] = []
     for s in SPLITS:

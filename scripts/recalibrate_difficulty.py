@@ -10,7 +10,7 @@ similarity), writes ``sources/difficulty.json``, regenerates
 DATASET_CARD.md (scripts/dataset_card.py) when the root has one. Nothing is
 written unless the regenerated shards assemble cleanly; a second run writes
 identical bytes.
-See cacheeval/build/difficulty.py.
+See cacheeval/pipeline/difficulty.py.
 
     python scripts/recalibrate_difficulty.py                 # this checkout
     python scripts/recalibrate_difficulty.py --root /tmp/copy --sources-dir sources
@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from cacheeval.build.assemble import BuildFailed  # noqa: E402
-from cacheeval.build.difficulty import (  # noqa: E402
+from cacheeval.pipeline.assemble import BuildFailed  # noqa: E402
+from cacheeval.pipeline.difficulty import (  # noqa: E402
     DIFFICULTY_PATH,
     DifficultyFileError,
     recalibrate,

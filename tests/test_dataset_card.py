@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from cacheeval.build.difficulty import FORMAT, content_key
+from cacheeval.pipeline.difficulty import FORMAT, content_key
 from cacheeval.jsonio import dumps_pretty
 from scripts import dataset_card as dc
 
-from .build.synthetic import SMALL_MATRIX, write_shards
+from .pipeline.synthetic import SMALL_MATRIX, write_shards
 
 REPO = Path(__file__).resolve().parents[1]
 

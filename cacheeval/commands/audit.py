@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..audit import audit_rows, format_audit
-    from ..build.shards import read_shards
+    from ..pipeline.shards import read_shards
     from ..jsonio import JsonlError
 
     if args.folds < 2:

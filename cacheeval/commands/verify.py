@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from concurrent.futures.process import BrokenProcessPool
 
-    from ..build.shards import read_shards, to_row
+    from ..pipeline.shards import read_shards, to_row
     from ..dataset import row_problem
     from ..jsonio import JsonlError
     from ..schema import Row

@@ -167,14 +167,14 @@ def number_rows(domain: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]
     """Give rows their ids ``cb-<domain>-0001`` ... in list order, and their
     calibrated difficulty.
 
-    A row whose content key (:func:`cacheeval.build.difficulty.content_key`) is
+    A row whose content key (:func:`cacheeval.pipeline.difficulty.content_key`) is
     in the calibration file (:func:`difficulty_file`) with the row's binary
     label takes the calibrated difficulty; any other row keeps the one it has
     (the provisional rule of :func:`make_row`). Raises ValueError naming
     ``file:LINE`` when the calibration file is malformed.
     """
-    # Imported here: cacheeval.build.difficulty itself imports this module.
-    from ..build.difficulty import apply_calibration, load_calibration
+    # Imported here: cacheeval.pipeline.difficulty itself imports this module.
+    from ..pipeline.difficulty import apply_calibration, load_calibration
 
     calibration = load_calibration(difficulty_file())
     out = []

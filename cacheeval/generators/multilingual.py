@@ -38,7 +38,7 @@ code-switched side (subcategories ``code_switch_*``); a pair of two plain
 English requests belongs to the English domains, and the generator refuses
 it. UNRELATED rows take query_b from a fixed partner family (the families form
 pairs and triples), so families linked by UNRELATED rows form small groups the
-split packer (:mod:`cacheeval.build.splits`) keeps in one split.
+split packer (:mod:`cacheeval.pipeline.splits`) keeps in one split.
 
 Verification
 ------------

@@ -27,7 +27,7 @@ HIT labels join two forms of one question; RELATED_UNSAFE and ADVERSARIAL two
 questions of one family; UNRELATED a question of this family with one of
 another; partner families are chosen in pairs (each names the other), so
 families linked by UNRELATED rows form small groups that the split packer
-(:mod:`cacheeval.build.splits`) keeps in one split. ``source`` is
+(:mod:`cacheeval.pipeline.splits`) keeps in one split. ``source`` is
 ``<fixture>#<family key>``: the family is the group of grouped cross-validation.
 
 Every form must be used by some pair, no two pairs may join the same two

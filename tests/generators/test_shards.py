@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from cacheeval.build.checks import pair_key, side_key
+from cacheeval.pipeline.checks import pair_key, side_key
 from cacheeval.generators.common import DOMAINS_DIR, REPO_ROOT, SOURCES_DIR
 from cacheeval.jsonio import dumps, iter_jsonl, jsonl_bytes
 from cacheeval.schema import DOMAINS

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from cacheeval.build.assemble import label_record, public_row
+from cacheeval.pipeline.assemble import label_record, public_row
 from cacheeval.dataset import load_bench
 from cacheeval.jsonio import sha256_file, write_json, write_jsonl
 from cacheeval.predictions import Prediction, make_header, write_predictions

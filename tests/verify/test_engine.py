@@ -22,7 +22,7 @@ from cacheeval.verify.engine import (
     tier_counts,
     verify_rows,
 )
-from tests.build.synthetic import make_shard
+from tests.pipeline.synthetic import make_shard
 
 from .rows import make
 

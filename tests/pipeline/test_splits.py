@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cacheeval.build.splits import (
+from cacheeval.pipeline.splits import (
     ALGORITHM,
     CELL_TOLERANCE,
     SHARES,

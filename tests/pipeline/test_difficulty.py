@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from cacheeval.build.assemble import BuildFailed, build_dir
-from cacheeval.build.difficulty import (
+from cacheeval.pipeline.assemble import BuildFailed, build_dir
+from cacheeval.pipeline.difficulty import (
     CONTENT_FIELDS,
     FORMAT,
     Calibration,
@@ -48,7 +48,7 @@ from cacheeval.build.difficulty import (
     tfidf_cosines,
     token_jaccard,
 )
-from cacheeval.build.manifest import MANIFEST_PATH, calibration_block
+from cacheeval.pipeline.manifest import MANIFEST_PATH, calibration_block
 from cacheeval.generators.common import make_row, number_rows, using_difficulty_file
 from cacheeval.jsonio import dumps_pretty, iter_jsonl, jsonl_bytes, write_jsonl
 
@@ -743,9 +743,9 @@ def test_recalibrate_gives_up_when_rows_never_settle(tmp_path: Path) -> None:
 
 _DETERMINISM_SCRIPT = """
 import hashlib, sys
-from cacheeval.build.difficulty import *
+from cacheeval.pipeline.difficulty import *
 from cacheeval.jsonio import dumps_pretty
-from tests.build.synthetic import make_shard, SMALL_MATRIX
+from tests.pipeline.synthetic import make_shard, SMALL_MATRIX
 rows = [dict(r, split="train") for d, c in SMALL_MATRIX.items() for r in make_shard(d, c)]
 lx = lexical_scorers()
 five = [*lx, LexicalScorer("j2", "v", lx[1].fn), LexicalScorer("e2", "v", lx[2].fn)]

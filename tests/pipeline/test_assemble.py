@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from cacheeval.build.assemble import (
+from cacheeval.pipeline.assemble import (
     Build,
     BuildFailed,
     build_dir,
@@ -23,8 +23,8 @@ from cacheeval.build.assemble import (
     main,
     write_build,
 )
-from cacheeval.build.manifest import DATASET_PATH, LABELS_PATH, MANIFEST_PATH
-from cacheeval.build.rowschema import schema_errors, validator
+from cacheeval.pipeline.manifest import DATASET_PATH, LABELS_PATH, MANIFEST_PATH
+from cacheeval.pipeline.rowschema import schema_errors, validator
 from cacheeval.dataset import load_bench, load_test_labels, row_problem
 from cacheeval.jsonio import jsonl_bytes, sha256_file, write_jsonl
 from cacheeval.schema import DOMAINS, HIDDEN_TEST_FIELDS, MATRIX, ROW_FIELDS
@@ -58,7 +58,7 @@ def test_happy_path_outputs(root: Path) -> None:
     assert keys == sorted(keys)
     assert [list(r) for r in build.rows] == [list(ROW_FIELDS)] * n
     by_split = {s: sum(1 for r in build.rows if r["split"] == s) for s in ("train", "dev", "test")}
-    # Splits go by family (cacheeval.build.splits): the 43 synthetic rows form 9
+    # Splits go by family (cacheeval.pipeline.splits): the 43 synthetic rows form 9
     # families of at most 5 rows, packed whole against targets 21/11/11 (largest
     # remainder of 43 * 50/25/25); the packer lands on 19/14/10.
     assert by_split == {"train": 19, "dev": 14, "test": 10}
@@ -256,7 +256,7 @@ def test_each_violation_names_row_and_reason(
 
 
 def _shown(root: Path) -> str:
-    from cacheeval.build.assemble import display_path
+    from cacheeval.pipeline.assemble import display_path
 
     return display_path(root / "domains" / "qa_factual.jsonl")
 

@@ -856,7 +856,7 @@ def report_markdown(cal: Calibration, provisional: Sequence[str] | None = None) 
         "# Calibrated difficulty",
         "",
         "Written by `scripts/recalibrate_difficulty.py` (logic in"
-        " `cacheeval/build/difficulty.py` and `adapters/difficulty_scorers.py`); the calibration"
+        " `cacheeval/pipeline/difficulty.py` and `adapters/difficulty_scorers.py`); the calibration"
         " itself is `sources/difficulty.json` and `domains/manifest.json` carries its metadata.",
         "",
         f"Rows calibrated: **{len(cal.rows)}** from {len(cal.domains)}/{len(DOMAINS)} domains"
@@ -989,12 +989,12 @@ def recalibrate(
     its calibrated difficulty, and then only files whose bytes change. When a
     fixture changes while the models score (the regenerated rows are not the
     scored ones), the whole pass is repeated, up to ``attempts`` times. Raises
-    :class:`~cacheeval.build.assemble.BuildFailed` when a generator fails, the
+    :class:`~cacheeval.pipeline.assemble.BuildFailed` when a generator fails, the
     shards do not assemble, or the rows never settle. Outputs:
     ``sources/difficulty.json``, ``domains/<domain>.jsonl``, the build files
     and ``reports/DIFFICULTY.md``. ``matrix`` and ``generators`` (domain ->
     ``generate(sources_dir)``, default the :mod:`cacheeval.generators` modules)
-    are as in :func:`~cacheeval.build.assemble.check_build`.
+    are as in :func:`~cacheeval.pipeline.assemble.check_build`.
     """
     # Imported here: assemble imports the manifest, which imports this module.
     from ..generators.common import using_difficulty_file

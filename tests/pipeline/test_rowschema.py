@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from cacheeval.build.assemble import label_record, public_row
-from cacheeval.build.rowschema import SCHEMA_PATH, schema_errors, schema_text, validator
+from cacheeval.pipeline.assemble import label_record, public_row
+from cacheeval.pipeline.rowschema import SCHEMA_PATH, schema_errors, schema_text, validator
 from cacheeval.dataset import row_problem
 from cacheeval.schema import HIDDEN_TEST_FIELDS, ROW_FIELDS
 
@@ -27,7 +27,7 @@ def _labelled(
 
 def test_committed_schema_is_generated() -> None:
     assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text(), (
-        "row.schema.json is stale: run python -m cacheeval.build.rowschema"
+        "row.schema.json is stale: run python -m cacheeval.pipeline.rowschema"
     )
 
 

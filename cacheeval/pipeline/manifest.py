@@ -16,7 +16,7 @@ included, in the vocabulary order of :mod:`cacheeval.schema`)::
     verification:
       by_tier:    {deterministic, rubric, judge: n}
       by_method:  {method: n}
-    splits:                                                 (see cacheeval.build.splits)
+    splits:                                                 (see cacheeval.pipeline.splits)
       {algorithm, grouping, cell_tolerance_points, total_tolerance_rows, by_split,
        groups, largest_groups: [{key, rows, families}], max_cell_deviation_points,
        shared_families, shared_texts}
@@ -28,7 +28,7 @@ included, in the vocabulary order of :mod:`cacheeval.schema`)::
 its path and sha256, every metadata key of the file (scorers with versions,
 thresholds and best F1, the held-out agreement figures, ...; not the
 per-row entries) and how many of the build's rows it calibrates
-(:func:`cacheeval.build.difficulty.manifest_block`). When there is no such
+(:func:`cacheeval.pipeline.difficulty.manifest_block`). When there is no such
 file, or it calibrates none of the rows, the previous manifest's block is
 carried over verbatim if it had one, else the key is absent.
 
@@ -116,7 +116,7 @@ def build_manifest(
     ``calibration_file`` the difficulty calibration to describe (default: the
     file in effect, :func:`~cacheeval.generators.common.difficulty_file`).
 
-    Raises :class:`~cacheeval.build.assemble.BuildFailed` naming ``file:LINE``
+    Raises :class:`~cacheeval.pipeline.assemble.BuildFailed` naming ``file:LINE``
     when the calibration file is malformed.
     """
     present = [d for d, _ in shards]

@@ -1,4 +1,4 @@
-"""Building the dataset: assemble shards, assign splits, write the manifest.
+"""The dataset pipeline: assemble shards, assign splits, write the manifest.
 
 Modules: :mod:`.shards` (reading ``domains/<domain>.jsonl``), :mod:`.rowschema`
 (``schemas/row.schema.json``), :mod:`.checks` (every rule a build enforces),

@@ -9,9 +9,9 @@ Inputs: ``<root>/domains/<domain>.jsonl`` for every domain of
   :data:`~cacheeval.schema.HIDDEN_TEST_FIELDS`.
 * ``private/test_labels.jsonl`` (git-ignored): per test row, ``id`` plus the
   withheld fields, in that key order and in the order of the public file.
-* ``domains/manifest.json``: see :mod:`cacheeval.build.manifest`.
+* ``domains/manifest.json``: see :mod:`cacheeval.pipeline.manifest`.
 
-Nothing is written unless every check of :mod:`cacheeval.build.checks` passes;
+Nothing is written unless every check of :mod:`cacheeval.pipeline.checks` passes;
 all violations are printed (``shard:LINE: id: reason``) and the exit status is 1.
 
 ``--check`` regenerates every shard whose generator module

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from cacheeval.build.assemble import check_build
-from cacheeval.build.shards import present_domains
+from cacheeval.pipeline.assemble import check_build
+from cacheeval.pipeline.shards import present_domains
 from cacheeval.generators.common import REPO_ROOT
 
 

@@ -184,7 +184,7 @@ def check_shards(
     shard_paths: Mapping[str, str] | None = None,
 ) -> list[Violation]:
     """Every violation in ``shards`` (domain -> rows, as read by
-    :func:`~cacheeval.build.shards.read_shards`). Empty means the build may go on.
+    :func:`~cacheeval.pipeline.shards.read_shards`). Empty means the build may go on.
 
     ``shard_paths`` gives the path shown for shard-wide problems (default: the
     path of the shard's first row, or ``<domain>.jsonl``).
