@@ -82,7 +82,7 @@ from fractions import Fraction
 from typing import Any
 
 from ..schema import HIT, MISS, Row
-from . import Check
+from .result import Check
 
 DEFAULT_TOLERANCE = 1e-9
 

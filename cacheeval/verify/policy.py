@@ -24,7 +24,7 @@ that no called tool has is undecided.
 from __future__ import annotations
 
 from ..schema import MISS, POLICY_NO_CACHE, Row
-from . import Check
+from .result import Check
 from .tool import NEVER_CACHE, called_policies, never_cache
 
 POLICIES = ("creative", "cross_user", "personalized", *NEVER_CACHE)

@@ -92,7 +92,7 @@ from typing import Any
 
 from ..jsonio import dumps
 from ..schema import HIT, MISS, Row
-from . import Check
+from .result import Check
 
 METHODS = ("json_schema", "canonical_tool_call")
 NO_CALL_KINDS = ("refusal", "direct")
