@@ -20,20 +20,14 @@ the slice, and the slice picks the label mix (:func:`cacheeval.slice.quotas`).
 from __future__ import annotations
 
 import copy
-import importlib
 from pathlib import Path
 from typing import Any
 
-from .generators.common import SOURCES_DIR
-from .schema import DOMAINS
+from .domains import SPECS
+from .layout import HELDOUT_DIR
+from .pipeline.generate import generate_shard
 
-#: Where the held-out families live (one sub-directory per domain).
-HELDOUT_DIR = SOURCES_DIR / "heldout"
-
-#: Generators whose ``generate`` enforces the matrix counts unless told not to.
-_MATRIX_CHECKED = frozenset(
-    {"math", "code", "conversational", "creative", "personalized", "multi_turn", "multilingual"}
-)
+__all__ = ["HELDOUT_DIR", "PoolError", "pool"]
 
 
 class PoolError(ValueError):
@@ -55,7 +49,7 @@ def pool(domain: str, heldout_dir: Path = HELDOUT_DIR) -> list[dict[str, Any]]:
     """Every row of ``domain``'s held-out families (shard rows: no ``split``),
     built and verified by the domain's generator (once per process and set of
     fixture files; callers get their own copy). Raises :class:`PoolError`."""
-    if domain not in DOMAINS:
+    if domain not in SPECS:
         raise PoolError(f"unknown domain {domain!r}")
     folder = heldout_dir / domain
     if not folder.is_dir():
@@ -68,12 +62,8 @@ def pool(domain: str, heldout_dir: Path = HELDOUT_DIR) -> list[dict[str, Any]]:
 
 def _build(domain: str, heldout_dir: Path) -> list[dict[str, Any]]:
     folder = heldout_dir / domain
-    module = importlib.import_module(f".generators.{domain}", __package__)
     try:
-        if domain in _MATRIX_CHECKED:
-            rows: list[dict[str, Any]] = module.generate(heldout_dir, matrix=False)
-        else:
-            rows = module.generate(heldout_dir)
+        rows = generate_shard(domain, folder, check_matrix=False)
     except (ValueError, KeyError, OSError) as e:  # FixtureError is a ValueError
         raise PoolError(f"{domain} held-out pool: {e}") from None
     if not rows:

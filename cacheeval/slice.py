@@ -7,7 +7,7 @@ hand-written fixture families in the public formats that no public generator
 reads), so no slice row shares a template family with the public set.
 
 :func:`generate_slice` takes ``per_domain`` rows from each domain. Within a
-domain the label counts follow the domain's row of :data:`cacheeval.schema.MATRIX`
+domain the label counts follow the domain's row of :data:`cacheeval.domains.MATRIX`
 scaled to ``per_domain`` (:func:`quotas`, largest remainder). For each
 (domain, label) the pool rows are put in a seeded order,
 ``random.Random(stable_seed("slice", SECRET, domain, label))``, and the first
@@ -47,10 +47,11 @@ from pathlib import Path
 from typing import Any
 
 from .dataset import SLICE_HEADER_KEY, iter_bench, row_problem
-from .generators.common import stable_seed
+from .domains import MATRIX
 from .heldout import HELDOUT_DIR, PoolError, pool
 from .jsonio import dumps
-from .schema import DOMAINS, LABELS, MATRIX, ROW_FIELDS, Row
+from .layout import REPO_ROOT, stable_seed
+from .schema import DOMAINS, LABELS, ROW_FIELDS, Row
 from .verify import check_row
 
 #: Rows per domain unless told otherwise (the issue's floor is 40).
@@ -375,8 +376,6 @@ def header(
     against: Against | None = None,
 ) -> dict[str, Any]:
     """The slice file's first line (key order fixed)."""
-    from .generators.common import REPO_ROOT
-
     try:
         pool_name = heldout_dir.resolve().relative_to(REPO_ROOT).as_posix()
     except ValueError:

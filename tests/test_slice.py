@@ -17,9 +17,10 @@ import pytest
 from cacheeval import cli as cacheeval_cli
 from cacheeval import slice as slice_mod
 from cacheeval.dataset import load_bench, read_slice_header, row_problem
+from cacheeval.domains import MATRIX
 from cacheeval.heldout import HELDOUT_DIR, PoolError, pool
 from cacheeval.jsonio import jsonl_bytes
-from cacheeval.schema import DOMAINS, LABELS, MATRIX, Pair, Row, Verdict
+from cacheeval.schema import DOMAINS, LABELS, Pair, Row, Verdict
 from cacheeval.slice import (
     SliceError,
     eligible_pool,

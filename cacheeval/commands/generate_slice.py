@@ -76,7 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _public_files(args: argparse.Namespace) -> list[Path]:
-    from ..generators.common import DOMAINS_DIR
+    from ..layout import DOMAINS_DIR
     from ..slice import SliceError
 
     if args.public:

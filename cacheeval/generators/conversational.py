@@ -44,26 +44,24 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from ..dataset import row_problem
+from ..layout import REPO_ROOT
 from ..schema import (
     ADVERSARIAL,
     EQUIV,
     HIT_LABELS,
     LABELS,
-    MATRIX,
     PARA_SAFE,
     RELATED_UNSAFE,
     UNRELATED,
-    Row,
 )
 from ..verify import check_row
-from .common import REPO_ROOT, make_row, number_rows, source_ref
+from .common import DraftRow, FixtureError, fixture_files, fixture_source
 
 DOMAIN = "conversational"
 
@@ -195,10 +193,6 @@ SUBCATEGORIES: dict[str, tuple[str, str]] = {
 }
 
 
-class FixtureError(ValueError):
-    """A problem in a hand-written fixture; the message starts ``path:LINE:``."""
-
-
 def display_path(path: Path) -> str:
     """``path`` relative to the repository root when it lies inside it."""
     try:
@@ -260,14 +254,6 @@ class FixtureText:
                 out[-1] = first
                 cursor = self.find(parts, cursor) + 1
         return out
-
-
-def source_for(path: Path, item: str, domain: str) -> str:
-    """The row's ``source``; fixtures outside the repo (tests) get a stable stand-in."""
-    try:
-        return source_ref(path, item)
-    except ValueError:
-        return f"sources/{domain}/{path.name}#{item}"
 
 
 #: Words (with inner apostrophes) and single punctuation marks, so that an edit
@@ -411,11 +397,8 @@ def fixture_families(fixture_dir: Path) -> Iterator[tuple[FixtureText, str, Any]
     ``fixture_dir`` (files in name order), after the checks every family-based
     fixture shares: a top-level ``families`` object, family keys unique across
     files, each body an object with a non-empty ``grounding``."""
-    files = sorted(fixture_dir.glob("*.json"))
-    if not files:
-        raise FixtureError(f"{display_path(fixture_dir)}: no *.json fixtures found")
     seen: dict[str, str] = {}
-    for path in files:
+    for path in fixture_files(fixture_dir):
         fx = FixtureText(path)
         data = fx.load()
         expect(
@@ -525,7 +508,7 @@ def _rationale(spec: RowSpec, ra: Intent, rb: Intent, pa: Phrasing, pb: Phrasing
     )
 
 
-def _build(spec: RowSpec, home: Family, by_key: dict[str, Family]) -> dict[str, Any]:
+def _build(spec: RowSpec, home: Family, by_key: dict[str, Family]) -> DraftRow:
     fx = home.fx
 
     def fail(message: str) -> FixtureError:
@@ -550,8 +533,7 @@ def _build(spec: RowSpec, home: Family, by_key: dict[str, Family]) -> dict[str, 
         raise fail("an UNRELATED row must take query_b from another family")
     if pa.text == pb.text:
         raise fail("the two sides are identical")
-    return make_row(
-        id=f"cb-{DOMAIN}-0000",
+    return DraftRow(
         domain=DOMAIN,
         subcategory=spec.subcategory,
         label=spec.label,
@@ -567,85 +549,74 @@ def _build(spec: RowSpec, home: Family, by_key: dict[str, Family]) -> dict[str, 
             "criteria_b": _criteria_payload(rb),
         },
         construction_method=CONSTRUCTION[spec.label],
-        source=source_for(home.path, home.key, DOMAIN),
+        source=fixture_source(home.path, home.key),
         real_world_grounding=f"{home.grounding}; {sub[1]}.",
     )
 
 
 def check_rows(
     domain: str,
-    rows: list[dict[str, Any]],
+    rows: list[DraftRow],
     where: list[tuple[FixtureText, int]],
-    *,
-    matrix: bool = True,
 ) -> None:
-    """Refuse a shard that breaks the dataset conventions.
+    """Refuse rows that break the dataset conventions.
 
-    Checks per-label counts against MATRIX, schema validity, the checker's verdict
-    (must equal ``binary_label``), duplicate pairs in either order, identical
-    sides, and repeated rationale sentences. ``where[i]`` locates row ``i``'s spec.
-    ``matrix=False`` skips the label counts (a held-out pool, :mod:`cacheeval.heldout`).
+    Checks schema validity, the checker's verdict (must equal ``binary_label``),
+    duplicate pairs in either order, identical sides, and repeated rationale
+    sentences. ``where[i]`` locates row ``i``'s spec. Rows are named by the id
+    the pipeline gives them (they are numbered in list order).
     """
     seen_pairs: dict[tuple[Any, ...], int] = {}
     sentences: dict[str, int] = {}
     for i, r in enumerate(rows):
         fx, off = where[i]
-        problem = row_problem({**r, "split": "train"})
+        rid = f"cb-{domain}-{i + 1:04d}"
+        row = r.to_row(rid)
+        problem = row_problem({**r.to_shard(rid), "split": "train"})
         if problem:
-            raise fx.error(f"row {r['id']}: {problem}", offset=off)
-        row = Row.from_dict({**r, "split": "train"})
+            raise fx.error(f"row {rid}: {problem}", offset=off)
         verdict = check_row(row)
         if verdict.binary != row.binary_label:
             raise fx.error(
-                f"row {r['id']} is labelled {row.binary_label} but the checker says "
+                f"row {rid} is labelled {row.binary_label} but the checker says "
                 f"{verdict.binary}: {verdict.detail}",
                 offset=off,
             )
         side_a = tuple(
-            json.dumps(r[f"{k}_a"], ensure_ascii=False)
+            json.dumps(getattr(r, f"{k}_a"), ensure_ascii=False)
             for k in ("query", "context", "system_prompt", "tools")
         )
         side_b = tuple(
-            json.dumps(r[f"{k}_b"], ensure_ascii=False)
+            json.dumps(getattr(r, f"{k}_b"), ensure_ascii=False)
             for k in ("query", "context", "system_prompt", "tools")
         )
         if side_a == side_b:
-            raise fx.error(f"row {r['id']} has identical sides", offset=off)
+            raise fx.error(f"row {rid} has identical sides", offset=off)
         key = tuple(sorted((side_a, side_b)))
         if key in seen_pairs:
-            raise fx.error(
-                f"row {r['id']} repeats the pair of row {seen_pairs[key] + 1}", offset=off
-            )
+            raise fx.error(f"row {rid} repeats the pair of row {seen_pairs[key] + 1}", offset=off)
         seen_pairs[key] = i
-        for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z])", r["rationale"]):
+        for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z])", r.rationale):
             if sentence in sentences:
                 raise fx.error(
-                    f"row {r['id']} repeats a rationale sentence of row {sentences[sentence] + 1}: "
+                    f"row {rid} repeats a rationale sentence of row {sentences[sentence] + 1}: "
                     f"{sentence!r}",
                     offset=off,
                 )
             sentences[sentence] = i
-    counts = Counter(r["label"] for r in rows)
-    want = dict(zip(LABELS, MATRIX[domain], strict=True))
-    got = {label: counts.get(label, 0) for label in LABELS}
-    if matrix and got != want:
-        first = where[0][0] if where else None
-        name = display_path(first.path.parent) if first else domain
-        raise FixtureError(f"{name}: label counts {got} differ from MATRIX {want}")
 
 
-def generate(sources_dir: Path, *, matrix: bool = True) -> list[dict[str, Any]]:
-    """All conversational shard rows, numbered in fixture order.
+def generate(fixture_dir: Path) -> list[DraftRow]:
+    """All conversational rows of ``fixture_dir``, in fixture order.
 
     Raises :class:`FixtureError` (``path:line: what``) on any fixture problem,
     including a row whose label the rubric checker does not reproduce.
-    ``matrix=False``: any label counts (a held-out pool).
     """
-    return build_shard(DOMAIN, load_families(sources_dir / DOMAIN), _build, matrix=matrix)
+    return build_rows(DOMAIN, load_families(fixture_dir), _build)
 
 
 class FamilyLike(Protocol):
-    """What :func:`build_shard` needs of a family (conversational and multilingual)."""
+    """What :func:`build_rows` needs of a family (conversational and multilingual)."""
 
     @property
     def key(self) -> str: ...
@@ -658,22 +629,19 @@ class FamilyLike(Protocol):
 F = TypeVar("F", bound=FamilyLike)
 
 
-def build_shard(
+def build_rows(
     domain: str,
     families: Sequence[F],
-    build: Callable[[RowSpec, F, dict[str, F]], dict[str, Any]],
-    *,
-    matrix: bool = True,
-) -> list[dict[str, Any]]:
-    """Every family's rows built by ``build(spec, family, families_by_key)``, numbered in
+    build: Callable[[RowSpec, F, dict[str, F]], DraftRow],
+) -> list[DraftRow]:
+    """Every family's rows built by ``build(spec, family, families_by_key)``, in
     fixture order, then checked (:func:`check_rows` names the fixture line of a bad row)."""
     by_key = {f.key: f for f in families}
-    rows: list[dict[str, Any]] = []
+    rows: list[DraftRow] = []
     where: list[tuple[FixtureText, int]] = []
     for fam in families:
         for spec in fam.rows:
             rows.append(build(spec, fam, by_key))
             where.append((fam.fx, spec.offset))
-    numbered = number_rows(domain, rows)
-    check_rows(domain, numbered, where, matrix=matrix)
-    return numbered
+    check_rows(domain, rows, where)
+    return rows

@@ -29,7 +29,7 @@ other words), so two families may partner each other without repeating a pair.
 Partners are chosen so that families linked by UNRELATED rows form small
 groups (the split packer keeps each group in one split). Which text sits on side a is decided per
 row by a seeded coin, so query_b alone does not reveal the label. The shared
-fixture helpers below (:class:`FixtureError`, :func:`read_fixtures`, ...) are
+fixture helpers below (:class:`Fixture`, :func:`read_fixtures`, ...) are
 also used by the personalized and multi_turn generators.
 """
 
@@ -42,16 +42,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..schema import ADVERSARIAL, EQUIV, MATRIX, PARA_SAFE, RELATED_UNSAFE, UNRELATED
-from .common import load_source, make_row, number_rows, rng, source_ref
+from ..layout import rng
+from ..schema import ADVERSARIAL, EQUIV, PARA_SAFE, RELATED_UNSAFE, UNRELATED
+from .common import DraftRow, FixtureError, fixture_files, fixture_source, load_source
 
 DOMAIN = "creative"
 
 # --- fixture helpers shared by the creative, personalized and multi_turn generators ---
-
-
-class FixtureError(ValueError):
-    """Bad fixture content; the message starts ``path:LINE:`` when the line is known."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,18 +74,14 @@ class Fixture:
         return FixtureError(f"{self.where(needle)}: {label}{message}")
 
 
-def read_fixtures(sources_dir: Path, domain: str) -> list[Fixture]:
-    """Every ``sources_dir/<domain>/*.json`` file in name order, parsed.
+def read_fixtures(fixture_dir: Path) -> list[Fixture]:
+    """Every ``fixture_dir/*.json`` file in name order, parsed.
 
     Raises :class:`FixtureError` naming ``path:LINE:COLUMN`` for invalid JSON,
     and when the folder holds no fixture at all.
     """
-    folder = Path(sources_dir) / domain
-    paths = sorted(folder.glob("*.json"))
-    if not paths:
-        raise FixtureError(f"{folder}: no *.json fixtures found")
     out = []
-    for path in paths:
+    for path in fixture_files(fixture_dir):
         try:
             data = load_source(path)
         except json.JSONDecodeError as e:
@@ -130,17 +123,6 @@ def sub_str(fx: Fixture, key: str, obj: Any, field: str, where: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise fx.error(key, f"{where}: field {field!r} must be a non-empty string")
     return value
-
-
-def check_counts(domain: str, rows: list[dict[str, Any]]) -> None:
-    """Raise when the per-label counts of ``rows`` differ from :data:`MATRIX`."""
-    labels = (EQUIV, PARA_SAFE, RELATED_UNSAFE, ADVERSARIAL, UNRELATED)
-    got = tuple(sum(r["label"] == lab for r in rows) for lab in labels)
-    if got != MATRIX[domain]:
-        raise FixtureError(
-            f"{domain}: fixtures give {dict(zip(labels, got, strict=True))}, "
-            f"the matrix wants {dict(zip(labels, MATRIX[domain], strict=True))}"
-        )
 
 
 _SENTENCE_END = re.compile(r"[.!?]\s*$")
@@ -201,11 +183,11 @@ def _variants(
     return tuple(out)
 
 
-def load_families(sources_dir: Path) -> list[Family]:
+def load_families(fixture_dir: Path) -> list[Family]:
     """Parse and check every creative fixture; families in file then list order."""
     families: list[Family] = []
     seen: dict[str, Fixture] = {}
-    for fx in read_fixtures(sources_dir, DOMAIN):
+    for fx in read_fixtures(fixture_dir):
         for item in items_of(fx, "families"):
             key = item["key"]
             if key in seen:
@@ -367,7 +349,7 @@ def _row(
     swap_key: str,
     rationale: str,
     other: Family | None = None,
-) -> dict[str, Any]:
+) -> DraftRow:
     """A row pairing ``base`` (text, output) with ``variant``; a seeded coin picks side a."""
     a, b = base, variant
     if rng(DOMAIN, fam.key, label, swap_key).random() < 0.5:
@@ -375,8 +357,7 @@ def _row(
     grounding = f"{fam.grounding}; {_GROUNDING_TAIL[label]}."
     if other is not None:
         grounding = f"{fam.grounding}, and {other.grounding[0].lower()}{other.grounding[1:]}."
-    return make_row(
-        id=f"cb-{DOMAIN}-0000",
+    return DraftRow(
         domain=DOMAIN,
         subcategory=subcategory,
         label=label,
@@ -394,12 +375,12 @@ def _row(
             ),
         },
         construction_method=_CONSTRUCTION[label],
-        source=source_ref(fam.path, fam.key),
+        source=fixture_source(fam.path, fam.key),
         real_world_grounding=grounding,
     )
 
 
-def family_rows(fam: Family, by_key: dict[str, Family]) -> list[dict[str, Any]]:
+def family_rows(fam: Family, by_key: dict[str, Family]) -> list[DraftRow]:
     """The rows of one family, in label order."""
     rows = []
     # EQUIV / PARA_SAFE: both sides are the same request, so each gets its own fresh example.
@@ -447,11 +428,8 @@ def family_rows(fam: Family, by_key: dict[str, Family]) -> list[dict[str, Any]]:
     return rows
 
 
-def generate(sources_dir: Path, *, matrix: bool = True) -> list[dict[str, Any]]:
-    """The creative shard: every family's rows, numbered in fixture order."""
-    families = load_families(sources_dir)
+def generate(fixture_dir: Path) -> list[DraftRow]:
+    """The creative rows of ``fixture_dir``: every family's rows, in fixture order."""
+    families = load_families(fixture_dir)
     by_key = {f.key: f for f in families}
-    rows = [r for fam in families for r in family_rows(fam, by_key)]
-    if matrix:  # False for a held-out pool (cacheeval.heldout): any label counts
-        check_counts(DOMAIN, rows)
-    return number_rows(DOMAIN, rows)
+    return [r for fam in families for r in family_rows(fam, by_key)]

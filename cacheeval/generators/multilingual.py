@@ -66,20 +66,18 @@ from ..schema import (
     RELATED_UNSAFE,
     UNRELATED,
 )
-from .common import make_row
+from .common import DraftRow, FixtureError, fixture_source
 
 # The fixture machinery (error locations, row checks) is shared with the
 # conversational generator rather than copied.
 from .conversational import (
-    FixtureError,
     FixtureText,
     RowSpec,
-    build_shard,
+    build_rows,
     edit_description,
     expect,
     fixture_families,
     row_specs,
-    source_for,
     strip_end,
 )
 
@@ -409,7 +407,7 @@ def _rationale(spec: RowSpec, sa: _Side, sb: _Side) -> str:
     )
 
 
-def _build(spec: RowSpec, home: Family, by_key: dict[str, Family]) -> dict[str, Any]:
+def _build(spec: RowSpec, home: Family, by_key: dict[str, Family]) -> DraftRow:
     def fail(message: str) -> FixtureError:
         return home.fx.error(message, offset=spec.offset)
 
@@ -443,8 +441,7 @@ def _build(spec: RowSpec, home: Family, by_key: dict[str, Family]) -> dict[str, 
         "code_switch"
     ):
         raise fail("both sides are plain English: a multilingual row needs a non-English side")
-    return make_row(
-        id=f"cb-{DOMAIN}-0000",
+    return DraftRow(
         domain=DOMAIN,
         subcategory=spec.subcategory,
         label=spec.label,
@@ -462,15 +459,15 @@ def _build(spec: RowSpec, home: Family, by_key: dict[str, Family]) -> dict[str, 
             "lang_b": sb.version.lang,
         },
         construction_method=CONSTRUCTION[spec.label],
-        source=source_for(home.path, home.key, DOMAIN),
+        source=fixture_source(home.path, home.key),
         real_world_grounding=f"{home.grounding}; {clause}.",
     )
 
 
-def generate(sources_dir: Path, *, matrix: bool = True) -> list[dict[str, Any]]:
-    """All multilingual shard rows, numbered in fixture order.
+def generate(fixture_dir: Path) -> list[DraftRow]:
+    """All multilingual rows of ``fixture_dir``, in fixture order.
 
     Raises :class:`FixtureError` (``path:line: what``) on any fixture problem,
     including a row whose label the alias checker does not reproduce.
     """
-    return build_shard(DOMAIN, load_families(sources_dir / DOMAIN), _build, matrix=matrix)
+    return build_rows(DOMAIN, load_families(fixture_dir), _build)

@@ -55,10 +55,11 @@ from pathlib import Path
 from typing import Any
 
 from ..jsonio import dumps
-from ..schema import EQUIV, HIT, HIT_LABELS, LABELS, MISS, POLICY_NO_CACHE, UNRELATED, Row
+from ..layout import rng
+from ..schema import EQUIV, HIT, HIT_LABELS, LABELS, MISS, POLICY_NO_CACHE, UNRELATED
 from ..verify import check_row
 from ..verify import tool as toolcheck
-from .common import load_source, make_row, number_rows, rng, source_ref
+from .common import DraftRow, FixtureError, fixture_source, load_source
 
 DOMAIN = "tool"
 LIBRARY_FILE = "tools.json"
@@ -81,10 +82,6 @@ CONSTRUCTION: dict[str, str] = {
     "UNRELATED": "curated",
 }
 POLICY_KINDS = toolcheck.NEVER_CACHE
-
-
-class FixtureError(ValueError):
-    """A problem in a tool-domain fixture; the message starts ``path:LINE:``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,16 +132,6 @@ def _fail(path: Path, needle: str, message: str) -> FixtureError:
     return FixtureError(f"{path}:{_line_of(path, needle)}: {message}")
 
 
-def _source(path: Path, key: str) -> str:
-    """``source`` of a row: the fixture's repo path plus the family key. Fixtures
-    read from elsewhere (``--sources-dir``) are named by their place in the repo
-    layout, ``sources/tool/<file>``."""
-    try:
-        return source_ref(path, key)
-    except ValueError:
-        return f"sources/{DOMAIN}/{path.name}#{key}"
-
-
 def _load(path: Path) -> Any:
     try:
         return load_source(path)
@@ -157,9 +144,9 @@ def _load(path: Path) -> Any:
 # --- library ---------------------------------------------------------------------
 
 
-def load_library(sources_dir: Path) -> Library:
+def load_library(fixture_dir: Path) -> Library:
     """Read and check ``tools.json`` and ``axes.json``."""
-    path = sources_dir / DOMAIN / LIBRARY_FILE
+    path = fixture_dir / LIBRARY_FILE
     data = _load(path)
     tools = data.get("tools") if isinstance(data, dict) else None
     if not isinstance(tools, dict) or not tools:
@@ -188,7 +175,7 @@ def load_library(sources_dir: Path) -> Library:
             if tid not in tools:
                 raise _fail(path, name, f"bundle {name!r} names unknown tool {tid!r}")
         bundles[name] = tuple(ids)
-    axes_path = sources_dir / DOMAIN / AXES_FILE
+    axes_path = fixture_dir / AXES_FILE
     axes = _load(axes_path).get("axes")
     if not isinstance(axes, dict):
         raise FixtureError(f"{axes_path}:1: expected an object with an 'axes' map")
@@ -414,10 +401,11 @@ def _build_row(
     source: str,
     where: Where,
     seed: tuple[str | int, ...],
-) -> dict[str, Any]:
+) -> DraftRow:
     ans_a, canon_a = _answer(lib, a, where)
     ans_b, canon_b = _answer(lib, b, where)
-    tools_a, tools_b = _definitions(lib, a.tool_ids), _definitions(lib, b.tool_ids)
+    tools_a = tuple(_definitions(lib, a.tool_ids))
+    tools_b = tuple(_definitions(lib, b.tool_ids))
     if (a.query, a.system, a.tool_ids) == (b.query, b.system, b.tool_ids):
         raise _fail(where.path, b.query, f"{where.key}: the two sides are identical")
     if label == EQUIV and a.query == b.query and a.tool_ids == b.tool_ids and a.system == b.system:
@@ -467,8 +455,7 @@ def _build_row(
             payload["no_call_a"] = a.no_call
         if b.call is None:
             payload["no_call_b"] = b.no_call
-    row = make_row(
-        id=f"cb-{DOMAIN}-0000",
+    row = DraftRow(
         domain=DOMAIN,
         subcategory=sub,
         label=label,
@@ -491,11 +478,11 @@ def _build_row(
     return row
 
 
-def _self_check(row: dict[str, Any], label: str, where: Where, needle: str) -> None:
+def _self_check(row: DraftRow, label: str, where: Where, needle: str) -> None:
     """The checkers must re-derive the row: the calls alone must give the verdict
     of the semantic label, and the row's own checker its binary label."""
-    data = Row.from_dict({**row, "split": "train"})
-    p = row["verification_payload"]
+    data = row.to_row()
+    p = row.verification_payload
     calls = {k: v for k, v in p.items() if k.startswith(("call_", "no_call_"))}
     got = toolcheck.decide(data, calls)
     want = HIT if label in HIT_LABELS else MISS
@@ -504,12 +491,12 @@ def _self_check(row: dict[str, Any], label: str, where: Where, needle: str) -> N
             where.path, needle, f"{where.key}: {label} row checks as {got.binary} ({got.detail})"
         )
     verdict = check_row(data)
-    if verdict.binary != row["binary_label"]:
+    if verdict.binary != row.binary_label:
         raise _fail(
             where.path,
             needle,
-            f"{where.key}: the {row['verification_method']} checker gives {verdict.binary} "
-            f"for a {row['binary_label']} row ({verdict.detail})",
+            f"{where.key}: the {row.verification_method} checker gives {verdict.binary} "
+            f"for a {row.binary_label} row ({verdict.detail})",
         )
 
 
@@ -518,13 +505,13 @@ def _oriented(a: Side, b: Side, *seed: str | int) -> tuple[Side, Side]:
     return (b, a) if rng(DOMAIN, "orient", *seed).random() < 0.5 else (a, b)
 
 
-def generate(sources_dir: Path) -> list[dict[str, Any]]:
-    """All tool-domain rows, numbered ``cb-tool-0001`` ... in fixture order."""
-    lib = load_library(sources_dir)
+def generate(fixture_dir: Path) -> list[DraftRow]:
+    """All tool-domain rows of ``fixture_dir``, in fixture order."""
+    lib = load_library(fixture_dir)
     families: dict[str, tuple[dict[str, Any], Where, Side]] = {}
-    rows: list[dict[str, Any]] = []
+    rows: list[DraftRow] = []
     for name in FAMILY_FILES:
-        path = sources_dir / DOMAIN / name
+        path = fixture_dir / name
         data = _load(path)
         families_list = data.get("families") if isinstance(data, dict) else None
         if not isinstance(families_list, list):
@@ -540,7 +527,7 @@ def generate(sources_dir: Path) -> list[dict[str, Any]]:
             where = Where(path, key)
             base = _base_side(lib, fam, where)
             families[key] = (fam, where, base)
-            source = _source(path, key)
+            source = fixture_source(path, key)
             for i, v in enumerate(fam.get("variants", [])):
                 other = _variant_side(lib, base, v, where)
                 a, b = _oriented(base, other, key, i)
@@ -559,9 +546,9 @@ def generate(sources_dir: Path) -> list[dict[str, Any]]:
                         seed=(key, i),
                     )
                 )
-    rows.extend(_unrelated_rows(lib, sources_dir, families))
+    rows.extend(_unrelated_rows(lib, fixture_dir, families))
     _check_unique(rows)
-    return number_rows(DOMAIN, rows)
+    return rows
 
 
 def _pick(
@@ -584,10 +571,10 @@ def _pick(
 
 def _unrelated_rows(
     lib: Library,
-    sources_dir: Path,
+    fixture_dir: Path,
     families: dict[str, tuple[dict[str, Any], Where, Side]],
-) -> list[dict[str, Any]]:
-    path = sources_dir / DOMAIN / UNRELATED_FILE
+) -> list[DraftRow]:
+    path = fixture_dir / UNRELATED_FILE
     pairs = _load(path).get("pairs", [])
     out = []
     for j, pair in enumerate(pairs):
@@ -607,7 +594,7 @@ def _unrelated_rows(
                 b=b,
                 why=lib.axes["cross_intent"]["why"],
                 construction=CONSTRUCTION[UNRELATED],
-                source=_source(where_b.path, where_b.key),
+                source=fixture_source(where_b.path, where_b.key),
                 where=Where(path, str(pair)),
                 seed=("unrelated", j),
             )
@@ -615,21 +602,21 @@ def _unrelated_rows(
     return out
 
 
-def _check_unique(rows: list[dict[str, Any]]) -> None:
+def _check_unique(rows: list[DraftRow]) -> None:
     """No two rows may share a pair (in either order); rationales must differ."""
     seen: dict[str, int] = {}
     rationales: dict[str, int] = {}
     for i, r in enumerate(rows):
-        side_a = dumps([r["query_a"], r["context_a"], r["system_prompt_a"], r["tools_a"]])
-        side_b = dumps([r["query_b"], r["context_b"], r["system_prompt_b"], r["tools_b"]])
+        side_a = dumps([r.query_a, r.context_a, r.system_prompt_a, r.tools_a])
+        side_b = dumps([r.query_b, r.context_b, r.system_prompt_b, r.tools_b])
         key = dumps(sorted([side_a, side_b]))
         if key in seen:
             raise FixtureError(
-                f"{r['source']}: rows {seen[key] + 1} and {i + 1} repeat the pair "
-                f"{r['query_a']!r} / {r['query_b']!r}"
+                f"{r.source}: rows {seen[key] + 1} and {i + 1} repeat the pair "
+                f"{r.query_a!r} / {r.query_b!r}"
             )
         seen[key] = i
-        if r["rationale"] in rationales:
-            first = rationales[r["rationale"]] + 1
-            raise FixtureError(f"{r['source']}: rows {first} and {i + 1} share a rationale")
-        rationales[r["rationale"]] = i
+        if r.rationale in rationales:
+            first = rationales[r.rationale] + 1
+            raise FixtureError(f"{r.source}: rows {first} and {i + 1} share a rationale")
+        rationales[r.rationale] = i

@@ -14,17 +14,16 @@ Inputs: ``<root>/domains/<domain>.jsonl`` for every domain of
 Nothing is written unless every check of :mod:`cacheeval.pipeline.checks` passes;
 all violations are printed (``shard:LINE: id: reason``) and the exit status is 1.
 
-``--check`` regenerates every shard whose generator module
-``cacheeval.generators.<domain>`` exists (``generate(sources_dir)``), keeps
-the committed shard of a domain without one, assembles the lot in a temporary
-directory, and exits 1 naming every committed file whose bytes differ.
+``--check`` regenerates every shard of a domain with a generator (every
+domain of :data:`cacheeval.domains.SPECS`, through
+:func:`cacheeval.pipeline.generate.generate_shard`), keeps the committed shard
+of a domain without one, assembles the lot in a temporary directory, and exits
+1 naming every committed file whose bytes differ.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import json
 import os
 import shutil
@@ -35,21 +34,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..generators.common import REPO_ROOT
+from ..domains import MATRIX, SPECS
 from ..jsonio import JsonlError, dumps_pretty, jsonl_bytes, sha256_bytes, write_bytes_atomic
-from ..schema import DOMAINS, HIDDEN_TEST_FIELDS, MATRIX, ROW_FIELDS, SPLITS
-from .checks import Violation, check_shards
+from ..layout import REPO_ROOT
+from ..schema import DOMAINS, HIDDEN_TEST_FIELDS, ROW_FIELDS, SPLITS
+from .checks import BuildFailed, check_shards
+from .generate import generate_shard
 from .manifest import DATASET_PATH, LABELS_PATH, MANIFEST_PATH, FileInfo, build_manifest
 from .shards import ShardRow, present_domains, read_shard, shard_path
 from .splits import assign_splits
 
-
-class BuildFailed(Exception):
-    """The shards do not assemble; ``violations`` says why (all of them)."""
-
-    def __init__(self, violations: Sequence[Violation | str]) -> None:
-        self.violations = [str(v) for v in violations]
-        super().__init__(f"{len(self.violations)} problem(s):\n" + "\n".join(self.violations))
+__all__ = [
+    "Build",
+    "BuildFailed",
+    "ShardMaker",
+    "assemble",
+    "build_dir",
+    "check_build",
+    "regenerate_shards",
+    "write_build",
+]
 
 
 @dataclass(frozen=True)
@@ -198,43 +202,43 @@ def write_build(build: Build, out_dir: Path) -> list[str]:
 # --- --check: regenerate and compare -------------------------------------------------
 
 
-#: A domain generator: ``generate(sources_dir) -> shard rows``.
-Generator = Callable[[Path], list[dict[str, Any]]]
+#: Makes one domain's shard rows (numbered) from a sources directory.
+ShardMaker = Callable[[Path], list[dict[str, Any]]]
 
 
-def generator_exists(domain: str) -> bool:
-    """True when a module ``cacheeval.generators.<domain>`` exists."""
-    return importlib.util.find_spec(f"cacheeval.generators.{domain}") is not None
+def default_shard_makers() -> dict[str, ShardMaker]:
+    """domain -> ``generate_shard`` of its spec, reading ``sources_dir/<domain>``."""
 
+    def maker(domain: str) -> ShardMaker:
+        return lambda sources_dir: generate_shard(domain, sources_dir / domain)
 
-def _package_generator(domain: str) -> Generator:
-    module = importlib.import_module(f"cacheeval.generators.{domain}")
-    generate: Generator = module.generate
-    return generate
+    return {d: maker(d) for d in SPECS}
 
 
 def regenerate_shards(
     sources_dir: Path,
     committed_dir: Path,
     dest_dir: Path,
-    generators: Mapping[str, Generator] | None = None,
+    generators: Mapping[str, ShardMaker] | None = None,
 ) -> tuple[list[str], list[str]]:
     """Write into ``dest_dir`` every committed shard: regenerated where a
     generator exists, else copied from ``committed_dir``. ``generators``
-    (domain -> generate) defaults to the modules of :mod:`cacheeval.generators`.
+    (domain -> shard maker) defaults to every domain's spec
+    (:func:`default_shard_makers`).
 
     A domain without a committed shard is a domain still being written: it is
     not part of the check (its generator is not run) and only earns a note, so
     ``--check`` answers exactly "do the committed files reproduce?".
     Returns (notes, errors).
     """
+    makers = default_shard_makers() if generators is None else generators
     notes: list[str] = []
     errors: list[str] = []
     regenerated, kept, unchecked = [], [], []
     dest_dir.mkdir(parents=True, exist_ok=True)
     for d in DOMAINS:
         committed = shard_path(committed_dir, d)
-        has_generator = d in generators if generators is not None else generator_exists(d)
+        has_generator = d in makers
         if not committed.is_file():
             if has_generator:
                 unchecked.append(d)
@@ -244,8 +248,7 @@ def regenerate_shards(
             kept.append(d)
             continue
         try:
-            generate = generators[d] if generators is not None else _package_generator(d)
-            data = jsonl_bytes(generate(sources_dir))
+            data = jsonl_bytes(makers[d](sources_dir))
         except Exception as e:  # another author's generator: report, do not crash
             errors.append(f"generator {d} failed: {type(e).__name__}: {e}")
             continue
@@ -258,7 +261,7 @@ def regenerate_shards(
     if unchecked:
         notes.append(
             f"generator but no committed shard, not checked: {', '.join(unchecked)} "
-            "(run scripts/gen_<domain>.py to create the shard)"
+            "(run `cacheeval generate DOMAIN` to create the shard)"
         )
     return notes, errors
 
@@ -293,7 +296,7 @@ def check_build(
     sources_dir: Path | None = None,
     require_all: bool = False,
     matrix: Mapping[str, Sequence[int]] = MATRIX,
-    generators: Mapping[str, Generator] | None = None,
+    generators: Mapping[str, ShardMaker] | None = None,
 ) -> tuple[list[str], list[str]]:
     """Rebuild from scratch in a temp dir and compare with what is committed.
 
@@ -394,7 +397,10 @@ def _run_check(root: Path, out_dir: Path, *, require_all: bool) -> int:
         print(f"check: {len(diffs)} committed file(s) differ from a fresh build:")
         for d in diffs:
             print(f"  {d}")
-        print("check: rebuild with `cacheeval build` (after the generators) and commit the result")
+        print(
+            "check: regenerate with `cacheeval generate`, rebuild with `cacheeval build` "
+            "and commit the result"
+        )
         return 1
     print("check: every committed file matches a fresh build")
     return 0

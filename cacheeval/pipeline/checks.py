@@ -3,7 +3,8 @@ writes anything.
 
 Every problem becomes a :class:`Violation` naming ``shard:LINE``, the row id
 and the reason; :func:`check_shards` collects all of them (it never stops at
-the first), in shard order (DOMAINS order, then line).
+the first), in shard order (DOMAINS order, then line). A pipeline step that
+cannot go on raises :class:`BuildFailed` with every reason.
 
 Rules, per row:
 
@@ -21,7 +22,8 @@ Across the dataset:
 * ids are unique;
 * no two rows hold the same request pair, in either order;
 * rationales are unique after :func:`~cacheeval.verify.textnorm.normalize_answer`;
-* each present domain's label counts equal its row of the matrix exactly
+* each present domain's label counts equal its row of the matrix
+  (:data:`cacheeval.domains.MATRIX`) exactly
   (and with ``require_all`` every domain must be present).
 """
 
@@ -33,12 +35,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..dataset import row_problem
+from ..domains import MATRIX
 from ..generators.common import SHARD_FIELDS
 from ..jsonio import dumps
 from ..schema import (
     DOMAINS,
     LABELS,
-    MATRIX,
     POLICY_NO_CACHE,
     VERIFICATION_METHODS,
     derive_binary_label,
@@ -83,6 +85,14 @@ class Violation:
         # An id with a newline or control character is shown quoted, on one line.
         rid = self.row_id if self.row_id.isprintable() else repr(self.row_id)
         return f"{self.where}: {rid}: {self.reason}"
+
+
+class BuildFailed(Exception):
+    """The shards do not assemble; ``violations`` says why (all of them)."""
+
+    def __init__(self, violations: Sequence[Violation | str]) -> None:
+        self.violations = [str(v) for v in violations]
+        super().__init__(f"{len(self.violations)} problem(s):\n" + "\n".join(self.violations))
 
 
 def side_key(data: Mapping[str, Any], side: str) -> str:

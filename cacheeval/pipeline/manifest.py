@@ -24,7 +24,7 @@ included, in the vocabulary order of :mod:`cacheeval.schema`)::
       {path, sha256, <metadata of sources/difficulty.json>, rows_calibrated, rows_in_build}
 
 ``difficulty_calibration`` comes from the calibration file in effect
-(``sources/difficulty.json``, :func:`cacheeval.generators.common.difficulty_file`):
+(``sources/difficulty.json``, :func:`cacheeval.layout.difficulty_file`):
 its path and sha256, every metadata key of the file (scorers with versions,
 thresholds and best F1, the held-out agreement figures, ...; not the
 per-row entries) and how many of the build's rows it calibrates
@@ -43,10 +43,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from ..generators.common import difficulty_file
+from ..layout import difficulty_file
 from ..schema import BINARY_LABELS, DOMAINS, LABELS, SCHEMA_VERSION, SPLITS, VERIFICATION_METHODS
 from ..verify import tier_of
+from ..version import __version__
+from .checks import BuildFailed
 from .difficulty import DifficultyFileError, load_calibration, manifest_block
 from .splits import split_stats
 
@@ -114,9 +115,9 @@ def build_manifest(
     the full rows; ``previous`` the manifest being replaced (its
     :data:`PRESERVED_KEYS` are copied unless this build supplies them);
     ``calibration_file`` the difficulty calibration to describe (default: the
-    file in effect, :func:`~cacheeval.generators.common.difficulty_file`).
+    file in effect, :func:`~cacheeval.layout.difficulty_file`).
 
-    Raises :class:`~cacheeval.pipeline.assemble.BuildFailed` naming ``file:LINE``
+    Raises :class:`~cacheeval.pipeline.checks.BuildFailed` naming ``file:LINE``
     when the calibration file is malformed.
     """
     present = [d for d, _ in shards]
@@ -146,8 +147,5 @@ def calibration_block(path: Path, rows: Sequence[Mapping[str, Any]]) -> dict[str
     try:
         calibration = load_calibration(path)
     except DifficultyFileError as e:
-        # Imported here: assemble imports this module.
-        from .assemble import BuildFailed
-
         raise BuildFailed([str(e)]) from None
     return manifest_block(calibration, rows) if calibration is not None else None

@@ -260,7 +260,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     have = SCHEMA_PATH.read_bytes() if SCHEMA_PATH.exists() else None
     if args.check:
         if have != want:
-            print(f"{SCHEMA_PATH}: stale; run python -m cacheeval.pipeline.rowschema", file=sys.stderr)
+            print(
+                f"{SCHEMA_PATH}: stale; run python -m cacheeval.pipeline.rowschema", file=sys.stderr
+            )
             return 1
         return 0
     if have != want:

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from ..generators.common import rng
+from ..layout import rng
 from ..schema import DOMAINS, LABELS, SPLIT_SIZES, SPLITS
 
 Cell = tuple[str, str]

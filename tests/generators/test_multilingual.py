@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from cacheeval.dataset import row_problem
+from cacheeval.domains import MATRIX
 from cacheeval.generators import multilingual
-from cacheeval.generators.common import SOURCES_DIR
-from cacheeval.schema import ADVERSARIAL, HIT, LABELS, MATRIX, MISS, Row
+from cacheeval.pipeline.generate import generate_shard
+from cacheeval.schema import ADVERSARIAL, HIT, LABELS, MISS, Row
 from cacheeval.verify import check_row
 from cacheeval.verify.textnorm import normalize_answer
 
@@ -24,7 +25,7 @@ DOMAIN = "multilingual"
 
 @pytest.fixture(scope="module")
 def rows() -> list[dict[str, Any]]:
-    return multilingual.generate(SOURCES_DIR)
+    return generate_shard("multilingual")
 
 
 def _langs(r: dict[str, Any]) -> tuple[str, str]:
@@ -204,7 +205,7 @@ def test_unknown_language_code_is_reported_with_line(tmp_path: Path) -> None:
     with pytest.raises(
         multilingual.FixtureError, match=rf"bad\.json:{line}: unknown language code 'xx'"
     ):
-        multilingual.generate(src)
+        multilingual.generate(src / "multilingual")
 
 
 def test_subcategory_must_fit_the_languages(tmp_path: Path) -> None:
@@ -215,7 +216,7 @@ def test_subcategory_must_fit_the_languages(tmp_path: Path) -> None:
     with pytest.raises(
         multilingual.FixtureError, match=rf"bad\.json:{line}: entity_swap needs two"
     ):
-        multilingual.generate(src)
+        multilingual.generate(src / "multilingual")
 
 
 def test_hit_row_across_languages_is_refused(tmp_path: Path) -> None:
@@ -223,7 +224,7 @@ def test_hit_row_across_languages_is_refused(tmp_path: Path) -> None:
     fam["rows"][1] = ["EQUIV", "case_punctuation_variant", "cap.en.surf", "cap.es.surf"]
     src = _write(tmp_path, fam)
     with pytest.raises(multilingual.FixtureError, match=r"needs one answer language"):
-        multilingual.generate(src)
+        multilingual.generate(src / "multilingual")
 
 
 def test_miss_label_the_checker_contradicts_is_refused(tmp_path: Path) -> None:
@@ -242,7 +243,7 @@ def test_miss_label_the_checker_contradicts_is_refused(tmp_path: Path) -> None:
     src = _write(tmp_path, fam)
     line = _line_of(src / DOMAIN / "bad.json", '"ADVERSARIAL"')
     with pytest.raises(multilingual.FixtureError, match=rf"bad\.json:{line}: .*checker says HIT"):
-        multilingual.generate(src)
+        multilingual.generate(src / "multilingual")
 
 
 def test_a_row_with_two_plain_english_sides_is_refused(tmp_path: Path) -> None:
@@ -253,10 +254,10 @@ def test_a_row_with_two_plain_english_sides_is_refused(tmp_path: Path) -> None:
     with pytest.raises(
         multilingual.FixtureError, match=rf"bad\.json:{line}: both sides are plain English"
     ):
-        multilingual.generate(src)
+        multilingual.generate(src / "multilingual")
 
 
 def test_valid_fixture_with_wrong_counts_is_refused(tmp_path: Path) -> None:
     src = _write(tmp_path, _family())
     with pytest.raises(multilingual.FixtureError, match=r"label counts .* differ from MATRIX"):
-        multilingual.generate(src)
+        generate_shard("multilingual", src / "multilingual")

@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 
 from cacheeval.dataset import row_problem
+from cacheeval.domains import MATRIX
 from cacheeval.generators import tool
-from cacheeval.generators.common import REPO_ROOT, SOURCES_DIR
-from cacheeval.schema import HIT, HIT_LABELS, LABELS, MATRIX, MISS, POLICY_NO_CACHE, Row
+from cacheeval.layout import REPO_ROOT, SOURCES_DIR
+from cacheeval.pipeline.generate import generate_shard
+from cacheeval.schema import HIT, HIT_LABELS, LABELS, MISS, POLICY_NO_CACHE, Row
 from cacheeval.verify import check_row
 from cacheeval.verify.textnorm import normalize_answer
 from cacheeval.verify.tool import NEVER_CACHE, TOOL_POLICIES
@@ -26,12 +28,12 @@ from cacheeval.verify.tool import NEVER_CACHE, TOOL_POLICIES
 
 @pytest.fixture(scope="module")
 def rows() -> list[dict[str, Any]]:
-    return tool.generate(SOURCES_DIR)
+    return generate_shard("tool")
 
 
 @pytest.fixture(scope="module")
 def library() -> tool.Library:
-    return tool.load_library(SOURCES_DIR)
+    return tool.load_library(SOURCES_DIR / "tool")
 
 
 def side(r: dict[str, Any], s: str) -> str:
@@ -264,7 +266,7 @@ def test_unknown_bundle_names_file_and_line(tmp_path: Path) -> None:
     with pytest.raises(
         tool.FixtureError, match=r"home\.json:\d+: timer_eggs: unknown bundle 'kitchn'"
     ):
-        tool.generate(root)
+        tool.generate(root / "tool")
 
 
 def test_bad_json_names_file_and_line(tmp_path: Path) -> None:
@@ -272,7 +274,7 @@ def test_bad_json_names_file_and_line(tmp_path: Path) -> None:
         tmp_path, "travel.json", '"key": "hotels_tokyo",', '"key": "hotels_tokyo"'
     )
     with pytest.raises(tool.FixtureError, match=r"travel\.json:\d+: not valid JSON"):
-        tool.generate(root)
+        tool.generate(root / "tool")
 
 
 def test_invalid_call_names_file_and_line(tmp_path: Path) -> None:
@@ -285,7 +287,7 @@ def test_invalid_call_names_file_and_line(tmp_path: Path) -> None:
     with pytest.raises(
         tool.FixtureError, match=r"errands\.json:\d+: units_km_mi: call .* is invalid"
     ):
-        tool.generate(root)
+        tool.generate(root / "tool")
 
 
 def test_label_contradicting_the_calls_is_refused(tmp_path: Path) -> None:
@@ -300,7 +302,7 @@ def test_label_contradicting_the_calls_is_refused(tmp_path: Path) -> None:
         tool.FixtureError,
         match=r"home\.json:\d+: lights_kitchen_off: ADVERSARIAL row checks as HIT",
     ):
-        tool.generate(root)
+        tool.generate(root / "tool")
 
 
 def test_script_reports_fixture_errors_without_a_traceback(tmp_path: Path) -> None:
@@ -310,20 +312,15 @@ def test_script_reports_fixture_errors_without_a_traceback(tmp_path: Path) -> No
         '"key": "stock_msft", "bundle": "finance"',
         '"key": "stock_msft", "bundle": 7',
     )
-    out = tmp_path / "tool.jsonl"
+    out = tmp_path / "out"
     done = subprocess.run(
-        [
-            sys.executable,
-            str(REPO_ROOT / "scripts" / "gen_tool.py"),
-            "--sources-dir",
-            str(root),
-            "--out",
-            str(out),
-        ],
+        [sys.executable, "-m", "cacheeval", "generate", "tool", "--sources-dir", str(root),
+         "--out-dir", str(out)],
+        cwd=REPO_ROOT,
         capture_output=True,
         text=True,
-    )
-    assert done.returncode != 0
+    )  # fmt: skip
+    assert done.returncode == 2
     assert re.search(r"policy\.json:\d+: stock_msft: tools must be a bundle name", done.stderr)
     assert "Traceback" not in done.stderr
     assert not out.exists()

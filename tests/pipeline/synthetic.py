@@ -11,8 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cacheeval.generators.common import make_row, number_rows
+from cacheeval.generators.common import DraftRow
 from cacheeval.jsonio import write_jsonl
+from cacheeval.pipeline.generate import number_rows
 from cacheeval.schema import HIT_LABELS, LABELS
 
 POLICY_DOMAINS = ("creative", "personalized")
@@ -26,12 +27,11 @@ _QUERY_B = {
 }
 
 
-def synth_row(domain: str, i: int, label: str) -> dict[str, Any]:
-    """One valid shard row (id placeholder; :func:`make_shard` numbers rows)."""
+def synth_row(domain: str, i: int, label: str) -> DraftRow:
+    """One valid draft row (:func:`make_shard` numbers rows)."""
     query_a = f"[{domain}] What is the capital of region {i}?"
     query_b = _QUERY_B[label].format(d=domain, i=i, j=i + 1000)
     common: dict[str, Any] = dict(
-        id=f"cb-{domain}-0000",
         domain=domain,
         subcategory="synthetic",
         label=label,
@@ -43,7 +43,7 @@ def synth_row(domain: str, i: int, label: str) -> dict[str, Any]:
         real_world_grounding="A synthetic row for the pipeline tests.",
     )
     if domain in POLICY_DOMAINS:
-        return make_row(
+        return DraftRow(
             **common,
             expected_answer_a=None,
             expected_answer_b=None,
@@ -54,7 +54,7 @@ def synth_row(domain: str, i: int, label: str) -> dict[str, Any]:
         )
     ans_a = f"City{i}"
     ans_b = ans_a if label in HIT_LABELS else f"Other{i}"
-    return make_row(
+    return DraftRow(
         **common,
         expected_answer_a=ans_a,
         expected_answer_b=ans_b,
@@ -63,16 +63,21 @@ def synth_row(domain: str, i: int, label: str) -> dict[str, Any]:
     )
 
 
-def make_shard(domain: str, counts: tuple[int, ...]) -> list[dict[str, Any]]:
-    """A numbered shard with ``counts[k]`` rows of ``LABELS[k]``, interleaved so
-    the file is not sorted by label."""
+def synth_drafts(domain: str, counts: tuple[int, ...]) -> list[DraftRow]:
+    """``counts[k]`` draft rows of ``LABELS[k]``, interleaved so the file is not
+    sorted by label."""
     todo = [[lab] * n for lab, n in zip(LABELS, counts, strict=True)]
     order: list[str] = []
     while any(todo):
         for t in todo:
             if t:
                 order.append(t.pop())
-    return number_rows(domain, [synth_row(domain, i, lab) for i, lab in enumerate(order)])
+    return [synth_row(domain, i, lab) for i, lab in enumerate(order)]
+
+
+def make_shard(domain: str, counts: tuple[int, ...]) -> list[dict[str, Any]]:
+    """A numbered shard of :func:`synth_drafts` (under the calibration file in effect)."""
+    return number_rows(domain, synth_drafts(domain, counts))
 
 
 def write_shards(root: Path, matrix: dict[str, tuple[int, ...]]) -> dict[str, list[dict[str, Any]]]:

@@ -14,6 +14,9 @@ from typing import Any
 
 import pytest
 
+from cacheeval.dataset import load_bench, load_test_labels, row_problem
+from cacheeval.domains import MATRIX
+from cacheeval.jsonio import jsonl_bytes, sha256_file, write_jsonl
 from cacheeval.pipeline.assemble import (
     Build,
     BuildFailed,
@@ -25,9 +28,7 @@ from cacheeval.pipeline.assemble import (
 )
 from cacheeval.pipeline.manifest import DATASET_PATH, LABELS_PATH, MANIFEST_PATH
 from cacheeval.pipeline.rowschema import schema_errors, validator
-from cacheeval.dataset import load_bench, load_test_labels, row_problem
-from cacheeval.jsonio import jsonl_bytes, sha256_file, write_jsonl
-from cacheeval.schema import DOMAINS, HIDDEN_TEST_FIELDS, MATRIX, ROW_FIELDS
+from cacheeval.schema import DOMAINS, HIDDEN_TEST_FIELDS, ROW_FIELDS
 
 from .synthetic import SMALL_MATRIX, make_shard, write_shards
 
@@ -377,13 +378,15 @@ def test_bytes_identical_across_processes(tmp_path: Path) -> None:
         subprocess.run(
             [
                 sys.executable,
-                str(REPO / "scripts" / "assemble.py"),
+                "-m",
+                "scripts.assemble",
                 "--root",
                 str(root),
                 "--out-dir",
                 str(out),
             ],
             check=True,
+            cwd=REPO,
             env=env,
             capture_output=True,
         )

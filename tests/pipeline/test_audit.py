@@ -17,8 +17,8 @@ from cacheeval.audit import (
     group_folds,
 )
 from cacheeval.cli import main as cli
-from cacheeval.generators.common import rng
 from cacheeval.jsonio import write_jsonl
+from cacheeval.layout import rng
 
 from .synthetic import make_shard
 

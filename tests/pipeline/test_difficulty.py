@@ -12,47 +12,55 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from cacheeval.pipeline.assemble import BuildFailed, build_dir
+from cacheeval.generators.common import DraftRow
+from cacheeval.jsonio import dumps_pretty, iter_jsonl, jsonl_bytes, write_jsonl
+from cacheeval.layout import using_difficulty_file
+from cacheeval.pipeline.assemble import build_dir
+from cacheeval.pipeline.calibration import (
+    Calibration,
+    Scored,
+    best_f1_threshold,
+    calibrate,
+    calibration_document,
+    cohen_kappa,
+    correct_votes,
+    held_out_buckets,
+)
+from cacheeval.pipeline.checks import BuildFailed
 from cacheeval.pipeline.difficulty import (
     CONTENT_FIELDS,
     FORMAT,
-    Calibration,
     DifficultyFileError,
+    bucket,
+    content_key,
+    load_calibration,
+)
+from cacheeval.pipeline.difficulty_report import report_markdown
+from cacheeval.pipeline.generate import number_rows
+from cacheeval.pipeline.manifest import MANIFEST_PATH, calibration_block
+from cacheeval.pipeline.recalibrate import recalibrate
+from cacheeval.pipeline.similarity import (
     LexicalScorer,
-    Scored,
-    best_f1_threshold,
     bm25_scorer,
     bm25_similarities,
-    bucket,
-    calibrate,
-    calibration_document,
     char_ngrams,
-    cohen_kappa,
-    content_key,
-    correct_votes,
     edit_similarity,
-    held_out_buckets,
     levenshtein,
     lexical_scorers,
-    load_calibration,
-    recalibrate,
-    report_markdown,
     score_rows,
     side_texts,
     tfidf_cosines,
     token_jaccard,
 )
-from cacheeval.pipeline.manifest import MANIFEST_PATH, calibration_block
-from cacheeval.generators.common import make_row, number_rows, using_difficulty_file
-from cacheeval.jsonio import dumps_pretty, iter_jsonl, jsonl_bytes, write_jsonl
 
-from .synthetic import SMALL_MATRIX, make_shard, write_shards
+from .synthetic import SMALL_MATRIX, make_shard, synth_drafts, write_shards
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -425,9 +433,8 @@ def _write_calibration(path: Path, entries: dict[str, dict[str, Any]]) -> None:
     path.write_text(dumps_pretty(doc), encoding="utf-8")
 
 
-def _two_rows() -> list[dict[str, Any]]:
+def _two_rows() -> list[DraftRow]:
     common: dict[str, Any] = dict(
-        id="cb-math-0000",
         domain="math",
         subcategory="s",
         expected_answer_a="6",
@@ -441,24 +448,23 @@ def _two_rows() -> list[dict[str, Any]]:
     )
     return [
         # Identical wording: provisional rule says easy.
-        make_row(**common, label="EQUIV", query_a="Solve x + 2 = 8", query_b="Solve x + 2 = 8."),
-        make_row(**common, label="EQUIV", query_a="What is 2+2?", query_b="what is 2 + 2"),
+        DraftRow(**common, label="EQUIV", query_a="Solve x + 2 = 8", query_b="Solve x + 2 = 8."),
+        DraftRow(**common, label="EQUIV", query_a="What is 2+2?", query_b="what is 2 + 2"),
     ]
 
 
 def test_number_rows_applies_the_calibration(tmp_path: Path) -> None:
     rows = _two_rows()
-    assert [r["difficulty"] for r in rows] == ["easy", "easy"]
+    assert [r.provisional_difficulty for r in rows] == ["easy", "easy"]
     calib = tmp_path / "difficulty.json"
     _write_calibration(calib, {content_key(rows[0]): _entry("hard", 1, "HIT")})
     with using_difficulty_file(calib):
         out = number_rows("math", rows)
     assert [r["id"] for r in out] == ["cb-math-0001", "cb-math-0002"]
     assert [r["difficulty"] for r in out] == ["hard", "easy"]  # second row: no entry
-    # Outside the block the (absent) default applies again; input rows untouched.
+    # Outside the block the (absent) default applies again.
     with using_difficulty_file(tmp_path / "absent.json"):
         assert [r["difficulty"] for r in number_rows("math", rows)] == ["easy", "easy"]
-    assert rows[0]["difficulty"] == "easy"
 
 
 def test_number_rows_ignores_an_entry_with_another_binary_label(tmp_path: Path) -> None:
@@ -695,9 +701,9 @@ def _shifting_generators(changes: int) -> dict[str, Callable[[Path], list[dict[s
     def math(_sources: Path) -> list[dict[str, Any]]:
         calls["n"] += 1
         version = min(calls["n"] - 1, changes)
-        rows = make_shard("math", SMALL_MATRIX["math"])
-        rows[0] = dict(rows[0], query_b=rows[0]["query_b"] + "!" * version)
-        return number_rows("math", rows)
+        drafts = synth_drafts("math", SMALL_MATRIX["math"])
+        drafts[0] = replace(drafts[0], query_b=drafts[0].query_b + "!" * version)
+        return number_rows("math", drafts)
 
     return {**_generators(), "math": math}
 
@@ -743,7 +749,9 @@ def test_recalibrate_gives_up_when_rows_never_settle(tmp_path: Path) -> None:
 
 _DETERMINISM_SCRIPT = """
 import hashlib, sys
-from cacheeval.pipeline.difficulty import *
+from cacheeval.pipeline.calibration import *
+from cacheeval.pipeline.difficulty_report import report_markdown
+from cacheeval.pipeline.similarity import *
 from cacheeval.jsonio import dumps_pretty
 from tests.pipeline.synthetic import make_shard, SMALL_MATRIX
 rows = [dict(r, split="train") for d, c in SMALL_MATRIX.items() for r in make_shard(d, c)]

@@ -21,6 +21,9 @@ from typing import Any
 
 import pytest
 
+from cacheeval.domains import MATRIX
+from cacheeval.jsonio import iter_jsonl, write_jsonl
+from cacheeval.layout import DOMAINS_DIR, REPO_ROOT
 from cacheeval.pipeline.manifest import DATASET_PATH, MANIFEST_PATH
 from cacheeval.pipeline.pins import TEST_FILE, Pin, format_pins, pins, replace_table
 from cacheeval.pipeline.shards import present_domains
@@ -31,9 +34,7 @@ from cacheeval.pipeline.splits import (
     shared_between_splits,
     split_stats,
 )
-from cacheeval.generators.common import DOMAINS_DIR, REPO_ROOT
-from cacheeval.jsonio import iter_jsonl, write_jsonl
-from cacheeval.schema import DOMAINS, MATRIX, SPLIT_SIZES, SPLITS
+from cacheeval.schema import DOMAINS, SPLIT_SIZES, SPLITS
 
 from .synthetic import make_shard
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from cacheeval.dataset import row_problem
 from cacheeval.pipeline.assemble import label_record, public_row
 from cacheeval.pipeline.rowschema import SCHEMA_PATH, schema_errors, schema_text, validator
-from cacheeval.dataset import row_problem
 from cacheeval.schema import HIDDEN_TEST_FIELDS, ROW_FIELDS
 
 from .synthetic import synth_row
@@ -20,8 +20,7 @@ from .synthetic import synth_row
 def _labelled(
     split: str = "train", domain: str = "math", label: str = "ADVERSARIAL"
 ) -> dict[str, Any]:
-    row = synth_row(domain, 7, label)
-    row["id"] = f"cb-{domain}-0007"
+    row = synth_row(domain, 7, label).to_shard(f"cb-{domain}-0007")
     return {**row, "split": split}
 
 

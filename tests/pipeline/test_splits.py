@@ -11,6 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cacheeval.domains import MATRIX
+from cacheeval.layout import rng
 from cacheeval.pipeline.splits import (
     ALGORITHM,
     CELL_TOLERANCE,
@@ -23,8 +25,7 @@ from cacheeval.pipeline.splits import (
     split_stats,
     split_totals,
 )
-from cacheeval.generators.common import rng
-from cacheeval.schema import DOMAINS, LABELS, MATRIX, SPLIT_SIZES, SPLITS
+from cacheeval.schema import DOMAINS, LABELS, SPLIT_SIZES, SPLITS
 
 
 def _row(rid: str, source: str, qa: str, qb: str, domain: str = "math", label: str = "EQUIV"):
