@@ -92,9 +92,7 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        return not (
-            self.long_modules or self.long_functions or self.cycles or self.cycle_breakers
-        )
+        return not (self.long_modules or self.long_functions or self.cycles or self.cycle_breakers)
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -313,8 +311,7 @@ def render(report: Report, top: int = 5) -> str:
         lines.append(f"VIOLATION {_shown(m.path)}: {m.lines} lines > {report.max_module_lines}")
     for f in report.long_functions:
         lines.append(
-            f"VIOLATION {f.module}:{f.line} {f.name}: {f.lines} lines > "
-            f"{report.max_function_lines}"
+            f"VIOLATION {f.module}:{f.line} {f.name}: {f.lines} lines > {report.max_function_lines}"
         )
     for c in report.cycles:
         lines.append(f"VIOLATION import cycle: {' <-> '.join(c)}")

@@ -27,7 +27,6 @@ from typing import Any
 
 from cacheeval.baselines import make_baseline
 from cacheeval.dataset import load_bench
-from cacheeval.generators.common import DOMAINS_DIR, REPO_ROOT
 from cacheeval.jsonio import (
     dumps_pretty,
     jsonl_bytes,
@@ -35,6 +34,7 @@ from cacheeval.jsonio import (
     sha256_file,
     write_bytes_atomic,
 )
+from cacheeval.layout import DOMAINS_DIR, REPO_ROOT
 from cacheeval.schema import Row
 from cacheeval.shift import (
     evaluate_shift,
