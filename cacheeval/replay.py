@@ -8,14 +8,16 @@ Pair mode gives every row its own one-entry cache. A replay runs a
    numbered in put order; the replay keeps the id -> row map, the cache never
    sees a row id, label or domain). Puts run in a seeded random order.
 2. **Lookups.** Side b of every selected row, in another seeded order,
-   against the full store. A lookup returning an entry *fires*; its outcome
-   (:func:`cacheeval.metrics.replay.lookup_outcome`) is valid only when the
-   entry is acceptable: the row's own partner - its side a, or any stored
-   request identical to it after normalisation (:meth:`Request.key`) - when
-   the row is HIT, or a stored request identical to the lookup request itself
-   (its answer was made for exactly this request) unless the row is a
-   ``policy_no_cache`` row. The row's own partner on a MISS row is a false hit
-   as in pair mode; any other entry is a wrong-entry hit.
+   against the full store. A lookup returning an entry *fires*. Its outcome
+   (:func:`cacheeval.metrics.replay.lookup_outcome`) is judged from labelled
+   pairs only (:func:`lookup_truths`): an entry is *acceptable* when it is the
+   row's own partner on a HIT row, a stored copy of the lookup request itself
+   (after normalisation, :meth:`Request.key`), or the side a of any labelled
+   HIT pair whose side b is the lookup request; it is *judged wrong* when it is
+   the side a of a labelled MISS pair whose side b is the lookup request (the
+   row's own partner on a MISS row is one). A ``policy_no_cache`` row is never
+   served: every entry is wrong for it. Entries no label relates to the
+   request are *unjudged*.
 3. **Latency as the store grows.** Before the store is full, a fixed probe
    set of lookups is timed at each size in ``latency_sizes`` (default 100 and
    1,000 entries); the main lookups give the latency at the full store. Probe
@@ -43,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .metrics.replay import NONE, lookup_outcome
-from .schema import HIT, POLICY_NO_CACHE, Request, Row
+from .schema import HIT, POLICY_NO_CACHE, Request, RequestKey, Row
 
 #: Store sizes at which the probe lookups are timed (below the full store).
 DEFAULT_LATENCY_SIZES: tuple[int, ...] = (100, 1000)
@@ -92,6 +94,15 @@ class ReplayRun:
     put_errors: int
     first_put_error: str | None
     seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class LookupTruth:
+    """What the labels say about the entries for one lookup (see the module docstring)."""
+
+    acceptable: frozenset[str]
+    partners: frozenset[str]
+    judged_wrong: frozenset[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,10 +178,10 @@ class _Caller:
             return None, f"timeout after {self.timeout_s * 1000:g} ms", self.timeout_s * 1000
         ms = box["ns"] / 1e6
         if "error" in box:
-            e = box["error"]
-            if isinstance(e, KeyboardInterrupt):
-                raise e
-            return None, describe(e), ms
+            failure: BaseException = box["error"]
+            if isinstance(failure, KeyboardInterrupt):
+                raise failure
+            return None, describe(failure), ms
         return box["value"], None, ms
 
 
@@ -179,6 +190,7 @@ def replay(
     rows: Sequence[Row],
     *,
     distractors: Sequence[Row] = (),
+    judgements: Sequence[Row] | None = None,
     seed: int = 0,
     latency_sizes: Sequence[int] = DEFAULT_LATENCY_SIZES,
     n_probes: int = DEFAULT_PROBES,
@@ -189,8 +201,10 @@ def replay(
     """Run the replay (module docstring) and return what it observed.
 
     ``rows`` must be labelled; ``distractors`` are rows whose side a is stored
-    too (never looked up; their labels are not read). Row ids must be unique
-    across both. ``cache.close()`` is always called.
+    too (never looked up). ``judgements`` are the labelled rows whose pairs
+    judge entries (default: ``rows`` and the labelled distractors); pass every
+    labelled row of the benchmark for the fullest judgement. Row ids must be
+    unique across rows and distractors. ``cache.close()`` is always called.
     """
     start = time.perf_counter()
     if not hasattr(cache, "put") or not hasattr(cache, "lookup"):
@@ -209,14 +223,15 @@ def replay(
     rng.shuffle(stored)
     entries = [_Entry(f"e{i:06d}", r.id, r.request("a")) for i, r in enumerate(stored)]
     by_answer = {e.answer_id: e for e in entries}
-    by_key: dict[Any, set[str]] = {}
+    by_key: dict[RequestKey, set[str]] = {}
     for e in entries:
         by_key.setdefault(e.request.key(), set()).add(e.answer_id)
     order = list(rows)
     rng.shuffle(order)
     lookups = [(r, r.request("b")) for r in order]
-    partners = {r.id: frozenset(by_key[r.request("a").key()]) for r in rows}
-    acceptable = {r.id: acceptable_entries(r, by_key) for r in rows}
+    if judgements is None:
+        judgements = list(rows) + [r for r in distractors if r.is_labelled]
+    truths = lookup_truths(rows, by_key, judgements)
 
     caller = _Caller(timeout_ms)
     name = cache_name or str(getattr(cache, "name", type(cache).__name__))
@@ -248,10 +263,7 @@ def replay(
         records: list[LookupRecord] = []
         nearest = getattr(cache, "nearest", None)
         for i, (row, request) in enumerate(lookups):
-            records.append(
-                _lookup(cache, caller, row, request, (acceptable[row.id], partners[row.id]),
-                        by_answer, nearest)  # fmt: skip
-            )
+            records.append(_lookup(cache, caller, row, request, truths[row.id], by_answer, nearest))
             if progress is not None:
                 progress(i + 1, len(lookups))
         stages.append(
@@ -280,16 +292,38 @@ def replay(
     )
 
 
-def acceptable_entries(row: Row, by_key: dict[Any, set[str]]) -> frozenset[str]:
-    """The entries a lookup of ``row``'s side b may validly return: its own
-    partner's copies (HIT rows) and copies of side b itself (unless the row is
-    a ``policy_no_cache`` row). ``by_key`` maps a request key to entry ids."""
-    out: set[str] = set()
-    if row.binary_label == HIT:
-        out |= by_key.get(row.request("a").key(), set())
-    if row.verification_method != POLICY_NO_CACHE:
-        out |= by_key.get(row.request("b").key(), set())
-    return frozenset(out)
+def lookup_truths(
+    rows: Sequence[Row], by_key: dict[RequestKey, set[str]], judgements: Sequence[Row]
+) -> dict[str, LookupTruth]:
+    """The acceptable, partner and judged-wrong entries of each row's lookup
+    (module docstring). ``by_key`` maps a request key to the ids of the entries
+    holding that request; a request pair labelled both ways counts as MISS.
+    """
+    verdicts: dict[RequestKey, dict[RequestKey, bool]] = {}
+    for z in judgements:
+        if not z.is_labelled:
+            continue
+        ka, kb = z.request("a").key(), z.request("b").key()
+        seen = verdicts.setdefault(kb, {})
+        seen[ka] = seen.get(ka, True) and z.binary_label == HIT
+    every = frozenset(e for ids in by_key.values() for e in ids)
+    out: dict[str, LookupTruth] = {}
+    for r in rows:
+        ka, kb = r.request("a").key(), r.request("b").key()
+        partners = frozenset(by_key.get(ka, ()))
+        if r.verification_method == POLICY_NO_CACHE:
+            out[r.id] = LookupTruth(frozenset(), partners, every)
+            continue
+        acceptable = set(by_key.get(kb, ()))
+        wrong: set[str] = set()
+        for key, ok in verdicts.get(kb, {}).items():
+            (acceptable if ok else wrong).update(by_key.get(key, ()))
+        if r.binary_label == HIT:
+            acceptable |= partners
+        else:
+            wrong |= partners
+        out[r.id] = LookupTruth(frozenset(acceptable), partners, frozenset(wrong - acceptable))
+    return out
 
 
 def _time_probes(cache: Any, caller: _Caller, probes: Sequence[Request]) -> tuple[float, ...]:
@@ -306,12 +340,11 @@ def _lookup(
     caller: _Caller,
     row: Row,
     request: Request,
-    truth: tuple[frozenset[str], frozenset[str]],
+    truth: LookupTruth,
     by_answer: dict[str, _Entry],
     nearest: Callable[[Request], Any] | None,
 ) -> LookupRecord:
-    acceptable, partners = truth
-    servable = bool(acceptable)
+    servable = bool(truth.acceptable)
     value, err, ms = caller(cache.lookup, request)
     if err is None:
         err = answer_problem(value, by_answer)
@@ -321,14 +354,16 @@ def _lookup(
         return LookupRecord(row.id, row.domain, str(row.label), servable, None, None, NONE,
                             None, NONE, ms, err)  # fmt: skip
     answer, score = value[0], float(value[1])
-    outcome = lookup_outcome(answer, acceptable, partners)
+    outcome = lookup_outcome(answer, truth.acceptable, truth.partners, truth.judged_wrong)
     cand_score: float | None = score if answer is not None else None
     cand_outcome = outcome
     if answer is None and callable(nearest):
         near, near_err, _ = caller(nearest, request)
         if near_err is None and answer_problem(near, by_answer) is None and near[0] is not None:
             cand_score = float(near[1])
-            cand_outcome = lookup_outcome(near[0], acceptable, partners)
+            cand_outcome = lookup_outcome(
+                near[0], truth.acceptable, truth.partners, truth.judged_wrong
+            )
     return LookupRecord(
         row_id=row.id,
         domain=row.domain,

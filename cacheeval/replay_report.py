@@ -195,7 +195,9 @@ def build_replay_report(
         curve=thin_curve(points, n),
         per_domain=_slices(recs, "domain", DOMAINS),
         per_label=_slices(recs, "label", LABELS),
-        latency=tuple(LatencyAtSize(s.n_entries, latency_stats(s.latencies_ms)) for s in run.stages),
+        latency=tuple(
+            LatencyAtSize(s.n_entries, latency_stats(s.latencies_ms)) for s in run.stages
+        ),
         put_latency=latency_stats(run.put_latencies_ms),
         errors=ReplayErrors(
             n_lookup_errors=len(errors),
@@ -237,6 +239,7 @@ def _slice_rows(slices: Sequence[ReplaySlice]) -> list[list[str]]:
             _est(s.rates.chr),
             _est(s.rates.precision),
             _est(s.rates.fhr),
+            _est(s.rates.fhr_judged),
             _est(s.rates.wrong_entry_rate),
             _est(s.rates.recall),
         ]
@@ -281,10 +284,13 @@ def render_markdown(r: ReplayReport) -> str:
     lines += ["", "## Headline", ""]
     lines.append(
         f"One shared store of {p.n_entries} entries. A fire is valid only when it returns an"
-        " acceptable entry: the row's own partner (or a copy of it) on a HIT row, or a copy of"
-        " the lookup request itself (not on policy_no_cache rows). A lookup is servable when"
-        f" the store holds an acceptable entry for it ({c.n_servable} of {c.n} are)."
-        " Rates with 95% Wilson intervals."
+        " entry the labels accept for the request: the row's own partner on a HIT row, a copy"
+        " of the request itself, or side a of any labelled HIT pair whose side b is the"
+        " request (never on policy_no_cache rows). A lookup is servable when the store holds"
+        f" such an entry ({c.n_servable} of {c.n} are). A wrong-entry hit returns another"
+        " entry than these and the row's own partner; 'unjudged' ones are entries no label"
+        " relates to the request (some may be correct), so precision and FHR are"
+        " conservative. Rates with 95% Wilson intervals."
     )
     lines.append("")
     lines += _table(
@@ -293,15 +299,23 @@ def render_markdown(r: ReplayReport) -> str:
             ["CHR (fires / lookups)", _est(rt.chr), f"{c.fired}/{c.n}"],
             ["VCHR (valid fires / lookups)", _est(rt.vchr), f"{c.valid}/{c.n}"],
             ["Precision (VCHR / CHR)", _est(rt.precision), f"{c.valid}/{c.fired}"],
-            ["FHR (fires on unservable lookups)", _est(rt.fhr),
-             f"{c.fired_miss}/{c.n_unservable}"],
-            ["Wrong-entry hit rate", _est(rt.wrong_entry_rate), f"{c.wrong_entry}/{c.n}"],
+            ["FHR (fires on unservable lookups)", _est(rt.fhr), f"{c.fired_miss}/{c.n_unservable}"],
+            [
+                "FHR, judged fires only",
+                _est(rt.fhr_judged),
+                f"{c.fired_miss - c.fired_miss_unjudged}/{c.n_unservable}",
+            ],
+            [
+                "Wrong-entry hit rate",
+                _est(rt.wrong_entry_rate),
+                f"{c.wrong_entry + c.unjudged}/{c.n}",
+            ],
+            ["of which unjudged entries", _est(rt.unjudged_rate), f"{c.unjudged}/{c.n}"],
             ["Recall (valid / servable lookups)", _est(rt.recall), f"{c.valid}/{c.n_servable}"],
         ],
     )
-    lines += ["", "Fires by outcome: " + ", ".join(
-        f"{o} {getattr(c, o) if o != 'none' else c.n - c.fired}" for o in OUTCOMES
-    ) + "."]  # fmt: skip
+    tally = {o: (c.n - c.fired if o == "none" else getattr(c, o)) for o in OUTCOMES}
+    lines += ["", "Lookups by outcome: " + ", ".join(f"{o} {k}" for o, k in tally.items()) + "."]
     lines += ["", "## Threshold sweep", ""]
     lines.append(
         f"P-CHR AUC {_num(r.p_chr_auc, 4)} (perfect-ranker ceiling p(1 - ln p) ="
@@ -324,7 +338,7 @@ def render_markdown(r: ReplayReport) -> str:
             for op in r.operating_points
         ],
     )
-    head = ["", "n", "CHR", "Precision", "FHR", "Wrong-entry rate", "Recall"]
+    head = ["", "n", "CHR", "Precision", "FHR", "FHR judged", "Wrong-entry rate", "Recall"]
     lines += ["", "## Per domain", ""]
     lines += _table(["Domain", *head[1:]], _slice_rows(r.per_domain))
     lines += ["", "## Per label", ""]

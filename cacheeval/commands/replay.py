@@ -128,7 +128,9 @@ def load_shared_cache(module: str, class_name: str | None, kwargs: dict[str, Any
         try:
             target = target(**kwargs)
         except Exception as e:
-            raise UsageError(f"constructing {module}.{attr} raised {type(e).__name__}: {e}") from None
+            raise UsageError(
+                f"constructing {module}.{attr} raised {type(e).__name__}: {e}"
+            ) from None
     elif kwargs:
         raise UsageError(f"cache arguments given but {module}.{attr} is not a class")
     if not (callable(getattr(target, "put", None)) and callable(getattr(target, "lookup", None))):
@@ -136,8 +138,9 @@ def load_shared_cache(module: str, class_name: str | None, kwargs: dict[str, Any
     return target
 
 
-def _rows(args: argparse.Namespace) -> tuple[list[Any], list[Any]]:
-    """(rows looked up, distractor rows drawn from the other splits)."""
+def _rows(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[Any]]:
+    """(rows looked up, distractor rows drawn from the other splits, every
+    labelled row: the pairs that judge the entries)."""
     import random
 
     from ..dataset import load_bench
@@ -160,7 +163,7 @@ def _rows(args: argparse.Namespace) -> tuple[list[Any], list[Any]]:
             " split(s)"
         )
     picked = random.Random(args.seed).sample(others, args.distractors)
-    return rows, picked
+    return rows, picked, [r for r in every if r.is_labelled]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -172,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
 
     prog = prog_name(args, f"cacheeval {NAME}")
     try:
-        rows, distractors = _rows(args)
+        rows, distractors, judgements = _rows(args)
         kwargs = parse_cache_args(args.cache_args)
         if args.baseline is not None:
             if args.cache_class or kwargs:
@@ -185,6 +188,7 @@ def run(args: argparse.Namespace) -> int:
             cache,
             rows,
             distractors=distractors,
+            judgements=judgements,
             seed=args.seed,
             latency_sizes=args.latency_sizes or DEFAULT_LATENCY_SIZES,
             timeout_ms=args.timeout_ms,

@@ -88,8 +88,9 @@ def score_curve(
     """The threshold sweep: one :class:`CurvePoint` per distinct score, highest
     first, thinned to at most ``max_points + 1`` points (first and last kept).
 
-    >>> score_curve([1, 0, 1, 0], [0.9, 0.8, 0.8, None])
-    (CurvePoint(threshold=0.9, n_fired=1, tp=1, fp=0), CurvePoint(threshold=0.8, n_fired=3, tp=2, fp=1))
+    >>> score_curve([1, 0, 1, 0], [0.9, 0.8, 0.8, None])  # doctest: +NORMALIZE_WHITESPACE
+    (CurvePoint(threshold=0.9, n_fired=1, tp=1, fp=0),
+     CurvePoint(threshold=0.8, n_fired=3, tp=2, fp=1))
     """
     if len(y_true) != len(scores):
         raise ValueError(f"{len(y_true)} labels but {len(scores)} scores")

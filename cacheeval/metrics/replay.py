@@ -1,30 +1,37 @@
 """Metrics of a shared-cache replay (top-1 retrieval over a whole store).
 
 In a replay every row's side a is stored in one cache and every row's side b
-is looked up against all of it (see :mod:`cacheeval.replay`). Each lookup has
-a set of *acceptable* entries, fixed by the replay from the labels:
-
-* the row's own partner (its side a, or any stored request identical to it
-  after normalisation) when the row is HIT;
-* any stored request identical after normalisation to the lookup request
-  itself (its stored answer was generated for exactly this request), unless
-  the row is a ``policy_no_cache`` row (such a request is never served).
-
-A lookup is *servable* when its acceptable set is not empty. A lookup *fires*
-when the cache returns an entry; the outcome is
+is looked up against all of it (see :mod:`cacheeval.replay`). The labels say,
+for each lookup, which stored entries are *acceptable* (serving their answer
+is right) and which are *judged wrong*; :mod:`cacheeval.replay` derives both
+from the benchmark's labelled pairs. Every other entry is *unjudged*: no label
+relates it to the request (it may well be a correct answer - the same question
+worded alike - or a wrong one). A lookup is *servable* when it has an
+acceptable entry. A lookup *fires* when the cache returns an entry; the
+outcome is
 
 * ``"valid"``: the entry is acceptable;
 * ``"partner"``: the entry is the row's own partner but not acceptable (the
   false hit pair mode also counts);
-* ``"wrong_entry"``: any other entry (a retrieval error pair mode cannot see);
+* ``"wrong_entry"``: another entry judged wrong for this request;
+* ``"unjudged"``: another entry no label judges;
 * ``"none"``: nothing was returned.
 
-With N lookups, P of them servable and Nn = N - P not (seeds' "Closing the
-Calibration Gap in Semantic Caching", section 3.2, appendix D):
+"Wrong-entry hits" are the last two together: fires on an entry other than
+the acceptable ones and the row's own partner (a retrieval error pair mode
+cannot see, or an unlabelled near-copy). With N lookups, P of them servable
+and Nn = N - P not (seeds' "Closing the Calibration Gap in Semantic Caching",
+section 3.2, appendix D):
 
 * ``CHR = fired / N``, ``VCHR = valid / N``, ``precision = VCHR / CHR = valid / fired``;
-* ``FHR = fired on unservable lookups / Nn`` (each such fire is false);
-* ``wrong-entry hit rate = wrong_entry / N``; ``recall = valid / P``.
+* ``FHR = fired on unservable lookups / Nn`` (no fire of those is acceptable);
+  ``judged FHR`` counts only the fires on a judged-wrong entry or the own
+  partner (unjudged fires left out): the two bound the true FHR;
+* ``wrong-entry hit rate = (wrong_entry + unjudged) / N``, of which
+  ``unjudged / N``; ``recall = valid / P``.
+
+Unjudged fires count against precision and FHR, so both are conservative
+(lower and upper bounds) when the store holds unlabelled near-copies.
 
 Threshold sweep: a lookup has a candidate (the entry it would serve) with a
 score; at threshold tau it fires when ``score >= tau``. At the k-th distinct
@@ -42,7 +49,7 @@ candidate never fire.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 
 from .classification import Estimate, proportion
@@ -51,23 +58,28 @@ from .ranking import fhr_budget
 VALID = "valid"
 PARTNER = "partner"
 WRONG_ENTRY = "wrong_entry"
+UNJUDGED = "unjudged"
 NONE = "none"
 #: Every outcome of a lookup, in table order.
-OUTCOMES: tuple[str, ...] = (VALID, PARTNER, WRONG_ENTRY, NONE)
+OUTCOMES: tuple[str, ...] = (VALID, PARTNER, WRONG_ENTRY, UNJUDGED, NONE)
 
 
 def lookup_outcome(
-    entry: str | None, acceptable: frozenset[str] | set[str], partners: frozenset[str] | set[str]
+    entry: str | None,
+    acceptable: Container[str],
+    partners: Container[str],
+    judged_wrong: Container[str],
 ) -> str:
     """The outcome of one lookup that returned ``entry`` (None: nothing), given
-    its acceptable entries and the row's own partner entries.
+    its acceptable entries, the row's own partner entries and the entries
+    judged wrong for it.
 
-    >>> lookup_outcome("e1", {"e1"}, {"e1"}), lookup_outcome("e1", set(), {"e1"})
+    >>> lookup_outcome("e1", {"e1"}, {"e1"}, set()), lookup_outcome("e1", set(), {"e1"}, {"e1"})
     ('valid', 'partner')
-    >>> lookup_outcome("e2", {"e1"}, {"e1"}), lookup_outcome(None, {"e1"}, {"e1"})
-    ('wrong_entry', 'none')
-    >>> lookup_outcome("e3", {"e3"}, {"e1"})  # e3 is verbatim the lookup request
-    'valid'
+    >>> lookup_outcome("e2", {"e1"}, {"e1"}, {"e2"}), lookup_outcome("e3", {"e1"}, {"e1"}, {"e2"})
+    ('wrong_entry', 'unjudged')
+    >>> lookup_outcome(None, {"e1"}, {"e1"}, set())
+    'none'
     """
     if entry is None:
         return NONE
@@ -75,13 +87,16 @@ def lookup_outcome(
         return VALID
     if entry in partners:
         return PARTNER
-    return WRONG_ENTRY
+    if entry in judged_wrong:
+        return WRONG_ENTRY
+    return UNJUDGED
 
 
 @dataclass(frozen=True, slots=True)
 class ReplayCounts:
     """Lookups by outcome. ``n_servable`` lookups have an acceptable entry;
-    ``fired_miss`` counts fires on the others (every one of them false)."""
+    ``fired_miss`` counts fires on the others (none of them acceptable),
+    ``fired_miss_unjudged`` those of them on an unjudged entry."""
 
     n: int
     n_servable: int
@@ -89,7 +104,9 @@ class ReplayCounts:
     valid: int
     partner: int
     wrong_entry: int
+    unjudged: int
     fired_miss: int
+    fired_miss_unjudged: int
 
     @property
     def n_unservable(self) -> int:
@@ -99,26 +116,35 @@ class ReplayCounts:
 def replay_counts(outcomes: Sequence[str], servable: Sequence[bool]) -> ReplayCounts:
     """Count the outcomes of N lookups (``servable[i]``: lookup i has an acceptable entry).
 
-    >>> replay_counts(["valid", "wrong_entry", "partner", "none"], [True, True, False, False])
-    ReplayCounts(n=4, n_servable=2, fired=3, valid=1, partner=1, wrong_entry=1, fired_miss=1)
+    >>> replay_counts(["valid", "wrong_entry", "partner", "unjudged", "none"],
+    ...               [True, True, False, False, False])  # doctest: +NORMALIZE_WHITESPACE
+    ReplayCounts(n=5, n_servable=2, fired=4, valid=1, partner=1, wrong_entry=1, unjudged=1,
+                 fired_miss=2, fired_miss_unjudged=1)
     """
     if len(outcomes) != len(servable):
         raise ValueError(f"{len(outcomes)} outcomes but {len(servable)} servable flags")
-    fired = valid = partner = wrong = fired_miss = 0
-    for o, hit in zip(outcomes, servable, strict=True):
-        if o not in OUTCOMES:
+    tally = dict.fromkeys(OUTCOMES, 0)
+    fired_miss = fired_miss_unjudged = 0
+    for o, ok in zip(outcomes, servable, strict=True):
+        if o not in tally:
             raise ValueError(f"unknown outcome {o!r}")
-        if o == VALID and not hit:
+        if o == VALID and not ok:
             raise ValueError("a lookup without an acceptable entry cannot be valid")
-        if o == NONE:
-            continue
-        fired += 1
-        valid += o == VALID
-        partner += o == PARTNER
-        wrong += o == WRONG_ENTRY
-        fired_miss += not hit
-    return ReplayCounts(len(outcomes), sum(map(bool, servable)), fired, valid, partner, wrong,
-                        fired_miss)  # fmt: skip
+        tally[o] += 1
+        fired_miss += o != NONE and not ok
+        fired_miss_unjudged += o == UNJUDGED and not ok
+    n = len(outcomes)
+    return ReplayCounts(
+        n=n,
+        n_servable=sum(map(bool, servable)),
+        fired=n - tally[NONE],
+        valid=tally[VALID],
+        partner=tally[PARTNER],
+        wrong_entry=tally[WRONG_ENTRY],
+        unjudged=tally[UNJUDGED],
+        fired_miss=fired_miss,
+        fired_miss_unjudged=fired_miss_unjudged,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,31 +155,36 @@ class ReplayRates:
     vchr: Estimate
     precision: Estimate
     fhr: Estimate
+    fhr_judged: Estimate
     wrong_entry_rate: Estimate
+    unjudged_rate: Estimate
     recall: Estimate
 
 
 def replay_rates(c: ReplayCounts) -> ReplayRates:
     """``CHR = fired/N``, ``VCHR = valid/N``, ``precision = valid/fired``,
-    ``FHR = fired_miss/Nn``, ``wrong-entry hit rate = wrong_entry/N``,
-    ``recall = valid/P``.
+    ``FHR = fired_miss/Nn``, ``judged FHR = (fired_miss - fired_miss_unjudged)/Nn``,
+    ``wrong-entry hit rate = (wrong_entry + unjudged)/N``,
+    ``unjudged rate = unjudged/N``, ``recall = valid/P``.
 
-    A store giving a wrong-entry hit and a valid hit on two HIT rows, a fire on
-    a MISS row's own partner and nothing on another MISS row:
+    A store giving a wrong-entry hit and a valid hit on two servable lookups, a
+    fire on a MISS row's own partner and nothing on another MISS row:
 
     >>> r = replay_rates(ReplayCounts(4, 2, fired=3, valid=1, partner=1, wrong_entry=1,
-    ...                               fired_miss=1))
-    >>> r.chr.value, r.vchr.value, r.precision.value, r.fhr.value
-    (0.75, 0.25, 0.3333333333333333, 0.5)
-    >>> r.wrong_entry_rate.value, r.recall.value
-    (0.25, 0.5)
+    ...                               unjudged=0, fired_miss=1, fired_miss_unjudged=0))
+    >>> r.chr.value, r.vchr.value, r.precision.value, r.fhr.value, r.fhr_judged.value
+    (0.75, 0.25, 0.3333333333333333, 0.5, 0.5)
+    >>> r.wrong_entry_rate.value, r.unjudged_rate.value, r.recall.value
+    (0.25, 0.0, 0.5)
     """
     return ReplayRates(
         chr=proportion(c.fired, c.n),
         vchr=proportion(c.valid, c.n),
         precision=proportion(c.valid, c.fired),
         fhr=proportion(c.fired_miss, c.n_unservable),
-        wrong_entry_rate=proportion(c.wrong_entry, c.n),
+        fhr_judged=proportion(c.fired_miss - c.fired_miss_unjudged, c.n_unservable),
+        wrong_entry_rate=proportion(c.wrong_entry + c.unjudged, c.n),
+        unjudged_rate=proportion(c.unjudged, c.n),
         recall=proportion(c.valid, c.n_servable),
     )
 
@@ -161,7 +192,7 @@ def replay_rates(c: ReplayCounts) -> ReplayRates:
 @dataclass(frozen=True, slots=True)
 class ReplayPoint:
     """The replay at threshold ``score >= threshold``: lookups fired, valid
-    fires, fires on unservable lookups, wrong-entry fires."""
+    fires, fires on unservable lookups, wrong-entry fires (judged or not)."""
 
     threshold: float
     fired: int
@@ -209,7 +240,7 @@ def replay_curve(
         g[0] += 1
         g[1] += o == VALID
         g[2] += not hit
-        g[3] += o == WRONG_ENTRY
+        g[3] += o in (WRONG_ENTRY, UNJUDGED)
     out: list[ReplayPoint] = []
     fired = valid = miss = wrong = 0
     for s in sorted(groups, reverse=True):
