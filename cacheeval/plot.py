@@ -113,9 +113,9 @@ def pr_pchr(
             (line,) = ax_pr.plot(c.recall, c.precision, drawstyle="steps-pre", color=color,
                                  label=f"{c.name} (AP {c.pr_auc:.3f})")  # fmt: skip
             _tag(line, k, "pr")
-        elif src.kind == "replay":
+        elif src.kind == "replay":  # recall over the servable lookups
             (line,) = ax_pr.plot(c.recall, c.precision, drawstyle="steps-pre", color=color,
-                                 linestyle="--", label=f"{c.name} (replay)")  # fmt: skip
+                                 linestyle="--", label=c.name)  # fmt: skip
             _tag(line, k, "pr")
         auc = "n/a" if c.p_chr_auc is None else f"{c.p_chr_auc:.3f}"
         style = "--" if src.kind == "replay" else "-"
@@ -138,9 +138,9 @@ def pr_pchr(
         _tag(line, k + j, "ceiling")  # fmt: skip
     n_series = k + len(set(rates))
     ax_pr.set(xlabel="Recall", ylabel="Precision", xlim=(0, 1.02), ylim=(0, 1.05),
-              title="Precision-recall (pair mode)")  # fmt: skip
+              title="Precision-recall (dashed: replay)")  # fmt: skip
     ax_pc.set(xlabel="Cache-hit ratio (CHR)", ylabel="Precision (VCHR / CHR)",
-              xlim=(0, 1.02), ylim=(0, 1.05), title="Precision-CHR")  # fmt: skip
+              xlim=(0, 1.02), ylim=(0, 1.05), title="Precision-CHR (dashed: replay)")  # fmt: skip
     for ax in (ax_pr, ax_pc):
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
@@ -270,13 +270,13 @@ def clq(
                                ("F1", "Recall at FHR <= 5%"), strict=True):  # fmt: skip
         usable: list[ClqPoint] = [p for p in points if getattr(p, attr) is not None]
         for i, p in enumerate(usable):
+            j = points.index(p)
             dot = ax.scatter([max(p.p95_ms, 1e-3)], [getattr(p, attr)],
                              s=40 + 400 * p.cost_per_1k / top_cost,
-                             color=PALETTE[points.index(p) % len(PALETTE)], alpha=0.85,
-                             edgecolor="black", linewidth=0.5, zorder=3)  # fmt: skip
+                             color=PALETTE[j % len(PALETTE)], marker="osD^v<>ph*"[j // 10 % 10],
+                             alpha=0.85, edgecolor="black", linewidth=0.5, zorder=3,
+                             label=p.name if ax is axes[0] else None)  # fmt: skip
             _tag(dot, k + i, attr)
-            ax.annotate(p.name, (max(p.p95_ms, 1e-3), getattr(p, attr)), fontsize=6,
-                        textcoords="offset points", xytext=(5, 3))  # fmt: skip
         k += len(usable)
         front = pareto_front([(p.p95_ms, getattr(p, attr), p.cost_per_1k) for p in usable])
         if front:
@@ -286,7 +286,6 @@ def clq(
                               label="Pareto front", zorder=2)  # fmt: skip
             _tag(line, k, attr + "-front")
             k += 1
-            ax.legend(fontsize=7, loc="upper left")
         ax.set(
             xscale="log",
             xlabel="p95 latency per decision (ms, log)",
@@ -295,7 +294,16 @@ def clq(
             title=f"{label} vs p95 latency",
         )
         ax.grid(alpha=0.3)  # fmt: skip
-    if points:  # room on the right for the names
+    if points:
         lats = [max(p.p95_ms, 1e-3) for p in points]
-        axes[0].set_xlim(min(lats) / 3, max(lats) * 30)
+        axes[0].set_xlim(min(lats) / 3, max(lats) * 3)
+        fig.legend(
+            *axes[0].get_legend_handles_labels(),
+            loc="lower center",
+            fontsize=7,
+            ncol=min(4, len(points) + 1),
+            frameon=False,
+            bbox_to_anchor=(0.5, -0.02),
+        )
+        fig.subplots_adjust(bottom=0.12 + 0.035 * ((len(points) + 4) // 4))
     return Figure(stem, _save(fig, out_dir, stem, formats), k)
