@@ -307,7 +307,10 @@ def create_app(config: ServerConfig) -> Starlette:
     async def index(request: Request) -> Response:
         subs = await run_in_threadpool(store.submissions)
         html = pages.leaderboard_page(
-            pages.board(subs), n_test_rows=len(test.rows), rate_limit=limit.describe()
+            pages.board(subs),
+            n_test_rows=len(test.rows),
+            rate_limit=limit.describe(),
+            figure=pages.board_figure(subs),
         )
         return HTMLResponse(html, headers=_PAGE_HEADERS)
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
+from .charts import board_points, board_svg, domain_fhr_svg
 from .store import Submission
 
 #: Sortable columns: (key in an entry, header text, direction of the first
@@ -102,9 +103,10 @@ def _row(e: dict[str, Any]) -> str:
 
 
 def leaderboard_page(
-    entries: Sequence[dict[str, Any]], *, n_test_rows: int, rate_limit: str
+    entries: Sequence[dict[str, Any]], *, n_test_rows: int, rate_limit: str, figure: str = ""
 ) -> str:
-    """``GET /``: the sortable board and the upload form."""
+    """``GET /``: the sortable board, the board-wide figure (:func:`board_figure`)
+    and the upload form."""
     heads = [
         '<th scope="col">#</th>',
         '<th scope="col">Name</th>',
@@ -135,6 +137,7 @@ Lower is better; brackets give the 95% Wilson interval. Click a column to sort.<
 {body_rows}
 </tbody>
 </table>
+{figure}
 <section id="submit">
 <h2>Submit predictions</h2>
 <p>Write predictions with <code>cacheeval predict --split test</code>, then upload the file
@@ -240,6 +243,7 @@ p95 {_num(lat.get("p95"), 2)} ms, p99 {_num(lat.get("p99"), 2)} ms.</p>
 {domain_rows}
 </tbody>
 </table>
+{submission_figure(sub)}
 <h2>Per label (MISS classes)</h2>
 <table class="breakdown" id="per-label">
 <thead><tr><th scope="col">Label</th><th scope="col">Rows</th>
@@ -259,3 +263,39 @@ def not_found_page(message: str) -> str:
         f"<main><p>{escape(message)}</p></main>"
     )
     return _page("Not found - CacheEval", body)
+
+
+# --- figures (server-side SVG, see charts.py) -----------------------------------------
+
+#: Submissions drawn in the board-wide figure (the best ranked).
+MAX_FIGURE_POINTS = 20
+
+
+def board_figure(subs: Sequence[Submission]) -> str:
+    """The board-wide figure: every ranked submission (best
+    :data:`MAX_FIGURE_POINTS`) in precision-recall and precision-CHR space,
+    numbered by rank; empty when nothing is graded."""
+    by_id = {s.id: s for s in subs}
+    ranked = [(e["rank"], e["name"], by_id[e["id"]].scores) for e in board(subs)]
+    points = board_points(ranked[:MAX_FIGURE_POINTS])
+    if not points:
+        return ""
+    return (
+        '<section id="board-figure">\n<h2>Precision, recall and cache-hit ratio</h2>\n'
+        "<p>Each graded submission at its own operating point, numbered by rank. Right: the"
+        " dotted curve is a perfect ranker's precision at each cache-hit ratio; its area,"
+        " p(1 - ln p), bounds the P-CHR AUC of any cache on this test set.</p>\n"
+        f"{board_svg(points)}\n</section>"
+    )
+
+
+def submission_figure(sub: Submission) -> str:
+    """One submission's per-domain FHR chart (empty without per-domain scores)."""
+    per_domain = sub.scores.get("per_domain") or []
+    if not per_domain:
+        return ""
+    return (
+        f'<figure id="domain-fhr">{domain_fhr_svg(per_domain)}'
+        "<figcaption>FHR per domain; whiskers: 95% Wilson interval; dotted: 5%."
+        "</figcaption></figure>"
+    )

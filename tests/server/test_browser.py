@@ -170,3 +170,48 @@ def test_upload_through_the_page_and_sort(
         entries = browser.get_log("browser")
         logs = [e for e in entries if e["source"] in ("javascript", "security")]
         assert logs == []
+
+
+def distinct_colours(png: bytes) -> int:
+    """How many distinct colours a screenshot holds (Pillow ships with matplotlib)."""
+    import io
+
+    image = pytest.importorskip("PIL.Image")
+    with image.open(io.BytesIO(png)) as img:
+        colours = img.convert("RGB").getcolors(maxcolors=1 << 20)
+    return len(colours or [])
+
+
+def test_charts_render_under_the_csp(
+    browser: webdriver.Chrome, build: MiniBuild, tmp_path: Path
+) -> None:
+    db = tmp_path / "board.sqlite"
+    token = add_submitter(db, "chart-team")
+    with running_server(build, db, "--rate-limit", "20") as base:
+        for name, seed in (("chart-a", 31), ("chart-b", 32), ("chart-c", 33)):
+            body = write_prediction_file(
+                tmp_path / f"{name}.jsonl", random_predictions(build.ids, seed)
+            )
+            upload(base, token, body.read_bytes(), name)
+
+        browser.set_window_size(1280, 1600)
+        browser.get(base + "/")
+        chart = browser.find_element(By.ID, "board-chart")
+        # one numbered point per submission in each of the two panels, the ceiling curve
+        assert len(chart.find_elements(By.CSS_SELECTOR, "g.point")) == 6
+        assert len(chart.find_elements(By.CSS_SELECTOR, "polyline.ceiling")) == 1
+        assert chart.size["width"] > 300 and chart.size["height"] > 200
+        shot = chart.screenshot_as_png
+        assert shot[:8] == b"\x89PNG\r\n\x1a\n" and distinct_colours(shot) > 10
+        page_shot = tmp_path / "leaderboard.png"
+        assert browser.save_screenshot(str(page_shot)) and page_shot.stat().st_size > 10_000
+
+        browser.get(base + "/submissions/1")
+        fhr_chart = browser.find_element(By.ID, "domain-fhr-chart")
+        bars = fhr_chart.find_elements(By.CSS_SELECTOR, "rect.bar")
+        domains = browser.find_elements(By.CSS_SELECTOR, "#per-domain tbody th")
+        assert 0 < len(bars) <= len(domains)
+        assert fhr_chart.size["width"] > 300
+        assert distinct_colours(fhr_chart.screenshot_as_png) > 10
+        logs = [e for e in browser.get_log("browser") if e["source"] in ("javascript", "security")]
+        assert logs == []  # no CSP violation: the SVG uses presentation attributes only
