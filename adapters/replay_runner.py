@@ -296,7 +296,18 @@ def replay_markdown(data: dict[str, Any]) -> str:
                 f" | {cells.get(r['entries'], 'n/a')} ({r['entries']}) |"
                 f" {_f(p['p50_ms'])} / {_f(p['p95_ms'])} |"
             )
-    lines += ["", "Per-cache reports (per domain, per label, curves): `reports/replay/`.", ""]
+    lines += [
+        "",
+        "## Pair mode on the test split: FHR per domain and calibration",
+        "",
+        "![FHR per domain, 95% Wilson intervals](figures/domain_fhr.svg)",
+        "",
+        "![Reliability of GPTCache's score](figures/reliability_gptcache-minilm-0.80.svg)"
+        " ![Reliability of the verified cache's P(HIT)](figures/reliability_verified-cache.svg)",
+        "",
+        "Per-cache reports (per domain, per label, curves): `reports/replay/`.",
+        "",
+    ]
     return "\n".join(lines)
 
 

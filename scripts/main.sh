@@ -21,4 +21,10 @@ $py scripts/run_gptcache.py
 echo "== verified cache vs GPTCache ==" >&2
 $py scripts/run_verified_vs_gptcache.py
 
+echo "== shared-cache replay vs pair mode (reports/REPLAY.md) ==" >&2
+$py -m scripts.run_replay
+
+echo "== figures (reports/figures/) ==" >&2
+$py -m scripts.make_figures
+
 echo "main job done: see reports/" >&2
