@@ -29,7 +29,7 @@ Two paths give the same decision:
 
 * ``path="real"``: the real cache per row (put/get through GPTCache), embedding
   included in the timed call. Slow, faithful.
-* ``path="fast"``: ``prepare(rows)`` batch-embeds every unique text once; each
+* ``path="fast"``: ``prepare(pairs)`` batch-embeds every unique text once; each
   row then computes the faiss distance of the two normalised vectors and applies
   GPTCache's own ``SearchDistanceEvaluation`` and threshold rule. For sweeps.
 
@@ -51,7 +51,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cacheeval.schema import Row, Verdict
+from cacheeval.schema import Pair, Request, Verdict
 
 if TYPE_CHECKING:
     import numpy as np
@@ -82,25 +82,20 @@ CONFIGS: dict[str, GPTCacheConfig] = {
 }
 
 
-def request_text(row: Row, side: str, embed: str) -> str:
-    """The text GPTCache embeds for one side of a row.
+EMBED_MODES: tuple[str, ...] = ("query", "full")
+
+
+def embed_text(request: Request, embed: str) -> str:
+    """The text GPTCache embeds for one request.
 
     ``embed="query"``: the last user message only. ``embed="full"``: system
     prompt, prior turns and query, one ``role: content`` line each.
     """
-    query: str = getattr(row, f"query_{side}")
     if embed == "query":
-        return query
+        return request.query
     if embed != "full":
         raise ValueError(f"embed must be 'query' or 'full', not {embed!r}")
-    lines = []
-    system = getattr(row, f"system_prompt_{side}")
-    if system:
-        lines.append(f"system: {system}")
-    for turn in getattr(row, f"context_{side}") or ():
-        lines.append(f"{turn['role']}: {turn['content']}")
-    lines.append(f"user: {query}")
-    return "\n".join(lines)
+    return request.text(roles=True)
 
 
 def gptcache_hit(rank: float, threshold: float, cache_factor: float = 1.0) -> bool:
@@ -227,7 +222,7 @@ def faiss_rank(vec_a: np.ndarray, vec_b: np.ndarray) -> float:
 
 
 class GPTCacheAdapter:
-    """A ``Row -> Verdict`` cache backed by GPTCache.
+    """A ``Pair -> Verdict`` cache backed by GPTCache.
 
     Example::
 
@@ -257,7 +252,8 @@ class GPTCacheAdapter:
             raise ValueError(f"path must be 'real' or 'fast', not {path!r}")
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must be in [0, 1], got {threshold}")
-        request_text(_PROBE_ROW, "a", embed)  # validates `embed`
+        if embed not in EMBED_MODES:
+            raise ValueError(f"embed must be 'query' or 'full', not {embed!r}")
         self.embedder_name = embedder
         self.threshold = float(threshold)
         self.embed = embed
@@ -280,19 +276,19 @@ class GPTCacheAdapter:
             self._embedder = get_embedder(self.embedder_name)
         return self._embedder
 
-    def texts(self, rows: Iterable[Row]) -> list[str]:
-        """Every unique text this cache embeds for ``rows``, in first-seen order."""
+    def texts(self, pairs: Iterable[Pair]) -> list[str]:
+        """Every unique text this cache embeds for ``pairs``, in first-seen order."""
         seen: dict[str, None] = {}
-        for row in rows:
-            seen.setdefault(request_text(row, "a", self.embed), None)
-            seen.setdefault(request_text(row, "b", self.embed), None)
+        for pair in pairs:
+            seen.setdefault(embed_text(pair.a, self.embed), None)
+            seen.setdefault(embed_text(pair.b, self.embed), None)
         return list(seen)
 
-    def prepare(self, rows: Sequence[Row]) -> None:
+    def prepare(self, pairs: Sequence[Pair]) -> None:
         """Load the model (and, for the fast path or the memo, embed every text once)."""
         emb = self.embedder
         if self.path == "fast" or self.embedding_memo:
-            todo = [t for t in self.texts(rows) if t not in self._vectors]
+            todo = [t for t in self.texts(pairs) if t not in self._vectors]
             if todo:
                 vecs = emb.encode(todo)
                 self._vectors.update(zip(todo, vecs, strict=True))
@@ -307,18 +303,18 @@ class GPTCacheAdapter:
                 self._vectors[text] = vec
         return vec
 
-    def rank(self, row: Row) -> float:
-        """GPTCache's rank for a row from (precomputed) vectors: the fast path."""
+    def rank(self, pair: Pair) -> float:
+        """GPTCache's rank for a pair from (precomputed) vectors: the fast path."""
         return faiss_rank(
-            self.vector(request_text(row, "a", self.embed)),
-            self.vector(request_text(row, "b", self.embed)),
+            self.vector(embed_text(pair.a, self.embed)),
+            self.vector(embed_text(pair.b, self.embed)),
         )
 
-    def __call__(self, row: Row) -> Verdict:
-        text_a = request_text(row, "a", self.embed)
-        text_b = request_text(row, "b", self.embed)
+    def __call__(self, pair: Pair) -> Verdict:
+        text_a = embed_text(pair.a, self.embed)
+        text_b = embed_text(pair.b, self.embed)
         if self.path == "fast":
-            rank: float | None = self.rank(row)
+            rank: float | None = self.rank(pair)
             assert rank is not None
             hit = gptcache_hit(rank, self.threshold)
         else:
@@ -326,7 +322,7 @@ class GPTCacheAdapter:
             hit, rank = run_real_pair(
                 text_a,
                 text_b,
-                row.expected_answer_a or f"cached answer for {row.id}",
+                f"cached answer for {pair.id}",
                 embed_one,
                 self.embedder.dim,
                 self.threshold,
@@ -340,29 +336,3 @@ class GPTCacheAdapter:
         vec: np.ndarray = self.embedder.encode([text])[0]
         return vec
 
-
-_PROBE_ROW = Row(
-    id="cb-qa_factual-0000",
-    domain="qa_factual",
-    subcategory=None,
-    label=None,
-    binary_label=None,
-    difficulty=None,
-    query_a="",
-    query_b="",
-    context_a=None,
-    context_b=None,
-    system_prompt_a=None,
-    system_prompt_b=None,
-    tools_a=None,
-    tools_b=None,
-    expected_answer_a=None,
-    expected_answer_b=None,
-    rationale=None,
-    verification_method=None,
-    verification_payload=None,
-    construction_method=None,
-    source=None,
-    real_world_grounding=None,
-    split="test",
-)

@@ -83,8 +83,11 @@ def run_config(config: GPTCacheConfig, rows: list[Row], dataset: Path) -> Config
     )
     seconds = time.perf_counter() - start
     fast = GPTCacheAdapter.from_config(config, path="fast")
-    fast.prepare(rows)
-    disagreements = [p.id for r, p in zip(rows, preds, strict=True) if fast(r).is_hit != p.is_hit]
+    pairs = [r.pair for r in rows]
+    fast.prepare(pairs)
+    disagreements = [
+        p.id for pair, p in zip(pairs, preds, strict=True) if fast(pair).is_hit != p.is_hit
+    ]
     return ConfigRun(config, report, preds, disagreements, seconds)
 
 
@@ -131,8 +134,9 @@ def per_row_csv(rows: Sequence[Row], preds: Sequence[Prediction]) -> bytes:
 def sweep(rows: list[Row], embedder: str, embed: str = "query") -> list[dict[str, Any]]:
     """Fast-path decisions at every threshold of :data:`SWEEP`."""
     cache = GPTCacheAdapter(embedder=embedder, threshold=0.8, embed=embed, path="fast")
-    cache.prepare(rows)
-    ranks = [cache.rank(r) for r in rows]
+    pairs = [r.pair for r in rows]
+    cache.prepare(pairs)
+    ranks = [cache.rank(p) for p in pairs]
     out = []
     for t in SWEEP:
         hits = [gptcache_hit(rank, t) for rank in ranks]

@@ -12,41 +12,10 @@ threshold-free block of a report is filled for them too.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable
-from typing import Any
 
-from .schema import Row, Verdict
-
-_SPACE = re.compile(r"\s+")
-
-
-def normalize_text(text: str | None) -> str:
-    """Whitespace runs collapsed to one space, trimmed, case-folded ("" for None)."""
-    if text is None:
-        return ""
-    return _SPACE.sub(" ", text).strip().casefold()
-
-
-def request_key(
-    query: str,
-    context: tuple[dict[str, Any], ...] | None,
-    system_prompt: str | None,
-    tools: tuple[dict[str, Any], ...] | None,
-) -> tuple[str, tuple[tuple[str, str], ...], str, str]:
-    """What ``exact_match`` compares: the normalised query, each prior turn
-    (role, content), system prompt, and the tools as key-sorted JSON.
-
-    None and empty are the same (no context / no system prompt / no tools).
-    """
-    turns = tuple(
-        (normalize_text(str(t.get("role", ""))), normalize_text(str(t.get("content", ""))))
-        for t in context or ()
-    )
-    # Tool definitions are compared as data: key order must not matter.
-    tools_text = json.dumps(list(tools or ()), sort_keys=True, ensure_ascii=False)
-    return normalize_text(query), turns, normalize_text(system_prompt), normalize_text(tools_text)
+from .cache import Cache
+from .schema import Pair, Verdict
 
 
 class AlwaysMiss:
@@ -54,7 +23,7 @@ class AlwaysMiss:
 
     name = "always_miss"
 
-    def __call__(self, row: Row) -> Verdict:
+    def __call__(self, pair: Pair) -> Verdict:
         return Verdict(is_hit=False, confidence=1.0, tier_used="baseline", score=0.0)
 
 
@@ -63,7 +32,7 @@ class AlwaysHit:
 
     name = "always_hit"
 
-    def __call__(self, row: Row) -> Verdict:
+    def __call__(self, pair: Pair) -> Verdict:
         return Verdict(is_hit=True, confidence=1.0, tier_used="baseline", score=1.0)
 
 
@@ -72,22 +41,20 @@ class ExactMatch:
 
     name = "exact_match"
 
-    def __call__(self, row: Row) -> Verdict:
-        same = request_key(row.query_a, row.context_a, row.system_prompt_a, row.tools_a) == (
-            request_key(row.query_b, row.context_b, row.system_prompt_b, row.tools_b)
-        )
+    def __call__(self, pair: Pair) -> Verdict:
+        same = pair.a.key() == pair.b.key()
         return Verdict(is_hit=same, confidence=1.0, tier_used="exact", score=1.0 if same else 0.0)
 
 
 #: Baseline name -> factory building a fresh cache.
-BASELINES: dict[str, Callable[[], Any]] = {
+BASELINES: dict[str, Callable[[], Cache]] = {
     "always_miss": AlwaysMiss,
     "always_hit": AlwaysHit,
     "exact_match": ExactMatch,
 }
 
 
-def make_baseline(name: str) -> Any:
+def make_baseline(name: str) -> Cache:
     """A fresh instance of the named baseline; ValueError naming the choices."""
     try:
         factory = BASELINES[name]

@@ -42,7 +42,6 @@ class Cache(Protocol):
     def __call__(self, pair: Pair, /) -> Verdict: ...
 
 
-
 @runtime_checkable
 class SharedCache(Protocol):
     """One store shared by many requests, as a production cache runs: ``put``

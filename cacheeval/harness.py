@@ -1,26 +1,27 @@
 """Run a cache over benchmark rows and score its decisions.
 
-A *cache* is either a callable ``Row -> Verdict`` or an object that is
-callable (or has a ``predict(row)`` method), optionally with:
+A cache is a :class:`~cacheeval.cache.Cache`: ``cache(pair) -> Verdict``,
+optionally with ``prepare(pairs)``, ``close()``, ``name`` and
+``cost_per_call_usd``. The cache is shown only :class:`~cacheeval.schema.Pair`
+records (the two requests and an id), each a fresh copy; the labelled rows stay
+here, in a truth table the cache never has a reference to.
 
-* ``prepare(rows)`` - called once with all rows before any call is timed
-  (warm-up, model loading, index building);
-* ``close()`` - called once at the end, always, even when the run fails;
-* ``name`` - a default for ``cache_name``;
-* ``cost_per_call_usd`` - a ``{tier: price}`` mapping used for the cost metric.
-
-Three steps: :func:`predict` calls the cache on every row and records a
+Three steps: :func:`predict` calls the cache on every pair and records a
 :class:`~cacheeval.predictions.Prediction` per row (it never needs labels, so
 it runs on hidden test rows); :func:`score` joins predictions to labelled rows
 by id and computes the :class:`~cacheeval.report.Report`; :func:`evaluate` is
 the two together.
 
-Failure handling (``on_error="miss"``, the default): an exception, a return
-value that is not a valid :class:`~cacheeval.schema.Verdict` (wrong type,
-non-bool ``is_hit``, NaN, a confidence outside [0, 1], a reserved tier) or a
-timeout makes that row a MISS with an ``error`` string, counted and shown in
-the report; the run goes on. ``on_error="raise"`` stops at the first failure
-with :class:`CacheCallError`.
+Failure handling (``on_error="miss"``, the default): anything a cache call
+raises - any ``BaseException``, ``SystemExit`` and a ``KeyboardInterrupt`` the
+cache raised itself included -, a return value that is not a valid
+:class:`~cacheeval.schema.Verdict` (wrong type, non-bool ``is_hit``, NaN, a
+confidence outside [0, 1], a reserved tier) or a timeout makes that row a MISS
+with an ``error`` string, counted and shown in the report; the run goes on.
+``on_error="raise"`` stops at the first failure with :class:`CacheCallError`.
+Only a real Ctrl-C (SIGINT delivered to the process while the harness runs on
+the main thread) stops a run: :func:`predict` then raises
+:class:`RunInterrupted`, which carries the predictions made so far.
 
 Timeouts (``timeout_ms``): each call then runs on a worker thread and the
 harness waits at most ``timeout_ms``. Python cannot kill a thread, so a call
@@ -34,28 +35,32 @@ the calling thread with no extra overhead.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib
 import importlib.util
+import json
 import math
 import os
 import queue
 import re
+import signal
 import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from .cache import Cache
 from .jsonio import dumps, sha256_file
 from .metrics.ranking import DEFAULT_ALPHAS
 from .predictions import Prediction
 from .progress import ProgressCallback
 from .report import MAX_IDS, IdCheck, Report, build_report, make_provenance
-from .schema import Row, Verdict
+from .schema import Pair, Row, Verdict
 
 OnError = Literal["miss", "raise"]
 
@@ -63,6 +68,10 @@ OnError = Literal["miss", "raise"]
 RESERVED_TIERS: frozenset[str] = frozenset({"error", "timeout", "missing"})
 #: Longest error message kept per row.
 MAX_ERROR_CHARS = 300
+
+
+#: Module-name prefix of caches imported from a ``.py`` file by :func:`load_cache`.
+_USER_MODULE_PREFIX = "cacheeval_user_"
 
 
 class CacheCallError(RuntimeError):
@@ -77,6 +86,19 @@ class UnlabelledRowsError(ValueError):
     """Scoring needs labels but some rows are hidden test rows."""
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """The user pressed Ctrl-C during :func:`predict`.
+
+    ``predictions`` holds the rows decided before the interrupt, in order;
+    ``total`` is how many rows the run had.
+    """
+
+    def __init__(self, predictions: list[Prediction], total: int) -> None:
+        super().__init__(f"interrupted after {len(predictions)} of {total} rows")
+        self.predictions = predictions
+        self.total = total
+
+
 # --- binding a cache ----------------------------------------------------------------
 
 
@@ -84,11 +106,30 @@ class UnlabelledRowsError(ValueError):
 class BoundCache:
     """The pieces of a cache the harness uses."""
 
-    call: Callable[[Row], Any]
-    prepare: Callable[[Sequence[Row]], Any] | None
+    call: Callable[[Pair], Any]
+    prepare: Callable[[Sequence[Pair]], Any] | None
     close: Callable[[], Any] | None
     name: str
     cost_per_call_usd: dict[str, float]
+
+
+def cache_ref_of(cache: object) -> str:
+    """Where a cache comes from, as ``module:QualName`` (a ``.py`` file's path
+    for a cache loaded from a file), for the report's provenance.
+
+    >>> from cacheeval.baselines import ExactMatch
+    >>> cache_ref_of(ExactMatch())
+    'cacheeval.baselines:ExactMatch'
+    """
+    # functions and classes name themselves; an instance is named by its class
+    target = cache if hasattr(cache, "__qualname__") else type(cache)
+    qualname = str(getattr(target, "__qualname__", "?"))
+    module_name = str(getattr(target, "__module__", "") or "")
+    module = sys.modules.get(module_name)
+    file = getattr(module, "__file__", None)
+    if module_name.startswith(_USER_MODULE_PREFIX) and isinstance(file, str):
+        module_name = file
+    return f"{module_name}:{qualname}"
 
 
 def cache_name_of(cache: Any) -> str:
@@ -118,16 +159,11 @@ def cost_table(cache: Any) -> dict[str, float]:
     return out
 
 
-def bind_cache(cache: Any) -> BoundCache:
+def bind_cache(cache: Cache) -> BoundCache:
     """Find the call, optional ``prepare``/``close``, name and prices of ``cache``."""
-    if callable(cache):
-        call = cache
-    elif callable(getattr(cache, "predict", None)):
-        call = cache.predict
-    else:
-        raise TypeError(
-            f"{type(cache).__name__} is not a cache: need a callable or an object with predict()"
-        )
+    if not callable(cache):
+        raise TypeError(f"{type(cache).__name__} is not a cache: need a callable Pair -> Verdict")
+    call = cache
     prepare = getattr(cache, "prepare", None)
     close = getattr(cache, "close", None)
     return BoundCache(
@@ -143,10 +179,28 @@ def bind_cache(cache: Any) -> BoundCache:
 
 
 def describe_exception(e: BaseException) -> str:
-    """``"TypeName: first line of the message"`` (at most :data:`MAX_ERROR_CHARS`)."""
-    text = str(e).strip().splitlines()
-    message = text[0] if text else "(no message)"
-    out = f"{type(e).__name__}: {message}"
+    """``"TypeName: first line of the message"`` (at most :data:`MAX_ERROR_CHARS`).
+
+    Never raises: a cache may raise an exception whose ``__str__`` (or whose
+    type's name) is itself broken.
+
+    >>> describe_exception(ValueError("bad\\nsecond line"))
+    'ValueError: bad'
+    >>> class Nasty(Exception):
+    ...     def __str__(self): raise RuntimeError("no")
+    >>> describe_exception(Nasty())
+    'Nasty: (message could not be read)'
+    """
+    try:
+        name = str(type(e).__name__)
+    except BaseException:  # a hostile metaclass
+        name = "BaseException"
+    try:
+        text = str(e).strip().splitlines()
+        message = text[0] if text else "(no message)"
+    except BaseException:
+        message = "(message could not be read)"
+    out = f"{name}: {message}"
     return out if len(out) <= MAX_ERROR_CHARS else out[: MAX_ERROR_CHARS - 3] + "..."
 
 
@@ -154,7 +208,10 @@ def verdict_problem(value: Any) -> str | None:
     """Why a cache's return value cannot be scored (None when it is a usable Verdict)."""
     if not isinstance(value, Verdict):
         return f"returned {type(value).__name__}, not Verdict"
-    problems = value.problems()
+    try:  # Verdict's own check, never a subclass's override
+        problems = Verdict.problems(value)
+    except Exception as e:
+        return f"the verdict could not be checked: {describe_exception(e)}"
     if not problems and value.tier_used in RESERVED_TIERS:
         problems = [f"tier_used {value.tier_used!r} is reserved for the harness"]
     return "; ".join(problems) if problems else None
@@ -184,28 +241,28 @@ def _failed(row_id: str, tier: str, error: str, latency_ms: float | None) -> Pre
 class _Worker:
     """A daemon thread that runs calls one at a time (used for timeouts)."""
 
-    def __init__(self, call: Callable[[Row], Any]) -> None:
+    def __init__(self, call: Callable[[Pair], Any]) -> None:
         self._call = call
-        self._inbox: queue.SimpleQueue[Row | None] = queue.SimpleQueue()
+        self._inbox: queue.SimpleQueue[Pair | None] = queue.SimpleQueue()
         self._outbox: queue.SimpleQueue[tuple[Any, BaseException | None, int]] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._loop, name="cacheeval-call", daemon=True)
         self._thread.start()
 
     def _loop(self) -> None:
         while True:
-            row = self._inbox.get()
-            if row is None:
+            pair = self._inbox.get()
+            if pair is None:
                 return
             t0 = time.perf_counter_ns()
             try:
-                value, exc = self._call(row), None
+                value, exc = self._call(pair), None
             except BaseException as e:  # handed back to the harness thread
                 value, exc = None, e
             self._outbox.put((value, exc, time.perf_counter_ns() - t0))
 
-    def run(self, row: Row, timeout_s: float) -> tuple[Any, BaseException | None, int]:
+    def run(self, pair: Pair, timeout_s: float) -> tuple[Any, BaseException | None, int]:
         """The call's (value, exception, ns); raises ``queue.Empty`` on timeout."""
-        self._inbox.put(row)
+        self._inbox.put(pair)
         return self._outbox.get(timeout=timeout_s)
 
     def stop(self) -> None:
@@ -216,35 +273,93 @@ class _Worker:
 # --- predict / score / evaluate --------------------------------------------------------
 
 
+class _SigintWatch:
+    """Tells a real Ctrl-C from a ``KeyboardInterrupt`` a cache raised itself.
+
+    While active on the main thread it installs a SIGINT handler that records
+    the signal before raising ``KeyboardInterrupt`` as Python's default does.
+    Off the main thread no signal can reach the running code, so every
+    ``KeyboardInterrupt`` there comes from the cache.
+    """
+
+    def __init__(self) -> None:
+        self.fired = False
+        self._previous: Any = None
+        self._installed = False
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        self.fired = True
+        raise KeyboardInterrupt
+
+    def __enter__(self) -> _SigintWatch:
+        if threading.current_thread() is threading.main_thread():
+            try:
+                self._previous = signal.signal(signal.SIGINT, self._handler)
+                self._installed = True
+            except ValueError:  # not the main interpreter
+                pass
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._previous)
+
+
+def as_pairs(items: Iterable[Row | Pair]) -> list[Pair]:
+    """What the cache may see of each item, in order: the two requests (fresh
+    copies) under an opaque id ``p1``, ``p2``, ... - row ids name the domain
+    (``cb-creative-0003``), and two domains are all-MISS."""
+    return [_shown_pair(item, i) for i, item in enumerate(items, 1)]
+
+
+def _shown_pair(item: Row | Pair, index: int) -> Pair:
+    """:func:`as_pairs` for one item (``index`` 1-based), a fresh copy for a call."""
+    if isinstance(item, Row):
+        pair = item.pair
+        return Pair(f"p{index}", pair.a, pair.b)
+    return Pair(f"p{index}", copy.deepcopy(item.a), copy.deepcopy(item.b))
+
+
 def predict(
-    cache: Any,
-    rows: Sequence[Row],
+    cache: Cache,
+    rows: Sequence[Row] | Sequence[Pair],
     *,
     on_error: OnError = "miss",
     timeout_ms: float | None = None,
     progress: ProgressCallback | None = None,
 ) -> list[Prediction]:
-    """Call the cache on every row, in order, and record its decisions.
+    """Call the cache on every row's :class:`~cacheeval.schema.Pair`, in order,
+    and record its decisions.
 
-    ``prepare(rows)`` runs first (untimed); ``close()`` always runs last. Each
-    call is timed with ``time.perf_counter_ns``. Labels are never read.
+    The cache is shown only pairs: ``prepare`` gets a list of copies, each
+    call a fresh copy, so nothing a cache does to what it is given reaches the
+    rows or a later call. ``prepare`` runs first (untimed); ``close()`` always
+    runs last. Each call is timed with ``time.perf_counter_ns``. Labels are
+    never read. A real Ctrl-C raises :class:`RunInterrupted` with the
+    predictions made so far.
     """
     if on_error not in ("miss", "raise"):
         raise ValueError(f"on_error must be 'miss' or 'raise', got {on_error!r}")
     if timeout_ms is not None and not timeout_ms > 0:
         raise ValueError(f"timeout_ms must be > 0, got {timeout_ms}")
-    rows = list(rows)  # a generator would be consumed by prepare() or len()
+    items: list[Row | Pair] = list(rows)  # a generator would be consumed by len()
+    ids = [item.id for item in items]
     bound = bind_cache(cache)
     failed = False
+    out: list[Prediction] = []
     try:
-        if bound.prepare is not None:
+        with _SigintWatch() as sigint:
             try:
-                bound.prepare(rows)
-            except Exception as e:
-                raise CacheCallError(f"prepare() raised {describe_exception(e)}") from e
-        if timeout_ms is None:
-            return _predict_inline(bound.call, rows, on_error == "raise", progress)
-        return _predict_with_timeout(bound.call, rows, on_error == "raise", timeout_ms, progress)
+                if bound.prepare is not None:
+                    # its own list: emptying or editing it cannot touch the run
+                    _call_prepare(bound.prepare, as_pairs(items), sigint)
+                run = _run_inline if timeout_ms is None else _run_with_timeout
+                run(bound.call, items, ids, out, on_error == "raise", timeout_ms, progress, sigint)
+            except KeyboardInterrupt:
+                if sigint.fired:
+                    raise RunInterrupted(out, len(ids)) from None
+                raise
+        return out
     except BaseException:
         failed = True
         raise
@@ -258,77 +373,96 @@ def predict(
                 warnings.warn(f"cache close() raised {describe_exception(e)}", stacklevel=2)
 
 
-def _predict_inline(
-    call: Callable[[Row], Any],
-    rows: Sequence[Row],
+def _call_prepare(
+    prepare: Callable[[Sequence[Pair]], Any], pairs: list[Pair], sigint: _SigintWatch
+) -> None:
+    try:
+        prepare(pairs)
+    except BaseException as e:
+        if isinstance(e, KeyboardInterrupt) and sigint.fired:
+            raise
+        raise CacheCallError(f"prepare() raised {describe_exception(e)}") from e
+
+
+def _run_inline(
+    call: Callable[[Pair], Any],
+    items: Sequence[Row | Pair],
+    ids: Sequence[str],
+    out: list[Prediction],
     strict: bool,
+    timeout_ms: float | None,
     progress: ProgressCallback | None,
-) -> list[Prediction]:
-    out: list[Prediction] = []
+    sigint: _SigintWatch,
+) -> None:
     append = out.append
     clock = time.perf_counter_ns
-    total = len(rows)
-    done = 0
-    for row in rows:
+    total = len(ids)
+    for done, (item, row_id) in enumerate(zip(items, ids, strict=True), 1):
+        pair = _shown_pair(item, done)
         t0 = clock()
         try:
-            value = call(row)
-        except Exception as e:
+            value = call(pair)
+        except BaseException as e:  # SystemExit, a cache's own KeyboardInterrupt, ...
             ms = (clock() - t0) / 1e6
+            if isinstance(e, KeyboardInterrupt) and sigint.fired:
+                raise
             if strict:
-                raise CacheCallError(f"row {row.id}: {describe_exception(e)}") from e
-            append(_failed(row.id, "error", describe_exception(e), ms))
+                raise CacheCallError(f"row {row_id}: {describe_exception(e)}") from e
+            append(_failed(row_id, "error", describe_exception(e), ms))
         else:
-            pred = _to_prediction(row.id, value, (clock() - t0) / 1e6)
+            pred = _to_prediction(row_id, value, (clock() - t0) / 1e6)
             if strict and pred.error is not None:
-                raise CacheCallError(f"row {row.id}: {pred.error}")
+                raise CacheCallError(f"row {row_id}: {pred.error}")
             append(pred)
+        if sigint.fired:  # the cache swallowed the user's Ctrl-C: stop all the same
+            raise KeyboardInterrupt
         if progress is not None:
-            done += 1
             progress(done, total)
-    return out
 
 
-def _predict_with_timeout(
-    call: Callable[[Row], Any],
-    rows: Sequence[Row],
+def _run_with_timeout(
+    call: Callable[[Pair], Any],
+    items: Sequence[Row | Pair],
+    ids: Sequence[str],
+    out: list[Prediction],
     strict: bool,
-    timeout_ms: float,
+    timeout_ms: float | None,
     progress: ProgressCallback | None,
-) -> list[Prediction]:
-    out: list[Prediction] = []
+    sigint: _SigintWatch,
+) -> None:
+    assert timeout_ms is not None
     timeout_s = timeout_ms / 1000.0
     worker = _Worker(call)
+    total = len(ids)
     try:
-        for done, row in enumerate(rows, 1):
+        for done, (item, row_id) in enumerate(zip(items, ids, strict=True), 1):
+            pair = _shown_pair(item, done)
             t0 = time.perf_counter_ns()
             try:
-                value, exc, ns = worker.run(row, timeout_s)
+                value, exc, ns = worker.run(pair, timeout_s)
             except queue.Empty:
                 waited = (time.perf_counter_ns() - t0) / 1e6
                 error = f"timeout after {timeout_ms:g} ms"
                 if strict:
-                    raise CacheCallError(f"row {row.id}: {error}") from None
-                out.append(_failed(row.id, "timeout", error, waited))
+                    raise CacheCallError(f"row {row_id}: {error}") from None
+                out.append(_failed(row_id, "timeout", error, waited))
                 worker.stop()  # abandoned: exits whenever the hung call returns
                 worker = _Worker(call)
             else:
-                if exc is not None and not isinstance(exc, Exception):
-                    raise exc  # KeyboardInterrupt, SystemExit: never swallowed
+                # On the worker thread no signal arrives: any exception is the cache's.
                 if exc is not None:
                     if strict:
-                        raise CacheCallError(f"row {row.id}: {describe_exception(exc)}") from exc
-                    out.append(_failed(row.id, "error", describe_exception(exc), ns / 1e6))
+                        raise CacheCallError(f"row {row_id}: {describe_exception(exc)}") from exc
+                    out.append(_failed(row_id, "error", describe_exception(exc), ns / 1e6))
                 else:
-                    pred = _to_prediction(row.id, value, ns / 1e6)
+                    pred = _to_prediction(row_id, value, ns / 1e6)
                     if strict and pred.error is not None:
-                        raise CacheCallError(f"row {row.id}: {pred.error}")
+                        raise CacheCallError(f"row {row_id}: {pred.error}")
                     out.append(pred)
             if progress is not None:
-                progress(done, len(rows))
+                progress(done, total)
     finally:
         worker.stop()
-    return out
 
 
 def require_labels(rows: Sequence[Row]) -> None:
@@ -363,6 +497,7 @@ def score(
     *,
     cache_name: str = "unnamed",
     cache_args: Mapping[str, Any] | None = None,
+    cache_ref: str | None = None,
     dataset_path: str | os.PathLike[str] | None = None,
     dataset_sha256: str | None = None,
     split: str | None = None,
@@ -415,6 +550,7 @@ def score(
         n_rows=len(rows),
         cache_name=cache_name,
         cache_args=_json_args(cache_args),
+        cache_ref=cache_ref,
         dataset_path=str(dataset_path) if dataset_path is not None else None,
         dataset_sha256=dataset_sha256,
         split=split if split is not None else rows_split(rows),
@@ -433,8 +569,29 @@ def score(
     )
 
 
+class SealedRows:
+    """Labelled rows frozen into immutable bytes before any cache code runs.
+
+    Scoring reads the rows back from the bytes, so nothing a cache does to
+    live ``Row`` objects it might reach (``gc``, frames, ``object.__setattr__``)
+    can change the truth it is graded against. (A cache that must not even
+    *read* the labels has to run in another process: see ``--workers``.)
+    """
+
+    __slots__ = ("_blob",)
+
+    def __init__(self, rows: Iterable[Row]) -> None:
+        self._blob = b"\n".join(dumps(r.to_dict()).encode("utf-8") for r in rows)
+
+    def rows(self) -> list[Row]:
+        """Fresh Row objects, equal to the rows sealed."""
+        if not self._blob:
+            return []
+        return [Row.from_dict(json.loads(line)) for line in self._blob.split(b"\n")]
+
+
 def evaluate(
-    cache: Any,
+    cache: Cache,
     rows: Sequence[Row],
     cache_name: str | None = None,
     cache_args: Mapping[str, Any] | None = None,
@@ -446,20 +603,27 @@ def evaluate(
     split: str | None = None,
     domains: Sequence[str] | None = None,
     alphas: Sequence[float] = DEFAULT_ALPHAS,
+    cache_ref: str | None = None,
 ) -> Report:
     """:func:`predict` then :func:`score`. Labels are checked before the cache
-    runs, so a hidden test split fails fast. ``cache_name`` defaults to
-    :func:`cache_name_of`; ``split``/``domains`` record the row filters."""
+    runs, so a hidden test split fails fast, and sealed (:class:`SealedRows`)
+    so the cache cannot change them. ``cache_name`` defaults to
+    :func:`cache_name_of`, ``cache_ref`` to :func:`cache_ref_of`;
+    ``split``/``domains`` record the row filters."""
     rows = list(rows)
     require_labels(rows)
+    truth = SealedRows(rows)
     args = _json_args(cache_args)
     prices = cost_table(cache)
+    name = cache_name or cache_name_of(cache)
+    ref = cache_ref or cache_ref_of(cache)
     preds = predict(cache, rows, on_error=on_error, timeout_ms=timeout_ms, progress=progress)
     return score(
         preds,
-        rows,
-        cache_name=cache_name or cache_name_of(cache),
+        truth.rows(),
+        cache_name=name,
         cache_args=args,
+        cache_ref=ref,
         dataset_path=dataset_path,
         split=split,
         domains=domains,
@@ -474,7 +638,7 @@ def evaluate(
 def _import_file(path: Path) -> Any:
     digest = hashlib.sha256(str(path.resolve()).encode("utf-8")).hexdigest()[:10]
     stem = re.sub(r"\W", "_", path.stem)
-    name = f"cacheeval_user_{stem}_{digest}"
+    name = f"{_USER_MODULE_PREFIX}{stem}_{digest}"
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)

@@ -2,9 +2,10 @@
 
 File format (canonical JSONL, see :mod:`cacheeval.jsonio`)::
 
-    {"cacheeval_predictions": "1.0", "cache_name": ..., "cache_args": {...},
+    {"cacheeval_predictions": "1.1", "cache_name": ..., "cache_args": {...},
      "package_version": ..., "dataset_sha256": ..., "split": ..., "created": ...,
-     "domains": [...] | null, "cost_per_call_usd": {...}}
+     "domains": [...] | null, "cost_per_call_usd": {...}, "cache_ref": "mod:Class" | null,
+     "complete": true}
     {"id": "cb-math-0001", "is_hit": false, "confidence": 0.9, "score": 0.12,
      "tier_used": "embedding", "latency_ms": 1.25, "error": null}
     ...
@@ -12,7 +13,10 @@ File format (canonical JSONL, see :mod:`cacheeval.jsonio`)::
 The first line is the header, then one object per row in row order with
 exactly the keys of :data:`PREDICTION_FIELDS`. A row whose call failed has
 ``is_hit`` false, null ``confidence``/``score`` and an ``error`` string. The
-header's ``domains`` and ``cost_per_call_usd`` are optional when reading.
+header's ``domains``, ``cost_per_call_usd``, ``cache_ref`` and ``complete``
+are optional when reading. ``complete`` is false for the partial file a run
+interrupted by the user (Ctrl-C) leaves: its rows are the ones decided before
+the interrupt, and scoring it counts the others as missing.
 """
 
 from __future__ import annotations
@@ -77,6 +81,8 @@ class PredictionsHeader:
     created: str
     domains: tuple[str, ...] | None = None
     cost_per_call_usd: dict[str, float] = field(default_factory=dict)
+    cache_ref: str | None = None
+    complete: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         """The header line; key order is the file order."""
@@ -90,6 +96,8 @@ class PredictionsHeader:
             "created": self.created,
             "domains": list(self.domains) if self.domains is not None else None,
             "cost_per_call_usd": dict(self.cost_per_call_usd),
+            "cache_ref": self.cache_ref,
+            "complete": self.complete,
         }
 
 
@@ -102,6 +110,8 @@ def make_header(
     split: str | None = None,
     domains: Iterable[str] | None = None,
     cost_per_call_usd: dict[str, float] | None = None,
+    cache_ref: str | None = None,
+    complete: bool = True,
 ) -> PredictionsHeader:
     """A header for this package version and :data:`SCHEMA_VERSION`."""
     return PredictionsHeader(
@@ -114,6 +124,8 @@ def make_header(
         created=created,
         domains=tuple(domains) if domains is not None else None,
         cost_per_call_usd=dict(cost_per_call_usd or {}),
+        cache_ref=cache_ref,
+        complete=complete,
     )
 
 
@@ -127,9 +139,20 @@ def write_predictions(
 
 
 def _number_or_null(value: Any) -> bool:
-    return value is None or (
-        isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    )
+    if value is None:
+        return True
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        return False
+
+
+def _show(value: Any, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters (a 4,000-digit number stays short)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def prediction_problem(data: Any) -> str | None:
@@ -143,22 +166,22 @@ def prediction_problem(data: Any) -> str | None:
     if extra:
         return f"unknown field(s): {', '.join(extra)}"
     if not isinstance(data["id"], str) or not data["id"]:
-        return f"id must be a non-empty string, got {data['id']!r}"
+        return f"id must be a non-empty string, got {_show(data['id'])}"
     if not isinstance(data["is_hit"], bool):
-        return f"is_hit must be true or false, got {data['is_hit']!r}"
+        return f"is_hit must be true or false, got {_show(data['is_hit'])}"
     for key in ("confidence", "score", "latency_ms"):
         if not _number_or_null(data[key]):
-            return f"{key} must be a finite number or null, got {data[key]!r}"
+            return f"{key} must be a finite number or null, got {_show(data[key])}"
     conf = data["confidence"]
     if conf is not None and not 0.0 <= conf <= 1.0:
-        return f"confidence must lie in [0, 1], got {conf!r}"
+        return f"confidence must lie in [0, 1], got {_show(conf)}"
     if data["latency_ms"] is not None and data["latency_ms"] < 0:
-        return f"latency_ms must be >= 0, got {data['latency_ms']!r}"
+        return f"latency_ms must be >= 0, got {_show(data['latency_ms'])}"
     if not isinstance(data["tier_used"], str) or not data["tier_used"]:
-        return f"tier_used must be a non-empty string, got {data['tier_used']!r}"
+        return f"tier_used must be a non-empty string, got {_show(data['tier_used'])}"
     if data["error"] is not None:
         if not isinstance(data["error"], str) or not data["error"]:
-            return f"error must be null or a non-empty string, got {data['error']!r}"
+            return f"error must be null or a non-empty string, got {_show(data['error'])}"
         if data["is_hit"]:
             return "a row with an error must have is_hit false"
     return None
@@ -169,12 +192,12 @@ def _header_problem(data: Any) -> str | None:
         return f"the first line must be the header object with key {HEADER_KEY!r}"
     version = data[HEADER_KEY]
     if not isinstance(version, str) or version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
-        return f"unsupported predictions version {version!r} (this is {SCHEMA_VERSION})"
+        return f"unsupported predictions version {_show(version)} (this is {SCHEMA_VERSION})"
     required = ("cache_name", "cache_args", "package_version", "dataset_sha256", "split", "created")
     missing = [k for k in required if k not in data]
     if missing:
         return f"header is missing field(s): {', '.join(missing)}"
-    known = {HEADER_KEY, *required, "domains", "cost_per_call_usd"}
+    known = {HEADER_KEY, *required, "domains", "cost_per_call_usd", "cache_ref", "complete"}
     extra = sorted(k for k in data if k not in known)
     if extra:
         return f"header has unknown field(s): {', '.join(extra)}"
@@ -195,6 +218,10 @@ def _header_problem(data: Any) -> str | None:
         _number_or_null(v) and v is not None and v >= 0 for v in costs.values()
     ):
         return "header cost_per_call_usd must map tiers to non-negative numbers"
+    if data.get("cache_ref") is not None and not isinstance(data["cache_ref"], str):
+        return "header cache_ref must be a string or null"
+    if not isinstance(data.get("complete", True), bool):
+        return "header complete must be true or false"
     return None
 
 
@@ -227,6 +254,8 @@ def read_predictions(
                 cost_per_call_usd={
                     k: float(v) for k, v in data.get("cost_per_call_usd", {}).items()
                 },
+                cache_ref=data.get("cache_ref"),
+                complete=data.get("complete", True),
             )
             continue
         problem = prediction_problem(data)
@@ -234,7 +263,8 @@ def read_predictions(
             raise JsonlError(spath, lineno, problem)
         rid = data["id"]
         if rid in seen:
-            raise JsonlError(spath, lineno, f"duplicate id {rid!r} (first on line {seen[rid]})")
+            first = seen[rid]
+            raise JsonlError(spath, lineno, f"duplicate id {_show(rid)} (first on line {first})")
         seen[rid] = lineno
         out.append(
             Prediction(

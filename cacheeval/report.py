@@ -61,6 +61,7 @@ class Provenance:
     git_dirty: bool | None
     cache_name: str
     cache_args: dict[str, Any]
+    cache_ref: str | None
     created: str
     split: str | None
     domains: tuple[str, ...] | None
@@ -162,6 +163,7 @@ def make_provenance(
     n_rows: int,
     cache_name: str,
     cache_args: Mapping[str, Any] | None = None,
+    cache_ref: str | None = None,
     dataset_path: str | None = None,
     dataset_sha256: str | None = None,
     split: str | None = None,
@@ -180,6 +182,7 @@ def make_provenance(
         git_dirty=git.dirty,
         cache_name=cache_name,
         cache_args=dict(cache_args or {}),
+        cache_ref=cache_ref,
         created=created or utc_now(),
         split=split,
         domains=tuple(domains) if domains is not None else None,
@@ -408,6 +411,7 @@ def _render_markdown(r: Report) -> str:
             ["Hidden test rows left out (no labels)", str(p.hidden_rows_skipped)],
             ["Cache", p.cache_name],
             ["Cache arguments", dumps(p.cache_args)],
+            ["Cache source", p.cache_ref or "n/a"],
             ["CacheEval", f"{p.cacheeval_version} (schema {p.schema_version})"],
             ["Git commit", git],
             ["Python", p.python_version],

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 # --- labels -----------------------------------------------------------------
 
@@ -161,7 +161,7 @@ _SPACE = re.compile(r"\s+")
 def normalize_text(text: str | None) -> str:
     """Whitespace runs collapsed to one space, trimmed, case-folded ("" for None).
 
-    >>> normalize_text("  What  IS\t2+2? ")
+    >>> normalize_text("  What  IS\\t2+2? ")
     'what is 2+2?'
     """
     if text is None:
@@ -208,7 +208,7 @@ class Request:
         >>> r = Request("And Spain?", ({"role": "user", "content": "Capital of France?"},),
         ...             "Be brief.")
         >>> r.text()
-        'Be brief.\nCapital of France?\nAnd Spain?'
+        'Be brief.\\nCapital of France?\\nAnd Spain?'
         >>> print(r.text(roles=True))
         system: Be brief.
         user: Capital of France?
@@ -236,8 +236,9 @@ class Request:
             (normalize_text(str(t.get("role", ""))), normalize_text(str(t.get("content", ""))))
             for t in self.context or ()
         )
-        tools_text = json.dumps([dict(t) for t in self.tools or ()], sort_keys=True,
-                                ensure_ascii=False)
+        tools_text = json.dumps(
+            [dict(t) for t in self.tools or ()], sort_keys=True, ensure_ascii=False
+        )
         return (
             normalize_text(self.query),
             turns,

@@ -30,7 +30,6 @@ if __package__ in (None, ""):  # run as a file: import this checkout
     if _ROOT not in sys.path:
         sys.path.insert(0, _ROOT)
 
-from adapters.verified_cache.adapter import row_request  # noqa: E402
 from adapters.verified_cache.cache import Resources, VerifiedCache  # noqa: E402
 from adapters.verified_cache.model import MODEL_DIR, Verifier  # noqa: E402
 from cacheeval.dataset import load_bench  # noqa: E402
@@ -92,14 +91,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     for row in rows:
         cache = VerifiedCache(resources=resources)
         t0 = time.perf_counter_ns()
-        cache.put(row_request(row, "a"), row.expected_answer_a or "cached answer")
+        cache.put(row.request("a"), row.expected_answer_a or "cached answer")
         puts.append((time.perf_counter_ns() - t0) / 1e6)
         caches.append(cache)
     refused = sum(1 for c in caches if len(c) == 0)
     for row, cache in zip(rows, caches, strict=True):
         if args.cold_memo:
             resources.memo.clear()
-        request = row_request(row, "b")
+        request = row.request("b")
         t0 = time.perf_counter_ns()
         decision = cache.lookup(request)
         ms = (time.perf_counter_ns() - t0) / 1e6

@@ -30,7 +30,7 @@ from cacheeval.predictions import (
     read_predictions,
     write_predictions,
 )
-from cacheeval.schema import Row, Verdict
+from cacheeval.schema import Pair, Row, Verdict
 from tests.conftest import make_row
 
 
@@ -42,16 +42,16 @@ def _rows(n: int = 6) -> list[Row]:
 def test_raising_cache_is_scored_miss_and_reported() -> None:
     rows = _rows()
 
-    def cache(row: Row) -> Verdict:
-        if row.id.endswith("2") or row.id.endswith("3"):
-            raise RuntimeError(f"boom on {row.id}\nsecond line")
+    def cache(pair: Pair) -> Verdict:
+        if pair.id.endswith("2") or pair.id.endswith("3"):
+            raise RuntimeError(f"boom on {pair.id}\nsecond line")
         return Verdict(is_hit=True, tier_used="exact")
 
     report = evaluate(cache, rows)
     assert report.errors.n_errors == 2 and report.errors.n_timeouts == 0
     (kind,) = report.errors.kinds
     assert (kind.kind, kind.count, kind.first_id) == ("RuntimeError", 2, "cb-qa_factual-0002")
-    assert kind.first_message == "RuntimeError: boom on cb-qa_factual-0002"
+    assert kind.first_message == "RuntimeError: boom on p2"  # the cache sees opaque ids
     # Labels H M H M M H; decisions H (2 failed: M) (3 failed: M) H H H
     # -> TP rows 1,6; FP rows 4,5; FN row 3; TN row 2.
     c = report.confusion
@@ -63,7 +63,7 @@ def test_on_error_raise_aborts_and_still_closes() -> None:
     closed: list[bool] = []
 
     class Bad:
-        def __call__(self, row: Row) -> Verdict:
+        def __call__(self, pair: Pair) -> Verdict:
             raise ValueError("nope")
 
         def close(self) -> None:
@@ -108,8 +108,8 @@ def test_hanging_cache_times_out_and_run_completes() -> None:
     release = threading.Event()
     rows = _rows(5)
 
-    def cache(row: Row) -> Verdict:
-        if row.id == "cb-qa_factual-0002":
+    def cache(pair: Pair) -> Verdict:
+        if pair.id == "p2":  # the second call: row cb-qa_factual-0002
             release.wait(10)  # hangs until the test releases it
         return Verdict(is_hit=True, tier_used="exact", score=0.5)
 
@@ -133,10 +133,10 @@ def test_hanging_cache_times_out_and_run_completes() -> None:
 def test_timeout_path_scores_like_inline_path() -> None:
     rows = _rows(6)
 
-    def cache(row: Row) -> Verdict:
-        if row.id.endswith("4"):
+    def cache(pair: Pair) -> Verdict:
+        if pair.id.endswith("4"):
             raise KeyError("k")
-        return ExactMatch()(row)
+        return ExactMatch()(pair)
 
     inline = predict(cache, rows)
     threaded = predict(cache, rows, timeout_ms=5000)
@@ -151,10 +151,10 @@ def test_prepare_once_before_calls_and_close_always() -> None:
     class Cache:
         name = "lifecycle"
 
-        def prepare(self, rows: list[Row]) -> None:
-            events.append(f"prepare:{len(rows)}")
+        def prepare(self, pairs: list[Pair]) -> None:
+            events.append(f"prepare:{len(pairs)}")
 
-        def predict(self, row: Row) -> Verdict:
+        def __call__(self, pair: Pair) -> Verdict:
             events.append("call")
             return Verdict(is_hit=False, tier_used="exact")
 
@@ -170,10 +170,10 @@ def test_prepare_failure_aborts_and_closes() -> None:
     closed: list[bool] = []
 
     class Cache:
-        def __call__(self, row: Row) -> Verdict:
+        def __call__(self, pair: Pair) -> Verdict:
             raise AssertionError("never called")
 
-        def prepare(self, rows: list[Row]) -> None:
+        def prepare(self, pairs: list[Pair]) -> None:
             raise OSError("model file missing")
 
         def close(self) -> None:
@@ -186,7 +186,7 @@ def test_prepare_failure_aborts_and_closes() -> None:
 
 def test_close_failure_warns_in_miss_mode() -> None:
     class Cache:
-        def __call__(self, row: Row) -> Verdict:
+        def __call__(self, pair: Pair) -> Verdict:
             return Verdict(is_hit=False)
 
         def close(self) -> None:
@@ -231,8 +231,8 @@ def test_duplicate_prediction_ids_rejected() -> None:
 def test_hidden_test_rows_need_labels(public_rows: list[Row], mini_rows: list[Row]) -> None:
     calls: list[str] = []
 
-    def cache(row: Row) -> Verdict:
-        calls.append(row.id)
+    def cache(pair: Pair) -> Verdict:
+        calls.append(pair.id)
         return Verdict(is_hit=False)
 
     with pytest.raises(UnlabelledRowsError, match="5 of 32 rows have no label"):
@@ -252,7 +252,9 @@ def test_hidden_test_rows_need_labels(public_rows: list[Row], mini_rows: list[Ro
 
 def test_evaluate_equals_predict_then_score(mini_rows: list[Row]) -> None:
     a = evaluate(ExactMatch(), mini_rows, cache_name="x").to_dict()
-    b = score(predict(ExactMatch(), mini_rows), mini_rows, cache_name="x").to_dict()
+    ref = "cacheeval.baselines:ExactMatch"
+    b = score(predict(ExactMatch(), mini_rows), mini_rows, cache_name="x", cache_ref=ref).to_dict()
+    assert a["provenance"]["cache_ref"] == ref
     for d in (a, b):
         del d["provenance"]["created"], d["latency"]
     assert a == b
@@ -264,12 +266,12 @@ def test_cost_and_progress() -> None:
     class Judge:
         cost_per_call_usd = {"judge": 0.01}
 
-        def __call__(self, row: Row) -> Verdict:
-            tier = "judge" if row.label == "ADVERSARIAL" else "exact"
+        def __call__(self, pair: Pair) -> Verdict:
+            tier = "judge" if pair.id.endswith("2") else "exact"
             return Verdict(is_hit=False, tier_used=tier)
 
     report = evaluate(Judge(), _rows(6), progress=lambda d, t: seen.append((d, t)))
-    # One ADVERSARIAL row of six pays $0.01: $0.01 / 6 * 1000 per 1k.
+    # One row of six (row 2) pays $0.01: $0.01 / 6 * 1000 per 1k.
     assert report.cost.total_usd == pytest.approx(0.01)
     assert report.cost.per_1k_decisions_usd == pytest.approx(10 / 6)
     assert seen == [(i, 6) for i in range(1, 7)]
@@ -277,7 +279,7 @@ def test_cost_and_progress() -> None:
     class BadPrice:
         cost_per_call_usd = {"judge": -1}
 
-        def __call__(self, row: Row) -> Verdict:
+        def __call__(self, pair: Pair) -> Verdict:
             return Verdict(is_hit=False)
 
     with pytest.raises(TypeError, match="cost_per_call_usd"):
@@ -292,8 +294,8 @@ def test_cache_args_must_be_json() -> None:
 def test_threshold_free_needs_scores_from_every_verdict() -> None:
     rows = _rows(4)
 
-    def half(row: Row) -> Verdict:
-        return Verdict(is_hit=True, score=0.3 if row.id.endswith("1") else None)
+    def half(pair: Pair) -> Verdict:
+        return Verdict(is_hit=True, score=0.3 if pair.id.endswith("1") else None)
 
     report = evaluate(half, rows)
     assert report.threshold_free is None
@@ -311,7 +313,9 @@ def test_baseline_registry() -> None:
 
 
 def test_exact_match_compares_the_whole_request() -> None:
-    em = ExactMatch()
+    def em(row: Row) -> Verdict:
+        return ExactMatch()(row.pair)
+
     base = make_row(1, query_a="Solve  X + 2 = 8", query_b="solve x + 2 = 8")
     assert em(base).is_hit and em(base).tier_used == "exact"
     assert not em(dataclasses.replace(base, query_b="Solve a + 2 = 8")).is_hit
@@ -413,10 +417,10 @@ class Threshold:
         self.hit = hit
         self.name = name
 
-    def __call__(self, row):
+    def __call__(self, pair):
         return Verdict(is_hit=self.hit, tier_used="embedding")
 
-def cache(row):
+def cache(pair):
     return Verdict(is_hit=False, tier_used="exact")
 """
 
@@ -426,7 +430,7 @@ def test_load_cache_from_file_and_dotted_module(
 ) -> None:
     (tmp_path / "my_cache.py").write_text(CACHE_FILE, encoding="utf-8")
     fn = load_cache(str(tmp_path / "my_cache.py"))
-    assert fn(_rows(1)[0]).tier_used == "exact"
+    assert fn(_rows(1)[0].pair).tier_used == "exact"
     obj = load_cache(str(tmp_path / "my_cache.py"), "Threshold", {"hit": False, "name": "t2"})
     assert obj.name == "t2" and obj.hit is False
 
@@ -438,7 +442,7 @@ def test_load_cache_from_file_and_dotted_module(
     monkeypatch.chdir(tmp_path)
     try:
         obj = load_cache("userpkg.caches", "Threshold", {"hit": True})
-        assert obj(_rows(1)[0]).is_hit is True
+        assert obj(_rows(1)[0].pair).is_hit is True
     finally:
         for name in [m for m in sys.modules if m.startswith("userpkg")]:
             del sys.modules[name]

@@ -12,7 +12,7 @@ from cacheeval.harness import evaluate
 from cacheeval.metrics.classification import confusion, fhr, recall
 from cacheeval.metrics.intervals import wilson_interval
 from cacheeval.metrics.ranking import threshold_free
-from cacheeval.schema import DIFFICULTIES, DOMAINS, LABELS, Row, Verdict
+from cacheeval.schema import DIFFICULTIES, DOMAINS, LABELS, Pair, Verdict
 from tests.conftest import make_row
 
 # (is HIT row, decision, score or None); scores on a coarse grid so ties occur.
@@ -46,13 +46,16 @@ def test_row_order_changes_no_metric(items: list[tuple[bool, bool, float | None]
     st.randoms(use_true_random=False),
 )
 def test_report_is_order_invariant(spec, rnd) -> None:  # type: ignore[no-untyped-def]
-    rows = [make_row(i, lab, dom, difficulty=d) for i, (lab, dom, d) in enumerate(spec)]
+    rows = [
+        make_row(i, lab, dom, difficulty=d, query_b=f"variant {i}")
+        for i, (lab, dom, d) in enumerate(spec)
+    ]
     shuffled = list(rows)
     rnd.shuffle(shuffled)
 
-    def by_id(row: Row) -> Verdict:
-        # A row-dependent decision and score, so order effects would show.
-        k = int(row.id[-4:])
+    def by_id(pair: Pair) -> Verdict:
+        # A pair-dependent decision and score, so order effects would show.
+        k = int(pair.b.query.split()[-1])
         tier = ("exact", "embedding", "judge")[k % 3]
         return Verdict(is_hit=k % 2 == 0, confidence=0.5, tier_used=tier, score=(k % 5) / 4)
 

@@ -11,7 +11,7 @@ import pytest
 from cacheeval.harness import evaluate
 from cacheeval.metrics.registry import METRICS, MetricSpec, register
 from cacheeval.report import Report
-from cacheeval.schema import Row, Verdict
+from cacheeval.schema import Pair, Row, Verdict
 
 #: metric name -> "module::test" that checks its value by hand.
 HAND_CHECKED: dict[str, str] = {
@@ -80,11 +80,11 @@ def full_report(mini_rows: list[Row]) -> Report:
     class Cache:
         cost_per_call_usd = {"judge": 0.003}
 
-        def __call__(self, row: Row) -> Verdict:
-            if row.domain == "code":
+        def __call__(self, pair: Pair) -> Verdict:
+            if "Python" in pair.a.query:  # the code rows
                 raise RuntimeError("boom")
-            tier = "judge" if row.domain == "math" else "embedding"
-            k = int(row.id[-1])
+            tier = "judge" if any(ch.isdigit() for ch in pair.a.query) else "embedding"
+            k = int(pair.id[-1])
             return Verdict(is_hit=k % 2 == 1, confidence=0.8, tier_used=tier, score=k / 10)
 
     return evaluate(Cache(), mini_rows)

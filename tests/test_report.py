@@ -89,7 +89,7 @@ def test_provenance(exact_report: Report) -> None:
     p = exact_report.provenance
     assert p.dataset_path == str(MINI_BENCH)
     assert p.dataset_sha256 is not None and len(p.dataset_sha256) == 64
-    assert p.schema_version == "1.0" and p.n_rows == 32
+    assert p.schema_version == "1.1" and p.n_rows == 32
     assert p.cache_name == "exact_match" and p.cache_args == {}
     assert p.created.endswith("Z") and "T" in p.created
     assert p.split is None  # rows of three splits, no filter

@@ -10,7 +10,7 @@ Clopper-Pearson 95% upper bound of the false-hit rate on held-out data is <= 5%.
 
 Modules: :mod:`.cache` (the cache: ``put``/``get``/``lookup``), :mod:`.policy`,
 :mod:`.features` (pure feature extractors), :mod:`.model` (training, inference,
-Clopper-Pearson), :mod:`.adapter` (the ``Row -> Verdict`` harness adapter and the
+Clopper-Pearson), :mod:`.adapter` (the ``Pair -> Verdict`` harness adapter and the
 leakage-free training pipeline). ``model/`` holds the committed verifier
 (``verifier.txt``) and its ``meta.json``; ``scripts/train_verified_cache.py``
 rebuilds it deterministically.
@@ -27,7 +27,8 @@ Example::
 
 from __future__ import annotations
 
+from cacheeval.schema import Request
+
 from .cache import Decision, PutResult, Resources, VerifiedCache
-from .features import Request
 
 __all__ = ["Decision", "PutResult", "Request", "Resources", "VerifiedCache"]

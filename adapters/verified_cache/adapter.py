@@ -1,8 +1,8 @@
-"""The verified cache on benchmark rows: a ``Row -> Verdict`` adapter for the
+"""The verified cache on benchmark rows: a ``Pair -> Verdict`` adapter for the
 harness, and the leakage-free training pipeline built on the same code path.
 
-The adapter (:class:`VerifiedCacheAdapter`) gives every row its own cache. In
-``prepare`` it ``put``s side a's request with its answer (in production that
+The adapter (:class:`VerifiedCacheAdapter`) gives every pair its own cache. In
+``prepare`` it ``put``s side a's request with a stand-in answer (in production that
 entry was stored when its answer was first generated; put latencies are kept
 in ``put_latencies_ms``); the timed call is ``lookup(side b)``: policy, exact
 match, embedding query b, recall gate, features, verifier.
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cacheeval.generators.common import stable_seed
-from cacheeval.schema import Row, Verdict
+from cacheeval.schema import Pair, Request, Row, Verdict
 
 from .cache import (
     Resources,
@@ -39,7 +39,7 @@ from .cache import (
     exact_key,
     features_for,
 )
-from .features import Request, analyze
+from .features import analyze
 from .model import (
     CONFIDENCE,
     MAX_FHR,
@@ -57,18 +57,7 @@ if TYPE_CHECKING:
     from adapters.embedders import Embedder
 
 
-def row_request(row: Row, side: str) -> Request:
-    """Side ``a`` or ``b`` of a row as a cache request (query, turns, system prompt,
-    tools: nothing else of the row is visible to the cache)."""
-    return Request(
-        query=getattr(row, f"query_{side}"),
-        context=getattr(row, f"context_{side}"),
-        system_prompt=getattr(row, f"system_prompt_{side}"),
-        tools=getattr(row, f"tools_{side}"),
-    )
-
-
-# --- the Row -> Verdict adapter -------------------------------------------------------
+# --- the Pair -> Verdict adapter -------------------------------------------------------
 
 
 class VerifiedCacheAdapter:
@@ -118,30 +107,31 @@ class VerifiedCacheAdapter:
             gate_threshold=self.gate_threshold,
         )
 
-    def prepare(self, rows: Sequence[Row]) -> None:
-        """Load the model, warm the embedder, and put side a of every row."""
+    def prepare(self, pairs: Sequence[Pair]) -> None:
+        """Load the model, warm the embedder, and put side a of every pair."""
         _ = self.resources.verifier  # load before timing anything
         self.resources.encode(["warm-up"])
-        for row in rows:
-            self._store(row)
+        for pair in pairs:
+            self._store(pair)
 
-    def _store(self, row: Row) -> None:
+    def _store(self, pair: Pair) -> None:
         cache = self._new_cache()
         t0 = time.perf_counter_ns()
-        result = cache.put(row_request(row, "a"), row.expected_answer_a or f"answer {row.id}")
+        # The stored answer's text never enters a decision: a stand-in will do.
+        result = cache.put(pair.a, f"answer {pair.id}")
         self.put_latencies_ms.append((time.perf_counter_ns() - t0) / 1e6)
-        self._caches[row.id] = cache
+        self._caches[pair.id] = cache
         if not result.stored:
-            self._refused[row.id] = result.reason
+            self._refused[pair.id] = result.reason
 
-    def __call__(self, row: Row) -> Verdict:
-        cache = self._caches.get(row.id)
+    def __call__(self, pair: Pair) -> Verdict:
+        cache = self._caches.get(pair.id)
         if cache is None:  # called without prepare(): store side a now (untimed by design)
-            self._store(row)
-            cache = self._caches[row.id]
-        decision = cache.lookup(row_request(row, "b"))
+            self._store(pair)
+            cache = self._caches[pair.id]
+        decision = cache.lookup(pair.b)
         tier = decision.tier
-        if not decision.hit and row.id in self._refused and tier != "policy":
+        if not decision.hit and pair.id in self._refused and tier != "policy":
             tier = "policy"  # side a was never stored: refused at put time
         score = min(max(decision.score, 0.0), 1.0)
         confidence = score if decision.hit else 1.0 - score
@@ -187,7 +177,7 @@ def build_cases(rows: Sequence[Row], resources: Resources) -> list[PairCase]:
     pending: list[tuple[Row, Request, Request]] = []
     out: dict[str, PairCase] = {}
     for r in rows:
-        a, b = row_request(r, "a"), row_request(r, "b")
+        a, b = r.request("a"), r.request("b")
         verdict = check(a, b)
         if not verdict.allowed:
             out[r.id] = _case(r, "policy", verdict.rule, 0.0, None)

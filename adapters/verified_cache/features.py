@@ -39,31 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-# --- the request -----------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Request:
-    """One request to a cache: the last user message plus what came with it.
-
-    ``context`` holds the prior turns (``{"role", "content"}`` dicts, oldest
-    first); ``tools`` the JSON-schema tool definitions offered to the model.
-    """
-
-    query: str
-    context: tuple[Mapping[str, Any], ...] | None = None
-    system_prompt: str | None = None
-    tools: tuple[Mapping[str, Any], ...] | None = None
-
-    @classmethod
-    def of(cls, value: Request | str) -> Request:
-        """``value`` itself, or a bare query string wrapped as a Request."""
-        if isinstance(value, Request):
-            return value
-        if isinstance(value, str):
-            return cls(query=value)
-        raise TypeError(f"expected a Request or a str, got {type(value).__name__}")
-
+from cacheeval.schema import Request
 
 # --- lexicons ----------------------------------------------------------------------
 

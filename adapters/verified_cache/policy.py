@@ -41,7 +41,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .features import Request, normalise_text
+from cacheeval.schema import Request
+
+from .features import normalise_text
 
 RULES: tuple[str, ...] = ("mutation", "time_sensitive", "creative", "personal_data", "cross_user")
 

@@ -17,6 +17,7 @@ import argparse
 import json
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,8 @@ HELP = "Run a cache or a baseline over the benchmark and write a report."
 EXIT_OK = 0
 EXIT_CACHE_FAILED = 1
 EXIT_USAGE = 2
+#: The user pressed Ctrl-C (128 + SIGINT, as a shell reports it).
+EXIT_INTERRUPTED = 130
 
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -122,22 +125,48 @@ def parse_cache_args(items: list[str]) -> dict[str, Any]:
     return out
 
 
-def resolve_cache(args: argparse.Namespace) -> tuple[Any, str, dict[str, Any]]:
-    """(cache, name, constructor args) from the parsed cache options."""
+@dataclass(frozen=True, slots=True)
+class ResolvedCache:
+    """A cache built from the command-line options, and how it was built."""
+
+    cache: Any
+    name: str
+    kwargs: dict[str, Any]
+    #: ``module:Class`` (or ``path/to/file.py:Class``) for the provenance.
+    ref: str
+
+
+def resolve_cache(args: argparse.Namespace) -> ResolvedCache:
+    """The cache the parsed options name, with its name, arguments and source."""
     from ..baselines import make_baseline
-    from ..harness import CacheLoadError, cache_name_of, load_cache
+    from ..harness import CacheLoadError, cache_name_of, cache_ref_of, load_cache
 
     kwargs = parse_cache_args(args.cache_args)
     if args.baseline is not None:
         if args.cache_class or kwargs:
             raise UsageError("--cache-class/--cache-arg apply to --cache-module, not --baseline")
         cache = make_baseline(args.baseline)
-        return cache, args.cache_name or cache_name_of(cache), {}
+        name = args.cache_name or cache_name_of(cache)
+        return ResolvedCache(cache, name, {}, cache_ref_of(cache))
     try:
         cache = load_cache(args.cache_module, args.cache_class, kwargs)
     except CacheLoadError as e:
         raise UsageError(str(e)) from None
-    return cache, args.cache_name or cache_name_of(cache), kwargs
+    ref = f"{args.cache_module}:{args.cache_class or 'cache'}"
+    return ResolvedCache(cache, args.cache_name or cache_name_of(cache), kwargs, ref)
+
+
+def write_partial(path: Path, interrupted: Any, header_args: dict[str, Any], prog: str) -> None:
+    """Write the predictions an interrupted run made, marked incomplete."""
+    from ..predictions import make_header, write_predictions
+
+    header = make_header(**header_args, complete=False)
+    write_predictions(path, header, interrupted.predictions)
+    print(
+        f"{prog}: interrupted after {len(interrupted.predictions)} of {interrupted.total} rows; "
+        f"partial predictions (marked incomplete) -> {path}",
+        file=sys.stderr,
+    )
 
 
 def load_rows(args: argparse.Namespace, *, split: str | None = None, domains: Any = None) -> Any:
@@ -251,6 +280,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..harness import (
         CacheCallError,
+        RunInterrupted,
+        SealedRows,
         cost_table,
         predict,
         rows_split,
@@ -264,26 +295,44 @@ def run(args: argparse.Namespace) -> int:
     prog = prog_name(args, f"cacheeval {NAME}")
     try:
         rows, hidden = drop_hidden(load_rows(args), args, prog)
-        cache, name, kwargs = resolve_cache(args)
-        sha = sha256_file(args.bench)
-        created = utc_now()
-        preds = predict(
-            cache,
-            rows,
-            on_error=args.on_error,
-            timeout_ms=args.timeout_ms,
-            progress=terminal_progress(),
-        )
-        split = args.split or rows_split(rows)
+        truth = SealedRows(rows)
+        resolved = resolve_cache(args)
+        cache, name, kwargs = resolved.cache, resolved.name, resolved.kwargs
         try:
             prices = cost_table(cache)
         except TypeError as e:
             raise UsageError(f"{name}: {e}") from None
+        sha = sha256_file(args.bench)
+        created = utc_now()
+        split = args.split or rows_split(rows)
+        header_args = dict(
+            cache_name=name,
+            created=created,
+            cache_args=kwargs,
+            dataset_sha256=sha,
+            split=split,
+            domains=args.domains,
+            cost_per_call_usd=prices,
+            cache_ref=resolved.ref,
+        )
+        try:
+            preds = predict(
+                cache,
+                rows,
+                on_error=args.on_error,
+                timeout_ms=args.timeout_ms,
+                progress=terminal_progress(),
+            )
+        except RunInterrupted as stop:
+            if args.predictions is not None:
+                write_partial(args.predictions, stop, header_args, prog)
+            return fail(prog, "interrupted; no report written", EXIT_INTERRUPTED)
         report = score(
             preds,
-            rows,
+            truth.rows(),
             cache_name=name,
             cache_args=kwargs,
+            cache_ref=resolved.ref,
             dataset_path=str(args.bench),
             dataset_sha256=sha,
             split=split,
@@ -293,16 +342,7 @@ def run(args: argparse.Namespace) -> int:
             hidden_rows_skipped=len(hidden),
         )
         if args.predictions is not None:
-            header = make_header(
-                cache_name=name,
-                created=created,
-                cache_args=kwargs,
-                dataset_sha256=sha,
-                split=split,
-                domains=args.domains,
-                cost_per_call_usd=prices,
-            )
-            write_predictions(args.predictions, header, preds)
+            write_predictions(args.predictions, make_header(**header_args), preds)
         write_report(report, args.out, args.json)
     except UsageError as e:
         return fail(prog, str(e))

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .eval import (
     EXIT_CACHE_FAILED,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     UsageError,
     add_cache_arguments,
@@ -17,6 +18,7 @@ from .eval import (
     load_rows,
     prog_name,
     resolve_cache,
+    write_partial,
 )
 
 NAME = "predict"
@@ -31,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..harness import CacheCallError, cost_table, predict, rows_split
+    from ..harness import CacheCallError, RunInterrupted, cost_table, predict, rows_split
     from ..jsonio import sha256_file
     from ..predictions import make_header, write_predictions
     from ..progress import terminal_progress
@@ -40,29 +42,34 @@ def run(args: argparse.Namespace) -> int:
     prog = prog_name(args, f"cacheeval {NAME}")
     try:
         rows = load_rows(args)
-        cache, name, kwargs = resolve_cache(args)
+        resolved = resolve_cache(args)
+        cache, name = resolved.cache, resolved.name
         try:
             prices = cost_table(cache)
         except TypeError as e:
             raise UsageError(f"{name}: {e}") from None
-        created = utc_now()
-        preds = predict(
-            cache,
-            rows,
-            on_error=args.on_error,
-            timeout_ms=args.timeout_ms,
-            progress=terminal_progress(),
-        )
-        header = make_header(
+        header_args = dict(
             cache_name=name,
-            created=created,
-            cache_args=kwargs,
+            created=utc_now(),
+            cache_args=resolved.kwargs,
             dataset_sha256=sha256_file(args.bench),
             split=args.split or rows_split(rows),
             domains=args.domains,
             cost_per_call_usd=prices,
+            cache_ref=resolved.ref,
         )
-        write_predictions(args.out, header, preds)
+        try:
+            preds = predict(
+                cache,
+                rows,
+                on_error=args.on_error,
+                timeout_ms=args.timeout_ms,
+                progress=terminal_progress(),
+            )
+        except RunInterrupted as stop:
+            write_partial(args.out, stop, header_args, prog)
+            return fail(prog, "interrupted", EXIT_INTERRUPTED)
+        write_predictions(args.out, make_header(**header_args), preds)
     except UsageError as e:
         return fail(prog, str(e))
     except CacheCallError as e:

@@ -65,6 +65,12 @@ def run(args: argparse.Namespace) -> int:
         if hidden:  # their predictions are not "extra": the rows exist, unlabelled
             left_out = set(hidden)
             preds = [p for p in preds if p.id not in left_out]
+        if not header.complete:
+            print(
+                f"{prog}: warning: {args.predictions} is the partial file of an interrupted "
+                "run; the rows it lacks are scored as missing predictions",
+                file=sys.stderr,
+            )
         sha = sha256_file(args.bench)
         if header.dataset_sha256 is not None and header.dataset_sha256 != sha:
             print(
@@ -78,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
                 rows,
                 cache_name=header.cache_name,
                 cache_args=header.cache_args,
+                cache_ref=header.cache_ref,
                 dataset_path=str(args.bench),
                 dataset_sha256=sha,
                 split=args.split or header.split,

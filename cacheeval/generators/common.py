@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..jsonio import write_jsonl
-from ..schema import HIT, ROW_FIELDS, derive_binary_label
+from ..schema import HIT, ROW_FIELDS, Request, derive_binary_label
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SOURCES_DIR = REPO_ROOT / "sources"
@@ -85,11 +85,8 @@ def _tokens(text: str) -> set[str]:
 def request_text(
     query: str, context: Sequence[dict[str, str]] | None, system_prompt: str | None
 ) -> str:
-    """The whole request as one string: system prompt, prior turns, query."""
-    parts = [system_prompt or ""]
-    parts += [t["content"] for t in context or ()]
-    parts.append(query)
-    return "\n".join(p for p in parts if p)
+    """The whole request as one string (:meth:`Request.text` of a row's side)."""
+    return Request(query, tuple(context) if context else None, system_prompt).text()
 
 
 def provisional_difficulty(text_a: str, text_b: str, binary_label: str) -> str:

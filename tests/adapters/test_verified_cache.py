@@ -25,7 +25,6 @@ from adapters.verified_cache.adapter import (  # noqa: E402
     fit_shipped,
     grouped_folds,
     out_of_fold,
-    row_request,
     score_cases,
 )
 from adapters.verified_cache.cache import Resources, VerifiedCache, with_value  # noqa: E402
@@ -382,8 +381,8 @@ def test_lazy_span_embedding_gives_the_same_decisions(synthetic, shipped) -> Non
         for r in rows:
             # threshold 0.5: the certified one serves nothing on 40 dev rows
             c = VerifiedCache(resources=res, lazy_spans=lazy, threshold=0.5)
-            c.put(row_request(r, "a"), "answer")
-            out.append(c.lookup(row_request(r, "b")).hit)
+            c.put(r.request("a"), "answer")
+            out.append(c.lookup(r.request("b")).hit)
         decisions[lazy] = out
     assert decisions[True] == decisions[False]
     assert 20 <= sum(decisions[True]) <= 80  # both kinds of decision occur
@@ -393,8 +392,8 @@ def test_adapter_matches_batch_scoring(synthetic, shipped) -> None:
     rows, _ = synthetic
     v = shipped.verifier
     adapter = VerifiedCacheAdapter(verifier=v, embedder=HashEmbedder(), threshold=0.5)
-    adapter.prepare(rows)
-    verdicts = {r.id: adapter(r) for r in rows}
+    adapter.prepare([r.pair for r in rows])
+    verdicts = {r.id: adapter(r.pair) for r in rows}
     adapter.close()
     assert len(adapter.put_latencies_ms) == len(rows)
     batch = score_cases(
