@@ -40,6 +40,7 @@ from adapters.gptcache_adapter import (
     _ClosedDataManager,
     _gptcache_lock,
     _make_recording_evaluation,
+    embed_text,
     gptcache_hit,
 )
 from cacheeval.schema import Request
@@ -50,21 +51,6 @@ if TYPE_CHECKING:
 #: Entries a store holds before GPTCache's LRU eviction would start: far above
 #: any replay, so nothing is ever evicted.
 CAPACITY = 10_000_000
-
-
-def embed_text(request: Request, embed: str) -> str:
-    """What is embedded: the last user message (``"query"``, what GPTCache's
-    pre-embedding sees of a chat request) or the whole request, one
-    ``role: content`` line each (``"full"``).
-
-    >>> embed_text(Request("And Spain?", ({"role": "user", "content": "France?"},)), "full")
-    'user: France?\\nuser: And Spain?'
-    """
-    if embed == "query":
-        return request.query
-    if embed == "full":
-        return request.text(roles=True)
-    raise ValueError(f"embed must be 'query' or 'full', not {embed!r}")
 
 
 class GPTCacheShared:

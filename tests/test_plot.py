@@ -20,7 +20,7 @@ from cacheeval.jsonio import write_bytes_atomic  # noqa: E402
 from cacheeval.plotdata import pareto_front, read_source  # noqa: E402
 from cacheeval.replay import replay  # noqa: E402
 from cacheeval.replay_report import build_replay_report  # noqa: E402
-from cacheeval.schema import Row, Verdict  # noqa: E402
+from cacheeval.schema import Pair, Row, Verdict  # noqa: E402
 from cacheeval.shared_baselines import SharedAlwaysHit  # noqa: E402
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
@@ -58,14 +58,14 @@ def reports(mini_rows: list[Row], tmp_path_factory: pytest.TempPathFactory) -> l
         name = "scored"
         cost_per_call_usd = {"embedding": 0.001}
 
-        def __call__(self, row: Row) -> Verdict:
-            k = int(row.id[-1])
+        def __call__(self, pair: Pair) -> Verdict:
+            k = int(pair.id[-1])
             return Verdict(is_hit=k >= 5, confidence=0.6 + k / 25, tier_used="embedding",
                            score=k / 10)  # fmt: skip
 
-    def flat(row: Row) -> Verdict:
-        return Verdict(is_hit=row.query_a == row.query_b, tier_used="exact",
-                       score=float(row.query_a == row.query_b))  # fmt: skip
+    def flat(pair: Pair) -> Verdict:
+        same = pair.a.key() == pair.b.key()
+        return Verdict(is_hit=same, tier_used="exact", score=float(same))
 
     paths = []
     for name, cache in (("scored", Scored()), ("flat", flat)):

@@ -18,18 +18,7 @@ from pathlib import Path
 from cacheeval.schema import Request
 
 from .cache import Resources, VerifiedCache
-from .features import Request as CacheRequest
 from .model import Verifier
-
-
-def cache_request(request: Request) -> CacheRequest:
-    """The verified cache's own request record for a CacheEval :class:`Request`."""
-    return CacheRequest(
-        query=request.query,
-        context=request.context,
-        system_prompt=request.system_prompt,
-        tools=request.tools,
-    )
 
 
 class VerifiedShared:
@@ -68,18 +57,18 @@ class VerifiedShared:
         self.cache.resources.encode(["warm-up"])
 
     def put(self, request: Request, answer_id: str) -> None:
-        if not self.cache.put(cache_request(request), answer_id).stored:
+        if not self.cache.put(request, answer_id).stored:
             self.refused_puts += 1
 
     def lookup(self, request: Request) -> tuple[str | None, float]:
-        decision = self.cache.lookup(cache_request(request))
+        decision = self.cache.lookup(request)
         return decision.answer, min(max(decision.score, 0.0), 1.0)
 
     def nearest(self, request: Request) -> tuple[str | None, float]:
         threshold, lazy = self.cache.threshold, self.cache.lazy_spans
         self.cache.threshold, self.cache.lazy_spans = 0.0, False
         try:
-            decision = self.cache.lookup(cache_request(request))
+            decision = self.cache.lookup(request)
         finally:
             self.cache.threshold, self.cache.lazy_spans = threshold, lazy
         if not decision.hit:

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from adapters.gptcache_shared import GPTCacheShared, embed_text
+from adapters.gptcache_adapter import embed_text
+from adapters.gptcache_shared import GPTCacheShared
 from adapters.verified_cache.cache import VerifiedCache
-from adapters.verified_cache.shared import VerifiedShared, cache_request
+from adapters.verified_cache.shared import VerifiedShared
 from cacheeval.replay import replay
 from cacheeval.replay_report import build_replay_report
 from cacheeval.schema import Request, Row
@@ -88,7 +89,7 @@ def test_verified_cache_shared(dozen_rows: list[Row], no_network: Any) -> None:
     pair_hits = set()
     for row in dozen_rows:
         one = VerifiedCache(resources=resources)
-        one.put(cache_request(row.request("a")), "x")
-        if one.lookup(cache_request(row.request("b"))).hit:
+        one.put(row.request("a"), "x")
+        if one.lookup(row.request("b")).hit:
             pair_hits.add(row.id)
     assert {r.row_id for r in run.lookups if r.outcome != "none"} == pair_hits
