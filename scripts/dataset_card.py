@@ -158,13 +158,26 @@ def balance(data: CardData) -> list[str]:
 
 
 def splits(data: CardData) -> list[str]:
-    """Rows per split, with their binary balance."""
+    """Rows per split, with their binary balance, and how the splits were made
+    (:func:`cacheeval.build.splits.split_stats`)."""
+    from cacheeval.build.splits import split_stats
+
     body: list[list[object]] = []
     for s in SPLITS:
         rows = [r for r in data.rows if r["split"] == s]
         hits = sum(1 for r in rows if r["binary_label"] == HIT)
         body.append([s, len(rows), hits, len(rows) - hits, _pct(hits, len(rows))])
-    return _table(["split", "rows", "HIT", "MISS", "HIT share"], body)
+    stats = split_stats(data.rows)
+    largest = stats["largest_groups"][0]["rows"] if stats["largest_groups"] else 0
+    return [
+        *_table(["split", "rows", "HIT", "MISS", "HIT share"], body),
+        "",
+        f"Splits are assigned by family group (`{stats['algorithm']}`): {stats['groups']} groups"
+        f" of rows that share a template family or a normalised query text, the largest of"
+        f" {largest} rows. {stats['shared_families']} families and {stats['shared_texts']}"
+        " normalised query texts occur in more than one split; the worst domain × label cell"
+        f" is {stats['max_cell_deviation_points']:g} points off its 50/25/25 share.",
+    ]
 
 
 def verification(data: CardData) -> list[str]:

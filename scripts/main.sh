@@ -21,6 +21,9 @@ $py scripts/run_gptcache.py
 echo "== verified cache vs GPTCache ==" >&2
 $py scripts/run_verified_vs_gptcache.py
 
+echo "== test split vs private slice (demo seed): reports/SHIFT.md, reference predictions ==" >&2
+$py -m scripts.run_shift
+
 echo "== shared-cache replay vs pair mode (reports/REPLAY.md) ==" >&2
 $py -m scripts.run_replay
 

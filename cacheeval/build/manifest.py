@@ -16,6 +16,10 @@ included, in the vocabulary order of :mod:`cacheeval.schema`)::
     verification:
       by_tier:    {deterministic, rubric, judge: n}
       by_method:  {method: n}
+    splits:                                                 (see cacheeval.build.splits)
+      {algorithm, grouping, cell_tolerance_points, total_tolerance_rows, by_split,
+       groups, largest_groups: [{key, rows, families}], max_cell_deviation_points,
+       shared_families, shared_texts}
     difficulty_calibration:                                 (see below)
       {path, sha256, <metadata of sources/difficulty.json>, rows_calibrated, rows_in_build}
 
@@ -44,6 +48,7 @@ from ..generators.common import difficulty_file
 from ..schema import BINARY_LABELS, DOMAINS, LABELS, SCHEMA_VERSION, SPLITS, VERIFICATION_METHODS
 from ..verify import tier_of
 from .difficulty import DifficultyFileError, load_calibration, manifest_block
+from .splits import split_stats
 
 DATASET_PATH = "cachebench.jsonl"
 LABELS_PATH = "private/test_labels.jsonl"
@@ -124,6 +129,7 @@ def build_manifest(
         "test_labels": test_labels.to_dict(),
         "counts": counts(rows, present),
         "verification": verification_counts(rows),
+        "splits": split_stats(rows),
     }
     block = calibration_block(calibration_file or difficulty_file(), rows)
     if block is not None:

@@ -21,7 +21,9 @@ Every ``sources/conversational/*.json`` file (read in name order) holds::
 The first reference of a row is query_a and must name a request of the row's own
 family; the second is query_b. HIT rows (EQUIV, PARA_SAFE) pair two phrasings of
 one request; RELATED_UNSAFE and ADVERSARIAL pair two requests of one family;
-UNRELATED rows take query_b from another family.
+UNRELATED rows take query_b from another family: its partner (families pair up,
+one triple, so that families linked by UNRELATED rows form small groups the
+split packer keeps in one split).
 
 Verification
 ------------
@@ -571,13 +573,18 @@ def _build(spec: RowSpec, home: Family, by_key: dict[str, Family]) -> dict[str, 
 
 
 def check_rows(
-    domain: str, rows: list[dict[str, Any]], where: list[tuple[FixtureText, int]]
+    domain: str,
+    rows: list[dict[str, Any]],
+    where: list[tuple[FixtureText, int]],
+    *,
+    matrix: bool = True,
 ) -> None:
     """Refuse a shard that breaks the dataset conventions.
 
     Checks per-label counts against MATRIX, schema validity, the checker's verdict
     (must equal ``binary_label``), duplicate pairs in either order, identical
     sides, and repeated rationale sentences. ``where[i]`` locates row ``i``'s spec.
+    ``matrix=False`` skips the label counts (a held-out pool, :mod:`cacheeval.heldout`).
     """
     seen_pairs: dict[tuple[Any, ...], int] = {}
     sentences: dict[str, int] = {}
@@ -621,19 +628,20 @@ def check_rows(
     counts = Counter(r["label"] for r in rows)
     want = dict(zip(LABELS, MATRIX[domain], strict=True))
     got = {label: counts.get(label, 0) for label in LABELS}
-    if got != want:
+    if matrix and got != want:
         first = where[0][0] if where else None
         name = display_path(first.path.parent) if first else domain
         raise FixtureError(f"{name}: label counts {got} differ from MATRIX {want}")
 
 
-def generate(sources_dir: Path) -> list[dict[str, Any]]:
+def generate(sources_dir: Path, *, matrix: bool = True) -> list[dict[str, Any]]:
     """All conversational shard rows, numbered in fixture order.
 
     Raises :class:`FixtureError` (``path:line: what``) on any fixture problem,
     including a row whose label the rubric checker does not reproduce.
+    ``matrix=False``: any label counts (a held-out pool).
     """
-    return build_shard(DOMAIN, load_families(sources_dir / DOMAIN), _build)
+    return build_shard(DOMAIN, load_families(sources_dir / DOMAIN), _build, matrix=matrix)
 
 
 class FamilyLike(Protocol):
@@ -654,6 +662,8 @@ def build_shard(
     domain: str,
     families: Sequence[F],
     build: Callable[[RowSpec, F, dict[str, F]], dict[str, Any]],
+    *,
+    matrix: bool = True,
 ) -> list[dict[str, Any]]:
     """Every family's rows built by ``build(spec, family, families_by_key)``, numbered in
     fixture order, then checked (:func:`check_rows` names the fixture line of a bad row)."""
@@ -665,5 +675,5 @@ def build_shard(
             rows.append(build(spec, fam, by_key))
             where.append((fam.fx, spec.offset))
     numbered = number_rows(domain, rows)
-    check_rows(domain, numbered, where)
+    check_rows(domain, numbered, where, matrix=matrix)
     return numbered

@@ -12,7 +12,8 @@ one hand-written request with everything derived from it::
      "form": "haiku",                       # what kind of piece, for rationales
      "what": "a haiku about autumn rain",   # the request in words, for rationales
      "grounding": "where such traffic occurs",
-     "unrelated_with": ["vegan_bar_names"], # hand-picked partner families
+     "unrelated_with": ["vegan_bar_names",  # hand-picked partner families; a
+                        "bakery_slogan#paraphrase.0"], # "#field.i" takes that variant
      "request": "Write a haiku about autumn rain.",
      "outputs": [str, str],                 # two example outputs of the request
      "surface":    [{"text", "axis", "note"}, ...],            # -> EQUIV
@@ -22,7 +23,11 @@ one hand-written request with everything derived from it::
 
 Each variant gives one row pairing it with the family's request (the variant's
 ``axis`` is the row's subcategory); each partner gives one UNRELATED row
-pairing the two families' requests. Which text sits on side a is decided per
+pairing this family's request with the partner's request, or with the partner's
+``surface``/``paraphrase`` variant named by ``#field.i`` (the same request in
+other words), so two families may partner each other without repeating a pair.
+Partners are chosen so that families linked by UNRELATED rows form small
+groups (the split packer keeps each group in one split). Which text sits on side a is decided per
 row by a seeded coin, so query_b alone does not reveal the label. The shared
 fixture helpers below (:class:`FixtureError`, :func:`read_fixtures`, ...) are
 also used by the personalized and multi_turn generators.
@@ -230,12 +235,40 @@ def load_families(sources_dir: Path) -> list[Family]:
             if len(set(texts)) != len(texts):
                 raise fx.error(key, "two of the family's requests are identical")
             families.append(fam)
+    by_key = {f.key: f for f in families}
     for fam in families:
         for partner in fam.unrelated_with:
-            if partner not in seen or partner == fam.key:
-                fx = seen[fam.key]
-                raise fx.error(fam.key, f"unrelated_with names unknown family {partner!r}")
+            if partner.partition("#")[0] not in by_key:
+                raise seen[fam.key].error(
+                    fam.key, f"unrelated_with names unknown family {partner!r}"
+                )
+            try:
+                other, _ = partner_text(partner, by_key)
+            except (IndexError, ValueError):
+                raise seen[fam.key].error(
+                    fam.key, f"unrelated_with names unknown variant {partner!r}"
+                ) from None
+            if other is fam:
+                raise seen[fam.key].error(fam.key, "unrelated_with names the family itself")
     return families
+
+
+#: Variant lists an ``unrelated_with`` reference may name after ``#``.
+PARTNER_FIELDS = ("surface", "paraphrase")
+
+
+def partner_text(ref: str, by_key: dict[str, Family]) -> tuple[Family, Variant | None]:
+    """The family an ``unrelated_with`` reference names, and its variant (None: the
+    family's request). Raises KeyError/IndexError/ValueError on a bad reference."""
+    key, _, var = ref.partition("#")
+    fam = by_key[key]
+    if not var:
+        return fam, None
+    field, _, idx = var.partition(".")
+    if field not in PARTNER_FIELDS or not idx.isdigit():
+        raise ValueError(ref)
+    variants: tuple[Variant, ...] = getattr(fam, field)
+    return fam, variants[int(idx)]
 
 
 def _all_variants(fam: Family) -> Iterator[Variant]:
@@ -315,9 +348,13 @@ def _rationale(label: str, fam: Family, v: Variant | None, other: Family | None)
             f"and the near-identical wording shows why similarity alone is unsafe."
         )
     assert other is not None
+    worded = ""
+    if v is not None:
+        how = f"reworded so that it {v.note}" if v in other.paraphrase else f"written with {v.note}"
+        worded = f" (the second request {how})"
     return (
-        f"The sides ask for unrelated pieces, {fam.what} versus {other.what}, and under the "
-        f"creative policy neither is ever served from cache."
+        f"The sides ask for unrelated pieces, {fam.what} versus {other.what}{worded}, and under "
+        f"the creative policy neither is ever served from cache."
     )
 
 
@@ -394,26 +431,27 @@ def family_rows(fam: Family, by_key: dict[str, Family]) -> list[dict[str, Any]]:
                 )
             )
     for partner in fam.unrelated_with:
-        other = by_key[partner]
+        other, ov = partner_text(partner, by_key)
         rows.append(
             _row(
                 UNRELATED,
                 fam,
                 "different_request",
                 (fam.request, fam.outputs[0]),
-                (other.request, other.outputs[1]),
+                (other.request if ov is None else ov.text, other.outputs[1]),
                 partner,
-                _rationale(UNRELATED, fam, None, other),
+                _rationale(UNRELATED, fam, ov, other),
                 other,
             )
         )
     return rows
 
 
-def generate(sources_dir: Path) -> list[dict[str, Any]]:
+def generate(sources_dir: Path, *, matrix: bool = True) -> list[dict[str, Any]]:
     """The creative shard: every family's rows, numbered in fixture order."""
     families = load_families(sources_dir)
     by_key = {f.key: f for f in families}
     rows = [r for fam in families for r in family_rows(fam, by_key)]
-    check_counts(DOMAIN, rows)
+    if matrix:  # False for a held-out pool (cacheeval.heldout): any label counts
+        check_counts(DOMAIN, rows)
     return number_rows(DOMAIN, rows)

@@ -30,7 +30,15 @@ Every ``sources/multilingual/*.json`` file (read in name order) holds::
 
 A phrasing lives under the language its answer must be in: a code-switched
 request such as "What's the capital of Australia? Contéstame en español" sits
-under ``es``.
+under ``es``, and one written partly in another language but answered in
+English (phrasing key ``cs``) sits under ``en``.
+
+Every row has a non-English side: a side answered in another language, or a
+code-switched side (subcategories ``code_switch_*``); a pair of two plain
+English requests belongs to the English domains, and the generator refuses
+it. UNRELATED rows take query_b from a fixed partner family (the families form
+pairs and triples), so families linked by UNRELATED rows form small groups the
+split packer (:mod:`cacheeval.build.splits`) keeps in one split.
 
 Verification
 ------------
@@ -431,6 +439,10 @@ def _build(spec: RowSpec, home: Family, by_key: dict[str, Family]) -> dict[str, 
         raise fail(f"a {spec.label} row must stay inside its family")
     if sa.phrasing.text == sb.phrasing.text:
         raise fail("the two sides are identical")
+    if sa.version.lang == sb.version.lang == "en" and not spec.subcategory.startswith(
+        "code_switch"
+    ):
+        raise fail("both sides are plain English: a multilingual row needs a non-English side")
     return make_row(
         id=f"cb-{DOMAIN}-0000",
         domain=DOMAIN,
@@ -455,10 +467,10 @@ def _build(spec: RowSpec, home: Family, by_key: dict[str, Family]) -> dict[str, 
     )
 
 
-def generate(sources_dir: Path) -> list[dict[str, Any]]:
+def generate(sources_dir: Path, *, matrix: bool = True) -> list[dict[str, Any]]:
     """All multilingual shard rows, numbered in fixture order.
 
     Raises :class:`FixtureError` (``path:line: what``) on any fixture problem,
     including a row whose label the alias checker does not reproduce.
     """
-    return build_shard(DOMAIN, load_families(sources_dir / DOMAIN), _build)
+    return build_shard(DOMAIN, load_families(sources_dir / DOMAIN), _build, matrix=matrix)

@@ -26,7 +26,9 @@ users with the same ``name`` are one person under two settings (a changed unit
 or locale); otherwise they are two people. Per family: one EQUIV, PARA_SAFE and
 RELATED_UNSAFE row from one user (the same system prompt on both sides), one
 ADVERSARIAL row with the byte-identical base question under the two profiles,
-and one UNRELATED row per partner family. A seeded coin picks side a.
+and one UNRELATED row per partner family (partners name each other, so linked
+families form pairs the split packer keeps in one split). A seeded coin picks
+side a.
 """
 
 from __future__ import annotations
@@ -328,10 +330,11 @@ def family_rows(fam: Family, by_key: dict[str, Family]) -> list[dict[str, Any]]:
     return rows
 
 
-def generate(sources_dir: Path) -> list[dict[str, Any]]:
+def generate(sources_dir: Path, *, matrix: bool = True) -> list[dict[str, Any]]:
     """The personalized shard: every family's rows, numbered in fixture order."""
     families = load_families(sources_dir)
     by_key = {f.key: f for f in families}
     rows = [r for fam in families for r in family_rows(fam, by_key)]
-    check_counts(DOMAIN, rows)
+    if matrix:  # False for a held-out pool (cacheeval.heldout): any label counts
+        check_counts(DOMAIN, rows)
     return number_rows(DOMAIN, rows)

@@ -25,8 +25,10 @@ a note for the rationale. ``question.form`` names a form of the same family;
 ``@family.question.form`` a form of another family (UNRELATED rows only).
 HIT labels join two forms of one question; RELATED_UNSAFE and ADVERSARIAL two
 questions of one family; UNRELATED a question of this family with one of
-another. ``source`` is ``<fixture>#<family key>``: the family is the group of
-grouped cross-validation.
+another; partner families are chosen in pairs (each names the other), so
+families linked by UNRELATED rows form small groups that the split packer
+(:mod:`cacheeval.build.splits`) keeps in one split. ``source`` is
+``<fixture>#<family key>``: the family is the group of grouped cross-validation.
 
 Every form must be used by some pair, no two pairs may join the same two
 texts (in either order), and the two sides of a pair never have the same text.

@@ -3,10 +3,10 @@
 Fixtures (all hand-written, under ``sources/tool/``):
 
 * ``tools.json``: the tool library (JSON-schema definitions in the common
-  function-calling shape ``{"name", "description", "parameters"}``), each with
-  its cache ``policy`` (null, ``"mutation"`` or ``"time_sensitive"``), an
-  ``effect`` phrase for never-cache tools and ``grounding`` phrases; the
-  ``bundles`` of tools offered together; the ``system_prompts``.
+  function-calling shape ``{"name", "description", "policy", "parameters"}``;
+  ``policy`` is the tool's cache policy, see below), an ``effect`` phrase for
+  never-cache tools and ``grounding`` phrases; the ``bundles`` of tools
+  offered together; the ``system_prompts``.
 * ``axes.json``: per subcategory, the default reason (``why``) and grounding.
 * family files (:data:`FAMILY_FILES`): each family is one authored request
   ``q`` with the ``call`` it needs (or ``"call": null`` plus ``no_call``
@@ -25,19 +25,21 @@ authored request nor the variant always sits on the same side. ``source`` is
 the family (for an UNRELATED row: the family of its query_b, so grouped
 cross-validation keeps every query_b text inside one group).
 
-Cache policy (decided here, checked by :mod:`cacheeval.verify.policy`): a row
-whose call on either side uses a ``mutation`` tool (send_email, send_message,
-transfer_money, book_table, cancel_booking: money, messages to other people,
-bookings and cancellations, effects a cache must never replay) or a
-``time_sensitive`` tool (get_weather, get_stock_quote, get_news,
-convert_currency: live values a cached answer would freeze) is a
-``policy_no_cache`` row, binary MISS whatever its semantic label. Device and
-organiser settings (alarms, timers, lights, thermostat, music, reminders, the
-user's own calendar) are absolute, user-local and idempotent: the call is a
-pure function of the request, so they stay cacheable and are checked by
-:mod:`cacheeval.verify.tool`. Every other row carries a ``tool_call`` payload;
-its method is ``json_schema`` when the sides are offered different tool sets
-or a side makes no call, else ``canonical_tool_call``.
+Cache policy (one rule, stated once in :mod:`cacheeval.verify.tool` and read
+from the tool definitions): every definition says ``"policy": "mutation"``
+(calling it changes state: alarms, timers, reminders, calendar events, lights,
+thermostat, music playback, messages, bookings, payments, cancellations),
+``"time_sensitive"`` (it reads the live state of the world: weather, stock
+quotes, exchange rates, news, flight and hotel availability, web search,
+routes, restaurant listings) or ``"cacheable"`` (its result is a pure function
+of its arguments: unit and time-zone conversion, translation, definitions,
+calculators, static lookups, formatting). A row whose call on either side uses
+a ``mutation`` or ``time_sensitive`` tool is a ``policy_no_cache`` row, binary
+MISS whatever its semantic label, with a payload naming the policy and both
+calls (:mod:`cacheeval.verify.policy` re-derives the policy from the
+definitions). Every other row carries a ``tool_call`` payload; its method is
+``json_schema`` when the sides are offered different tool sets or a side
+makes no call, else ``canonical_tool_call``.
 
 Every row is checked while generating: the calls must be valid under their
 side's tools and the checker's verdict must match the label (for policy rows:
@@ -54,6 +56,7 @@ from typing import Any
 
 from ..jsonio import dumps
 from ..schema import EQUIV, HIT, HIT_LABELS, LABELS, MISS, POLICY_NO_CACHE, UNRELATED, Row
+from ..verify import check_row
 from ..verify import tool as toolcheck
 from .common import load_source, make_row, number_rows, rng, source_ref
 
@@ -66,6 +69,7 @@ FAMILY_FILES: tuple[str, ...] = (
     "travel.json",
     "errands.json",
     "policy.json",
+    "reference.json",
 )
 UNRELATED_FILE = "unrelated.json"
 
@@ -76,7 +80,7 @@ CONSTRUCTION: dict[str, str] = {
     "ADVERSARIAL": "adversarial_perturbation",
     "UNRELATED": "curated",
 }
-POLICY_KINDS = ("mutation", "time_sensitive")
+POLICY_KINDS = toolcheck.NEVER_CACHE
 
 
 class FixtureError(ValueError):
@@ -166,9 +170,15 @@ def load_library(sources_dir: Path) -> Library:
             raise _fail(path, tid, f"tool {tid!r} needs a definition with a name")
         if not isinstance(d.get("parameters"), dict):
             raise _fail(path, tid, f"tool {tid!r} needs a parameters schema")
-        if entry.get("policy") not in (None, *POLICY_KINDS):
-            raise _fail(path, tid, f"tool {tid!r} has unknown policy {entry.get('policy')!r}")
-        if entry.get("policy") and not isinstance(entry.get("effect"), str):
+        if "policy" in entry:
+            raise _fail(path, tid, f"tool {tid!r}: 'policy' belongs in the definition")
+        if toolcheck.tool_policy(d) is None:
+            raise _fail(
+                path,
+                tid,
+                f"tool {tid!r} needs a definition policy: " + ", ".join(toolcheck.TOOL_POLICIES),
+            )
+        if d["policy"] in POLICY_KINDS and not isinstance(entry.get("effect"), str):
             raise _fail(path, tid, f"never-cache tool {tid!r} needs an 'effect' phrase")
         if not entry.get("grounding"):
             raise _fail(path, tid, f"tool {tid!r} needs grounding phrases")
@@ -283,8 +293,8 @@ def _policy_of(lib: Library, side: Side) -> tuple[str, str] | None:
     """(policy, tool name) when the side's call uses a never-cache tool."""
     if side.call is None:
         return None
-    entry = _tool_entry(lib, side.tool_ids, side.call["name"])
-    return (entry["policy"], side.call["name"]) if entry.get("policy") else None
+    policy = _tool_entry(lib, side.tool_ids, side.call["name"])["definition"]["policy"]
+    return (policy, side.call["name"]) if policy in POLICY_KINDS else None
 
 
 # --- wording -------------------------------------------------------------------------
@@ -442,6 +452,10 @@ def _build_row(
             "call_a": a.call,
             "call_b": b.call,
         }
+        if a.call is None:
+            payload["no_call_a"] = a.no_call
+        if b.call is None:
+            payload["no_call_b"] = b.no_call
     else:
         method = (
             "json_schema"
@@ -478,17 +492,24 @@ def _build_row(
 
 
 def _self_check(row: dict[str, Any], label: str, where: Where, needle: str) -> None:
-    """The tool checker must re-derive the label (for policy rows: the semantic one)."""
-    data = {**row, "split": "train"}
-    if data["verification_method"] == POLICY_NO_CACHE:
-        p = data["verification_payload"]
-        probe = {"kind": "tool_call", "call_a": p["call_a"], "call_b": p["call_b"]}
-        data = {**data, "verification_method": "canonical_tool_call", "verification_payload": probe}
-    got = toolcheck.check(Row.from_dict(data))
+    """The checkers must re-derive the row: the calls alone must give the verdict
+    of the semantic label, and the row's own checker its binary label."""
+    data = Row.from_dict({**row, "split": "train"})
+    p = row["verification_payload"]
+    calls = {k: v for k, v in p.items() if k.startswith(("call_", "no_call_"))}
+    got = toolcheck.decide(data, calls)
     want = HIT if label in HIT_LABELS else MISS
     if got.binary != want:
         raise _fail(
             where.path, needle, f"{where.key}: {label} row checks as {got.binary} ({got.detail})"
+        )
+    verdict = check_row(data)
+    if verdict.binary != row["binary_label"]:
+        raise _fail(
+            where.path,
+            needle,
+            f"{where.key}: the {row['verification_method']} checker gives {verdict.binary} "
+            f"for a {row['binary_label']} row ({verdict.detail})",
         )
 
 

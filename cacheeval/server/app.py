@@ -3,10 +3,11 @@
 Routes::
 
     GET  /                        leaderboard page (sortable table + upload form)
-    GET  /submissions/{id}        per-domain / per-label breakdown page
+    GET  /submissions/{id}        a submission's page (its Ladder answer)
     GET  /api/leaderboard         the board as JSON
     POST /api/submissions         grade and store an upload (bearer token)
     GET  /api/submissions/{id}    the caller's own submission (bearer token; 404 otherwise)
+    GET  /api/rounds, /rounds/{name}  closed private-slice rounds (per-domain breakdowns)
     GET  /healthz                 liveness, the test-set identity and the upload limit
     GET  /static/...              the page's script and stylesheet
 
@@ -24,6 +25,9 @@ transaction. Nothing is written unless the upload is accepted. Errors are
 :data:`DRAIN_FACTOR` times the limit) and dropped, so the client, still
 sending, gets the 413 and its message instead of a reset connection.
 Submission ids in paths above SQLite's integer range are simply absent (404).
+Feedback is the Ladder's answer on the public half of the test rows
+(:mod:`cacheeval.server.ladder`, :func:`~cacheeval.server.grading.public_feedback`);
+the stored exact counts never leave the server.
 
 Blocking work (SQLite, grading) runs in Starlette's thread pool.
 """
@@ -52,12 +56,18 @@ from . import pages
 from .grading import (
     MAX_NAME,
     MAX_TRAINING_DATA,
+    Halves,
+    Reference,
     SubmissionError,
     TestSet,
     Upload,
     check_text,
+    closed_rounds,
     grade,
+    halves_of,
+    ladder_states,
     parse_upload,
+    public_feedback,
 )
 from .ratelimit import Decision, RateLimit
 from .store import NewSubmission, RateLimited, Store, Submission, Submitter
@@ -85,13 +95,18 @@ _PAGE_HEADERS = {
 
 @dataclass(frozen=True)
 class ServerConfig:
-    """What the app serves: the store, the labelled test set, the limits, a clock."""
+    """What the app serves: the store, the labelled test set, the limits, a clock,
+    the public/private halves (default: split by the labels' sha256), the
+    fixed reference rows and the directory of private-slice rounds."""
 
     store: Store
     test: TestSet
     rate_limit: RateLimit = field(default_factory=RateLimit)
     max_body_bytes: int = DEFAULT_MAX_BODY
     clock: Callable[[], float] = time.time
+    halves: Halves | None = None
+    references: tuple[Reference, ...] = ()
+    rounds_dir: Path | None = None
 
 
 class _ApiError(Exception):
@@ -129,8 +144,9 @@ def _too_many(limit: RateLimit, decision: Decision) -> _ApiError:
     )
 
 
-def _submission_json(sub: Submission) -> dict[str, Any]:
-    """A stored submission as the API shows it to its owner."""
+def _submission_json(sub: Submission, feedback: dict[str, Any]) -> dict[str, Any]:
+    """A stored submission as the API shows it to its owner (``feedback``:
+    :func:`~cacheeval.server.grading.public_feedback`, never the stored grade)."""
     return {
         "id": sub.id,
         "name": sub.name,
@@ -146,7 +162,7 @@ def _submission_json(sub: Submission) -> dict[str, Any]:
         "status": sub.status,
         "status_detail": sub.status_detail,
         "url": f"/submissions/{sub.id}",
-        "scores": sub.scores,
+        "feedback": feedback,
     }
 
 
@@ -168,6 +184,11 @@ def create_app(config: ServerConfig) -> Starlette:
     """The ASGI app serving ``config``."""
     store, test, limit = config.store, config.test, config.rate_limit
     test_order = tuple(r.id for r in test.rows)
+    halves = config.halves or halves_of(test)
+
+    def feedback_of(sub: Submission) -> dict[str, Any]:
+        """The public feedback of a stored submission (runs in the thread pool)."""
+        return public_feedback(sub.scores, ladder_states(store.submissions()).get(sub.id))
 
     async def authenticate(request: Request) -> Submitter:
         token = bearer_token(request.headers.get("authorization"))
@@ -259,7 +280,7 @@ def create_app(config: ServerConfig) -> Starlette:
             MAX_TRAINING_DATA,
         )
         name = name or upload.name or (upload.cache_name or "").strip()[:MAX_NAME] or "unnamed"
-        scores = grade(upload, test, cache_name=name)
+        scores = grade(upload, test, halves, cache_name=name)
         now = config.clock()
         new = NewSubmission(
             submitter_id=submitter.id,
@@ -277,7 +298,8 @@ def create_app(config: ServerConfig) -> Starlette:
             idempotency_key=key,
         )
         sid, decision, stored = store.insert_submission(new, limit)
-        return sid, decision, scores, new, stored
+        state = ladder_states(store.submissions()).get(sid) if stored else None
+        return sid, decision, public_feedback(scores, state), new, stored
 
     async def replay(submitter: Submitter, first: Submission, document: bytes) -> Response:
         """The answer to a retried upload: its first submission (200), when the
@@ -295,7 +317,8 @@ def create_app(config: ServerConfig) -> Starlette:
             "X-RateLimit-Limit": str(limit.limit),
             "X-RateLimit-Remaining": str(max(0, limit.limit - decision.used)),
         }
-        return JSONResponse(_submission_json(first), status_code=200, headers=headers)
+        feedback = await run_in_threadpool(feedback_of, first)
+        return JSONResponse(_submission_json(first, feedback), status_code=200, headers=headers)
 
     async def post_submission(request: Request) -> Response:
         try:
@@ -340,7 +363,7 @@ def create_app(config: ServerConfig) -> Starlette:
             "n_predictions": new.n_predictions,
             "labels_sha256": new.labels_sha256,
             "url": f"/submissions/{sid}",
-            "scores": scores,
+            "feedback": scores,
         }
         headers = {"Location": f"/api/submissions/{sid}", **_rate_headers(limit, decision)}
         return JSONResponse(payload, status_code=201, headers=headers)
@@ -355,26 +378,28 @@ def create_app(config: ServerConfig) -> Starlette:
         if sub is None or sub.submitter_id != submitter.id:
             # The same answer for "absent" and "someone else's": ids reveal nothing.
             return _error(404, f"no submission {sid} for this token")
-        return JSONResponse(_submission_json(sub))
+        return JSONResponse(_submission_json(sub, await run_in_threadpool(feedback_of, sub)))
 
     async def get_leaderboard(request: Request) -> Response:
         subs = await run_in_threadpool(store.submissions)
         return JSONResponse(
             {
-                "sort": "fhr ascending, then f1 descending",
+                "sort": pages.BOARD_ORDER,
                 "n_test_rows": len(test.rows),
+                "n_public_rows": len(halves.public),
                 "labels_sha256": test.labels_sha256,
-                "entries": pages.board(subs),
+                "entries": pages.board(subs, config.references),
             }
         )
 
     async def index(request: Request) -> Response:
         subs = await run_in_threadpool(store.submissions)
         html = pages.leaderboard_page(
-            pages.board(subs),
+            pages.board(subs, config.references),
             n_test_rows=len(test.rows),
+            n_public_rows=len(halves.public),
             rate_limit=limit.describe(),
-            figure=pages.board_figure(subs),
+            rounds=[r.name for r in closed_rounds(config.rounds_dir)],
         )
         return HTMLResponse(html, headers=_PAGE_HEADERS)
 
@@ -384,7 +409,21 @@ def create_app(config: ServerConfig) -> Starlette:
         if sub is None:
             html = pages.not_found_page(f"There is no submission {sid}.")
             return HTMLResponse(html, status_code=404, headers=_PAGE_HEADERS)
-        return HTMLResponse(pages.submission_page(sub), headers=_PAGE_HEADERS)
+        states = await run_in_threadpool(lambda: ladder_states(store.submissions()))
+        return HTMLResponse(pages.submission_page(sub, states.get(sub.id)), headers=_PAGE_HEADERS)
+
+    async def get_rounds(request: Request) -> Response:
+        rounds = await run_in_threadpool(closed_rounds, config.rounds_dir)
+        return JSONResponse({"rounds": [pages.round_json(r) for r in rounds]})
+
+    async def round_page(request: Request) -> Response:
+        name = request.path_params["name"]
+        rounds = await run_in_threadpool(closed_rounds, config.rounds_dir)
+        found = next((r for r in rounds if r.name == name), None)
+        if found is None:
+            html = pages.not_found_page(f"No closed round {name}.")
+            return HTMLResponse(html, status_code=404, headers=_PAGE_HEADERS)
+        return HTMLResponse(pages.round_page(found), headers=_PAGE_HEADERS)
 
     async def healthz(request: Request) -> Response:
         return JSONResponse(
@@ -412,6 +451,8 @@ def create_app(config: ServerConfig) -> Starlette:
         Route("/api/leaderboard", get_leaderboard, methods=["GET"]),
         Route("/api/submissions", post_submission, methods=["POST"]),
         Route("/api/submissions/{sid:int}", get_submission, methods=["GET"]),
+        Route("/api/rounds", get_rounds, methods=["GET"]),
+        Route("/rounds/{name}", round_page, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="static"),
     ]

@@ -4,18 +4,21 @@ The SVG is inlined in the HTML and styled with presentation attributes only
 (``fill``, ``stroke``, ``font-size`` ...), never a ``style`` attribute or
 element, so it renders under the pages' Content-Security-Policy
 (``style-src 'self'``, no inline styles, no scripts). Every user-supplied text
-(submission names) is escaped.
+(submission and cache names) is escaped.
 
-The charts show only numbers the pages already publish (aggregate feedback):
+A chart shows only numbers its page already publishes:
 
-* :func:`domain_fhr_svg` - one submission's FHR per domain with its 95%
-  Wilson interval (``per_domain`` of the stored feedback);
-* :func:`board_svg` - every graded submission as a point in precision-recall
-  space and in precision-CHR space (from its confusion counts: precision
-  ``tp / (tp + fp)``, recall ``tp / (tp + fn)``, CHR ``(tp + fp) / n``), with
-  the perfect ranker's P-CHR curve ``min(1, p / CHR)`` (area ``p (1 - ln p)``).
-  Full score curves are not drawn: a curve at per-row score resolution would
-  let a submitter read labels back one row at a time.
+* :func:`levels_svg` - the board: every entry's published level as a box in
+  FHR x recall space (its FHR band and recall band), numbered by rank. The
+  test split's scores are published only as these coarse levels.
+* :func:`board_svg` - a closed round of the private slice (seed public, so
+  anyone can regenerate its rows and labels): every report as a point in
+  precision-recall and precision-CHR space (precision ``tp / (tp + fp)``,
+  recall ``tp / (tp + fn)``, CHR ``(tp + fp) / n``), its threshold sweep as a
+  curve when the report has one, and the perfect ranker's P-CHR curve
+  ``min(1, p / CHR)`` (area ``p (1 - ln p)``);
+* :func:`domain_fhr_svg` - one report's FHR per domain with its 95% Wilson
+  interval.
 """
 
 from __future__ import annotations
@@ -83,13 +86,14 @@ def domain_fhr_svg(
         y = top + i * row_h
         fhr = d.get("fhr") or {}
         value, lo, hi = fhr.get("value"), fhr.get("ci_low"), fhr.get("ci_high")
-        body.append(_text(left - 8, y + 15, str(d.get("domain", "?")), 11, "end"))
+        name = str(d.get("domain") or d.get("key") or "?")
+        body.append(_text(left - 8, y + 15, name, 11, "end"))
         if value is None:
             body.append(_text(left + 4, y + 15, "n/a (no MISS rows)", 10, "start", MUTED))
             continue
         body.append(
             f'<rect class="bar" x="{_n(left)}" y="{_n(y + 4)}" width="{_n(x(value) - left)}" '
-            f'height="{row_h - 8}" fill="{BAR}"><title>{escape(str(d.get("domain")))}: FHR '
+            f'height="{row_h - 8}" fill="{BAR}"><title>{escape(name)}: FHR '
             f"{value:.3f} [{lo:.3f}, {hi:.3f}]</title></rect>"
         )
         if lo is not None and hi is not None:
@@ -101,15 +105,23 @@ def domain_fhr_svg(
 
 
 def board_points(scores: Sequence[tuple[int, str, Mapping[str, Any]]]) -> list[dict[str, Any]]:
-    """(rank, name, stored feedback) -> points with precision, recall, CHR and
-    the positive rate, from the confusion counts (submissions without served
-    rows have no precision and are left out).
+    """(number, name, report dict) -> points with precision, recall, CHR and
+    the positive rate from the confusion counts, and the report's threshold
+    sweep as (recall, CHR, precision) triples when it has one (``curve``).
+    Reports that served nothing have no precision and are left out.
 
     >>> board_points([(1, "a", {"confusion": {"tp": 3, "fp": 1, "fn": 1, "tn": 5}})])
-    [{'rank': 1, 'name': 'a', 'precision': 0.75, 'recall': 0.75, 'chr': 0.4, 'p': 0.4}]
+    [{'rank': 1, 'name': 'a', 'precision': 0.75, 'recall': 0.75, 'chr': 0.4, 'p': 0.4, 'curve': []}]
     """
     out = []
     for rank, name, s in scores:
+        block = s.get("curves") or {}
+        total, pos = block.get("n") or 0, block.get("n_positive") or 0
+        curve = [
+            (q["tp"] / pos if pos else 0.0, q["n_fired"] / total, q["tp"] / q["n_fired"])
+            for q in block.get("score_curve") or []
+            if total and q.get("n_fired")
+        ]
         c = s.get("confusion") or {}
         tp, fp, fn, tn = (int(c.get(k) or 0) for k in ("tp", "fp", "fn", "tn"))
         n = tp + fp + fn + tn
@@ -117,7 +129,7 @@ def board_points(scores: Sequence[tuple[int, str, Mapping[str, Any]]]) -> list[d
             continue
         out.append({"rank": rank, "name": name, "precision": tp / (tp + fp),
                     "recall": tp / (tp + fn) if tp + fn else 0.0, "chr": (tp + fp) / n,
-                    "p": (tp + fn) / n})  # fmt: skip
+                    "p": (tp + fn) / n, "curve": curve})  # fmt: skip
     return out
 
 
@@ -156,6 +168,15 @@ def board_svg(points: Sequence[Mapping[str, Any]], chart_id: str = "board-chart"
             body.append(_text(px(1) - 4, py(0) - 6, f"perfect ranker: p(1 - ln p) = {area:.3f}",
                               9, "end", MUTED))  # fmt: skip
         for pt in points:
+            curve = pt.get("curve") or []
+            if curve:
+                i = 0 if key == "recall" else 1
+                coords = " ".join(f"{_n(px(c[i]))},{_n(py(c[2]))}" for c in curve)
+                body.append(
+                    f'<polyline class="curve" points="{coords}" fill="none" '
+                    f'stroke="{POINT}" stroke-opacity="0.6" stroke-width="1.2"/>'
+                )
+        for pt in points:
             cx, cy = px(float(pt[key])), py(float(pt["precision"]))
             tip = (f"#{pt['rank']} {pt['name']}: precision {pt['precision']:.3f}, "
                    f"{label.split(' (')[0].lower()} {float(pt[key]):.3f}")  # fmt: skip
@@ -164,5 +185,43 @@ def board_svg(points: Sequence[Mapping[str, Any]], chart_id: str = "board-chart"
                 f'fill-opacity="0.85" stroke="white" stroke-width="1"><title>{escape(tip)}'
                 f"</title></circle>{_text(cx, cy + 4, str(pt['rank']), 9, 'middle', 'white')}</g>"
             )
-    return _svg(width, height, chart_id, "Submissions in precision-recall and precision-CHR space",
+    return _svg(width, height, chart_id, "Reports in precision-recall and precision-CHR space",
                 body)  # fmt: skip
+
+
+def levels_svg(entries: Sequence[Mapping[str, Any]], chart_id: str = "board-levels-chart") -> str:
+    """Every board entry's published level as a box: its FHR band across, its
+    recall band up (a level without a recall band spans recall 0 to 1), numbered
+    by rank; a dotted line at the 5% FHR budget."""
+    size_x, size_y, left, top = 520, 220, 50, 24
+    width, height = left + size_x + 20, top + size_y + 40
+    body: list[str] = []
+
+    def px(v: float) -> float:
+        return left + size_x * min(max(v, 0.0), 1.0)
+
+    def py(v: float) -> float:
+        return top + size_y * (1.0 - min(max(v, 0.0), 1.0))
+
+    for t in (0.0, 0.25, 0.5, 0.75, 1.0):
+        body.append(_line(px(t), py(0), px(t), py(1)))
+        body.append(_line(px(0), py(t), px(1), py(t)))
+        body.append(_text(px(t), py(0) + 14, f"{t:g}", 10, "middle", MUTED))
+        body.append(_text(px(0) - 5, py(t) + 4, f"{t:g}", 10, "end", MUTED))
+    body.append(_line(px(0.05), py(0), px(0.05), py(1), INK, 1, "3 3"))
+    body.append(_text(px(0.05) + 3, top - 8, "FHR budget 5%", 10, "start", MUTED))
+    body.append(_text(px(0.5), height - 4, "false-hit rate band", 11, "middle", MUTED))
+    body.append(_text(px(0), top - 8, "recall band", 11, "start", MUTED))
+    for e in entries:
+        fhr = e.get("fhr_interval") or [0.0, 1.0]
+        rec = e.get("recall_interval") or [0.0, 1.0]
+        x1, x2, y1, y2 = px(fhr[0]), px(fhr[1]), py(rec[1]), py(rec[0])
+        colour = BAR if e.get("within_budget") else POINT
+        tip = f"#{e.get('rank')} {e.get('name')}: level {e.get('level')}"
+        body.append(
+            f'<g class="level"><rect x="{_n(x1)}" y="{_n(y1)}" width="{_n(max(x2 - x1, 3))}" '
+            f'height="{_n(max(y2 - y1, 3))}" fill="{colour}" fill-opacity="0.25" '
+            f'stroke="{colour}" stroke-width="1"><title>{escape(tip)}</title></rect>'
+            f"{_text((x1 + x2) / 2, (y1 + y2) / 2 + 4, str(e.get('rank')), 10, 'middle')}</g>"
+        )
+    return _svg(width, height, chart_id, "Published levels: FHR band against recall band", body)

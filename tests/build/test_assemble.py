@@ -58,9 +58,12 @@ def test_happy_path_outputs(root: Path) -> None:
     assert keys == sorted(keys)
     assert [list(r) for r in build.rows] == [list(ROW_FIELDS)] * n
     by_split = {s: sum(1 for r in build.rows if r["split"] == s) for s in ("train", "dev", "test")}
-    # 43 * (1/2, 1/4, 1/4) = 21.5, 10.75, 10.75: floors
-    # 21, 10, 10 leave 2 rows for the largest fractional parts .75, .75 -> 21, 11, 11.
-    assert by_split == {"train": 21, "dev": 11, "test": 11}
+    # Splits go by family (cacheeval.build.splits): the 43 synthetic rows form 9
+    # families of at most 5 rows, packed whole against targets 21/11/11 (largest
+    # remainder of 43 * 50/25/25); the packer lands on 19/14/10.
+    assert by_split == {"train": 19, "dev": 14, "test": 10}
+    for fam in {r["source"] for r in build.rows}:
+        assert len({r["split"] for r in build.rows if r["source"] == fam}) == 1, fam
 
 
 def test_written_files_and_public_private_split(root: Path) -> None:
@@ -70,7 +73,7 @@ def test_written_files_and_public_private_split(root: Path) -> None:
     v = validator()
     assert [schema_errors(v, r) for r in public] == [[]] * len(public)
     test_rows = [r for r in public if r["split"] == "test"]
-    assert len(test_rows) == 11
+    assert len(test_rows) == 10
     for r in test_rows:
         assert all(r[f] is None for f in HIDDEN_TEST_FIELDS), r["id"]
         assert r["query_a"] and r["query_b"]
@@ -80,7 +83,7 @@ def test_written_files_and_public_private_split(root: Path) -> None:
             assert r["label"] is not None and row_problem(r, require_labels=True) is None
     # Labels file: id + hidden fields in that key order, one per test row, public order.
     labels_lines = [json.loads(x) for x in (root / LABELS_PATH).read_text().splitlines()]
-    assert [list(x) for x in labels_lines] == [["id", *HIDDEN_TEST_FIELDS]] * 11
+    assert [list(x) for x in labels_lines] == [["id", *HIDDEN_TEST_FIELDS]] * 10
     assert [x["id"] for x in labels_lines] == [r["id"] for r in test_rows]
     # Public + labels reconstruct the full rows exactly.
     merged = load_bench(root / DATASET_PATH, labels_path=root / LABELS_PATH)
@@ -91,7 +94,7 @@ def test_written_files_and_public_private_split(root: Path) -> None:
     assert manifest["test_labels"] == {
         "path": LABELS_PATH,
         "sha256": sha256_file(root / LABELS_PATH),
-        "rows": 11,
+        "rows": 10,
     }
     assert manifest["dataset"]["sha256"] == sha256_file(root / DATASET_PATH)
     assert manifest["dataset"]["rows"] == 43
@@ -113,6 +116,7 @@ def test_manifest_counts_and_shards(root: Path) -> None:
         "test_labels",
         "counts",
         "verification",
+        "splits",
     ]
     assert [s["domain"] for s in m["shards"]] == ["qa_factual", "math", "creative"]
     for s in m["shards"]:
@@ -124,7 +128,14 @@ def test_manifest_counts_and_shards(root: Path) -> None:
         assert tuple(c["by_domain_label"][d].values()) == counts
         for lab, n in c["by_domain_label"][d].items():
             assert sum(c["by_domain_label_split"][d][lab].values()) == n
-    assert c["by_split"] == {"train": 21, "dev": 11, "test": 11}
+    assert c["by_split"] == {"train": 19, "dev": 14, "test": 10}
+    assert m["splits"]["algorithm"] == "family-group-pack/1"
+    assert m["splits"]["by_split"] == c["by_split"]
+    assert (m["splits"]["groups"], m["splits"]["shared_families"], m["splits"]["shared_texts"]) == (
+        9,
+        0,
+        0,
+    )
     # creative is all-policy: 15 MISS; qa_factual 7 HIT, math 4 HIT.
     assert c["by_binary_label"] == {"HIT": 11, "MISS": 32}
     assert m["verification"]["by_tier"] == {"deterministic": 43, "rubric": 0, "judge": 0}

@@ -1,5 +1,9 @@
 """Pins of the committed shards: row count, label counts (= the matrix) and
-the ids of the first, middle (index n // 2) and last row of each.
+the ids of the first, middle (index n // 2) and last row of each; and the
+properties the shipped build must keep (issue 13): family- and text-disjoint
+splits within the size and cell-share tolerances, the split record in the
+manifest, no HIT row calling a never-cache tool, and a non-English side on
+every multilingual row.
 
 A shard that changes, appears or disappears fails this test until the table
 below is regenerated on purpose::
@@ -9,15 +13,27 @@ below is regenerated on purpose::
 
 from __future__ import annotations
 
+import json
+from collections import Counter
+from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from cacheeval.build.manifest import DATASET_PATH, MANIFEST_PATH
 from cacheeval.build.pins import TEST_FILE, Pin, format_pins, pins, replace_table
 from cacheeval.build.shards import present_domains
-from cacheeval.generators.common import DOMAINS_DIR
-from cacheeval.jsonio import write_jsonl
-from cacheeval.schema import DOMAINS, MATRIX
+from cacheeval.build.splits import (
+    ALGORITHM,
+    SHARES,
+    family_groups,
+    shared_between_splits,
+    split_stats,
+)
+from cacheeval.generators.common import DOMAINS_DIR, REPO_ROOT
+from cacheeval.jsonio import iter_jsonl, write_jsonl
+from cacheeval.schema import DOMAINS, MATRIX, SPLIT_SIZES, SPLITS
 
 from .synthetic import make_shard
 
@@ -141,3 +157,90 @@ def test_table_is_in_generated_form() -> None:
     assert format_pins({}) == "PINS: dict[str, Pin] = {}"
     with pytest.raises(ValueError, match="markers"):
         replace_table("no table here\n", "PINS = {}")
+
+
+# --- the shipped splits and data rules (issue 13) ----------------------------------------
+
+
+def _full_rows() -> list[dict[str, Any]]:
+    """Every shard row with the split cachebench.jsonl gives it (public test rows
+    hide ``source``, so the shards supply it)."""
+    split_of = {r["id"]: r["split"] for _, r in iter_jsonl(REPO_ROOT / DATASET_PATH)}
+    return [
+        {**r, "split": split_of[r["id"]]}
+        for d in present_domains(DOMAINS_DIR)
+        for _, r in iter_jsonl(DOMAINS_DIR / f"{d}.jsonl")
+    ]
+
+
+def test_shipped_splits_share_no_family_and_no_normalised_text() -> None:
+    rows = _full_rows()
+    assert len(rows) == 2000
+    assert shared_between_splits(rows, "source") == []
+    assert shared_between_splits(rows, "text") == []
+    # and so every family group sits in exactly one split
+    split_of = {r["id"]: r["split"] for r in rows}
+    for g in family_groups(rows):
+        assert len({split_of[i] for i in g.ids}) == 1, g.key
+
+
+def test_shipped_split_sizes_and_cell_shares() -> None:
+    rows = _full_rows()
+    by_split = Counter(r["split"] for r in rows)
+    for s in SPLITS:
+        assert abs(by_split[s] - SPLIT_SIZES[s]) <= 10, dict(by_split)
+    cells: dict[tuple[str, str], Counter[str]] = {}
+    for r in rows:
+        cells.setdefault((r["domain"], r["label"]), Counter())[r["split"]] += 1
+    assert len(cells) == 50
+    for cell, cnt in cells.items():
+        n = sum(cnt.values())
+        for s in SPLITS:
+            assert abs(Fraction(cnt[s], n) - SHARES[s]) <= Fraction(5, 100), (cell, dict(cnt))
+
+
+def test_manifest_records_the_split_algorithm_and_counts() -> None:
+    manifest = json.loads((REPO_ROOT / MANIFEST_PATH).read_text(encoding="utf-8"))
+    rows = _full_rows()
+    assert manifest["splits"] == split_stats(rows)
+    assert manifest["splits"]["algorithm"] == ALGORITHM
+    assert manifest["splits"]["by_split"] == manifest["counts"]["by_split"]
+    assert manifest["splits"]["by_split"] == dict(Counter(r["split"] for r in rows))
+    assert manifest["splits"]["shared_families"] == manifest["splits"]["shared_texts"] == 0
+
+
+def test_no_tool_row_calling_a_never_cache_tool_is_hit() -> None:
+    """SCHEMA §2.1: a call to a mutation or time_sensitive tool (its definition's
+    ``policy``) is never served from a cache, on either side of any tool row."""
+    checked = 0
+    for _, r in iter_jsonl(DOMAINS_DIR / "tool.jsonl"):
+        p = r["verification_payload"]
+        for side in ("a", "b"):
+            call = p.get(f"call_{side}")
+            if call is None:
+                continue
+            tool = next(t for t in r[f"tools_{side}"] if t["name"] == call["name"])
+            assert tool["policy"] in ("cacheable", "mutation", "time_sensitive"), r["id"]
+            if tool["policy"] != "cacheable":
+                checked += 1
+                assert r["binary_label"] == "MISS", r["id"]
+                assert r["verification_method"] == "policy_no_cache", r["id"]
+                assert p["kind"] == "policy", r["id"]
+    assert checked >= 100  # the shard does exercise the rule
+
+
+def test_multilingual_rows_have_a_non_english_side() -> None:
+    """A multilingual row compares requests across or within a language other than
+    English: at least one side is answered in another language, or is
+    code-switched (an English-answer request written partly in another language)."""
+    offenders = []
+    for _, r in iter_jsonl(DOMAINS_DIR / "multilingual.jsonl"):
+        p = r["verification_payload"]
+        if p["lang_a"] != "en" or p["lang_b"] != "en":
+            continue
+        code_switched = r["subcategory"].startswith("code_switch") and any(
+            not r[f"query_{s}"].isascii() for s in "ab"
+        )
+        if not code_switched:
+            offenders.append(r["id"])
+    assert offenders == []

@@ -244,7 +244,7 @@ def test_answer_without_its_referent_is_located(sources: Path) -> None:
         gen.generate(sources)
 
 
-def test_unknown_slot_and_mutual_partners_are_located(sources: Path) -> None:
+def test_unknown_slot_and_self_partner_are_located(sources: Path) -> None:
     _edit(sources, "coding.json", "onto main instead", "onto {{branch}} instead")
     with pytest.raises(FixtureError, match=r"item 'git_undo': template slot \{\{branch\}\}"):
         gen.generate(sources)
@@ -254,10 +254,18 @@ def test_unknown_slot_and_mutual_partners_are_located(sources: Path) -> None:
         sources,
         "coding.json",
         '"unrelated_with": "tipping_country"',
-        '"unrelated_with": "bake_time"',
+        '"unrelated_with": "sort_rows"',
     )
-    with pytest.raises(FixtureError, match=r"item 'sort_rows': mutual unrelated_with"):
+    with pytest.raises(FixtureError, match=r"item 'sort_rows': unrelated_with names 'sort_rows'"):
         gen.generate(sources)
+
+
+def test_partners_pair_up() -> None:
+    """UNRELATED partners name each other, so linked families form pairs (the
+    split packer keeps a linked pair in one split) and still give distinct rows."""
+    families = {f.key: f for f in gen.load_families(SOURCES_DIR)}
+    for key, fam in families.items():
+        assert families[fam.unrelated_with].unrelated_with == key
 
 
 def test_constraint_already_in_the_plain_history_is_rejected(sources: Path) -> None:
@@ -272,8 +280,8 @@ def test_generator_script_reports_errors_without_traceback(
     _edit(
         sources,
         "cooking_home.json",
-        '"para": "final",\n      "unrelated_with": "sort_rows"',
-        '"para": "both",\n      "unrelated_with": "sort_rows"',
+        '"para": "final",\n      "unrelated_with": "shoe_size"',
+        '"para": "both",\n      "unrelated_with": "shoe_size"',
     )
     out = tmp_path / "out.jsonl"
     code = run_generator(DOMAIN, gen.generate, ["--sources-dir", str(sources), "--out", str(out)])

@@ -122,7 +122,7 @@ def test_code_switching_appears_in_hit_and_miss_rows(rows: list[dict[str, Any]])
 def test_swapped_entities_and_numbers_also_appear_in_hit_rows(rows: list[dict[str, Any]]) -> None:
     """A token that an ADVERSARIAL edit swaps in or out also sits, unchanged on
     both sides, in some HIT row."""
-    cues = ("300", "4 stunden", "austria", "piccolo", "fahrenheit", "银", "insecto", "built")
+    cues = ("300", "4 stunden", "austria", "piccolo", "fahrenheit", "银", "insecto", "construit")
     for cue in cues:
         in_hit = [
             r
@@ -167,13 +167,16 @@ def _family() -> dict[str, Any]:
                     },
                     "es": {
                         "answers": ["La capital de Perú es Lima."],
-                        "phrasings": {"base": "¿Cuál es la capital de Perú?"},
+                        "phrasings": {
+                            "base": "¿Cuál es la capital de Perú?",
+                            "surf": ["cual es la capital de peru", "drops accents and marks"],
+                        },
                     },
                 },
             }
         },
         "rows": [
-            ["EQUIV", "case_punctuation_variant", "cap.en.base", "cap.en.surf"],
+            ["EQUIV", "accent_punctuation_variant", "cap.es.base", "cap.es.surf"],
             ["ADVERSARIAL", "cross_language_same_question", "cap.en.base", "cap.es.base"],
         ],
     }
@@ -217,7 +220,7 @@ def test_subcategory_must_fit_the_languages(tmp_path: Path) -> None:
 
 def test_hit_row_across_languages_is_refused(tmp_path: Path) -> None:
     fam = _family()
-    fam["rows"][1] = ["EQUIV", "case_punctuation_variant", "cap.en.surf", "cap.es.base"]
+    fam["rows"][1] = ["EQUIV", "case_punctuation_variant", "cap.en.surf", "cap.es.surf"]
     src = _write(tmp_path, fam)
     with pytest.raises(multilingual.FixtureError, match=r"needs one answer language"):
         multilingual.generate(src)
@@ -229,16 +232,27 @@ def test_miss_label_the_checker_contradicts_is_refused(tmp_path: Path) -> None:
     fam["questions"]["seat"] = {
         "gist": "the seat of government of Peru",
         "langs": {
-            "en": {
-                "answers": ["The capital of Peru is Lima."],
-                "phrasings": {"base": "Where is Peru's seat of government?"},
+            "es": {
+                "answers": ["La capital de Perú es Lima."],
+                "phrasings": {"base": "¿Dónde está la sede del gobierno de Perú?"},
             }
         },
     }
-    fam["rows"][1] = ["ADVERSARIAL", "entity_swap", "cap.en.base", "seat.en.base"]
+    fam["rows"][1] = ["ADVERSARIAL", "entity_swap", "cap.es.base", "seat.es.base"]
     src = _write(tmp_path, fam)
     line = _line_of(src / DOMAIN / "bad.json", '"ADVERSARIAL"')
     with pytest.raises(multilingual.FixtureError, match=rf"bad\.json:{line}: .*checker says HIT"):
+        multilingual.generate(src)
+
+
+def test_a_row_with_two_plain_english_sides_is_refused(tmp_path: Path) -> None:
+    fam = _family()
+    fam["rows"][0] = ["EQUIV", "case_punctuation_variant", "cap.en.base", "cap.en.surf"]
+    src = _write(tmp_path, fam)
+    line = _line_of(src / DOMAIN / "bad.json", '"EQUIV"')
+    with pytest.raises(
+        multilingual.FixtureError, match=rf"bad\.json:{line}: both sides are plain English"
+    ):
         multilingual.generate(src)
 
 

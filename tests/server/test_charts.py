@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from cacheeval.server.charts import board_points, board_svg, domain_fhr_svg
+from cacheeval.server.charts import board_points, board_svg, domain_fhr_svg, levels_svg
 
 
 def parse(svg: str) -> ET.Element:
@@ -51,3 +51,29 @@ def test_board_points_skip_submissions_that_never_serve() -> None:
     never = {"confusion": {"tp": 0, "fp": 0, "fn": 5, "tn": 5}}
     assert board_points([(1, "miss", never)]) == []
     assert board_svg([]).startswith('<svg id="board-chart"')
+
+
+def test_board_points_carry_the_sweep_when_the_report_has_one() -> None:
+    report = {
+        "confusion": {"tp": 2, "fp": 2, "fn": 0, "tn": 0},
+        "curves": {"n": 4, "n_positive": 2, "score_curve": [
+            {"threshold": 0.9, "n_fired": 1, "tp": 1, "fp": 0},
+            {"threshold": 0.1, "n_fired": 4, "tp": 2, "fp": 2}]},
+    }  # fmt: skip
+    (pt,) = board_points([(1, "x", report)])
+    assert pt["curve"] == [(0.5, 0.25, 1.0), (1.0, 1.0, 0.5)]
+    assert board_svg([pt]).count('class="curve"') == 2  # one per panel
+
+
+def test_levels_chart() -> None:
+    entries = [
+        {"rank": 1, "name": "good", "level": "L5", "within_budget": True,
+         "fhr_interval": [0.0, 0.05], "recall_interval": [0.8, 1.0]},
+        {"rank": 2, "name": "<b>bad</b>", "level": "L1", "within_budget": False,
+         "fhr_interval": [0.2, 0.5], "recall_interval": None},
+    ]  # fmt: skip
+    svg = levels_svg(entries)
+    root = parse(svg)
+    boxes = [g for g in root.iter() if g.get("class") == "level"]
+    assert len(boxes) == 2
+    assert "&lt;b&gt;bad&lt;/b&gt;" in svg and "<b>" not in svg and "style=" not in svg
