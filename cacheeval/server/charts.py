@@ -193,7 +193,7 @@ def levels_svg(entries: Sequence[Mapping[str, Any]], chart_id: str = "board-leve
     """Every board entry's published level as a box: its FHR band across, its
     recall band up (a level without a recall band spans recall 0 to 1), numbered
     by rank; a dotted line at the 5% FHR budget."""
-    size_x, size_y, left, top = 520, 220, 50, 24
+    size_x, size_y, left, top = 520, 220, 80, 24
     width, height = left + size_x + 20, top + size_y + 40
     body: list[str] = []
 
@@ -211,7 +211,7 @@ def levels_svg(entries: Sequence[Mapping[str, Any]], chart_id: str = "board-leve
     body.append(_line(px(0.05), py(0), px(0.05), py(1), INK, 1, "3 3"))
     body.append(_text(px(0.05) + 3, top - 8, "FHR budget 5%", 10, "start", MUTED))
     body.append(_text(px(0.5), height - 4, "false-hit rate band", 11, "middle", MUTED))
-    body.append(_text(px(0), top - 8, "recall band", 11, "start", MUTED))
+    body.append(_text(px(0) - 5, top - 8, "recall band", 11, "end", MUTED))
     for e in entries:
         fhr = e.get("fhr_interval") or [0.0, 1.0]
         rec = e.get("recall_interval") or [0.0, 1.0]
