@@ -74,7 +74,7 @@ class Task:
 
 
 @dataclass(frozen=True, slots=True)
-class Request:
+class CodeQuery:
     """One query and the task answering it; ``lang`` is the language it asks for."""
 
     key: str
@@ -177,7 +177,7 @@ def _load_tasks(fx: _Fixture, tasks: dict[str, Task]) -> None:
 
 
 def _load_families(
-    fx: _Fixture, tasks: dict[str, Task], requests: dict[str, Request], specs: list[RowSpec]
+    fx: _Fixture, tasks: dict[str, Task], requests: dict[str, CodeQuery], specs: list[RowSpec]
 ) -> None:
     raw = fx.data.get("families")
     if not isinstance(raw, list):
@@ -210,7 +210,7 @@ def _load_families(
                 raise fx.error(
                     rline, f"request {rkey!r} asks for {lang!r}, its task is {tasks[task].lang}"
                 )
-            requests[rkey] = Request(rkey, key, fx.path, text, task, lang)
+            requests[rkey] = CodeQuery(rkey, key, fx.path, text, task, lang)
         rows = fam.get("rows")
         if not isinstance(rows, list) or not rows:
             raise fx.error(fline, f"family {key!r} needs a non-empty 'rows' list")
@@ -253,7 +253,7 @@ def _load_families(
 
 def load_fixtures(
     sources_dir: Path,
-) -> tuple[dict[str, Task], dict[str, Request], list[RowSpec]]:
+) -> tuple[dict[str, Task], dict[str, CodeQuery], list[RowSpec]]:
     """Read every ``sources_dir/code/*.json``: tasks first (a request may use a
     task of any file), then families."""
     files = sorted((sources_dir / DOMAIN).glob("*.json"))
@@ -266,7 +266,7 @@ def load_fixtures(
     tasks: dict[str, Task] = {}
     for fx in fixtures:
         _load_tasks(fx, tasks)
-    requests: dict[str, Request] = {}
+    requests: dict[str, CodeQuery] = {}
     specs: list[RowSpec] = []
     for fx in fixtures:
         _load_families(fx, tasks, requests, specs)
@@ -274,7 +274,7 @@ def load_fixtures(
 
 
 def build_verification(
-    req_a: Request, req_b: Request, task_a: Task, task_b: Task
+    req_a: CodeQuery, req_b: CodeQuery, task_a: Task, task_b: Task
 ) -> tuple[str, dict[str, Any]]:
     """``(verification_method, verification_payload)`` for a pair (see module doc)."""
     if not accepts(req_b.lang, task_a.lang):

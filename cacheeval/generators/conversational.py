@@ -326,7 +326,7 @@ class Phrasing:
 
 
 @dataclass(frozen=True, slots=True)
-class Request:
+class Intent:
     key: str
     gist: str
     answer: str
@@ -349,7 +349,7 @@ class Family:
     path: Path
     fx: FixtureText
     grounding: str
-    requests: dict[str, Request]
+    requests: dict[str, Intent]
     rows: tuple[RowSpec, ...]
 
 
@@ -372,7 +372,7 @@ def _phrasing(fx: FixtureText, fam: str, req: str, key: str, value: Any) -> Phra
     return Phrasing(value[0], value[1])
 
 
-def _request(fx: FixtureText, fam: str, key: str, data: Any) -> Request:
+def _request(fx: FixtureText, fam: str, key: str, data: Any) -> Intent:
     where = (fam, "requests", key)
     expect(fx, isinstance(data, dict), f"request {key!r} must be an object", *where)
     for field in ("gist", "answer"):
@@ -403,7 +403,7 @@ def _request(fx: FixtureText, fam: str, key: str, data: Any) -> Request:
         *where,
     )
     phrasings = {k: _phrasing(fx, fam, key, k, v) for k, v in phr.items()}
-    return Request(key, data["gist"], data["answer"], tuple((c, p) for c, p in crit), phrasings)
+    return Intent(key, data["gist"], data["answer"], tuple((c, p) for c, p in crit), phrasings)
 
 
 def fixture_families(fixture_dir: Path) -> Iterator[tuple[FixtureText, str, Any]]:
@@ -467,7 +467,7 @@ def load_families(fixture_dir: Path) -> list[Family]:
 
 def _resolve(
     ref: str, home: Family, by_key: dict[str, Family], spec: RowSpec
-) -> tuple[Family, Request, Phrasing, str]:
+) -> tuple[Family, Intent, Phrasing, str]:
     fam_key, _, local = ref.rpartition(":")
     fam = by_key.get(fam_key) if fam_key else home
     if fam is None:
@@ -487,15 +487,15 @@ def _hit_difference(pa: Phrasing, pb: Phrasing) -> str:
     return f"query_a {pa.note}"
 
 
-def _criteria_payload(req: Request) -> list[dict[str, str]]:
+def _criteria_payload(req: Intent) -> list[dict[str, str]]:
     return [{"criterion": c, "pattern": p} for c, p in req.criteria]
 
 
-def _failed(answer: str, req: Request) -> list[str]:
+def _failed(answer: str, req: Intent) -> list[str]:
     return [c for c, p in req.criteria if not re.search(p, answer, re.IGNORECASE | re.UNICODE)]
 
 
-def _rationale(spec: RowSpec, ra: Request, rb: Request, pa: Phrasing, pb: Phrasing) -> str:
+def _rationale(spec: RowSpec, ra: Intent, rb: Intent, pa: Phrasing, pb: Phrasing) -> str:
     if spec.label in HIT_LABELS:
         change = "surface change" if spec.label == EQUIV else "rewording"
         return (

@@ -115,7 +115,7 @@ class FixtureError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class Request:
+class Query:
     """One query with its machine restatement and its correct answer."""
 
     q: str
@@ -130,7 +130,7 @@ class Variant:
     id: str
     label: str
     sub: str
-    request: Request
+    request: Query
     note: str
     partner: str
     grounding: str | None
@@ -144,10 +144,10 @@ class Family:
     key: str
     path: Path
     grounding: str
-    base: Request
+    base: Query
     variants: tuple[Variant, ...]
 
-    def request(self, vid: str) -> Request:
+    def request(self, vid: str) -> Query:
         """The base (``"base"``) or a variant's request."""
         if vid == "base":
             return self.base
@@ -184,7 +184,7 @@ def _str(obj: dict[str, Any], key: str, where: str) -> str:
     return value
 
 
-def _request(obj: dict[str, Any], where: str, default: Request | None) -> Request:
+def _request(obj: dict[str, Any], where: str, default: Query | None) -> Query:
     q = _str(obj, "q", where)
     task = obj.get("task", default.task if default else None)
     answer = obj.get("answer", default.answer if default else None)
@@ -192,7 +192,7 @@ def _request(obj: dict[str, Any], where: str, default: Request | None) -> Reques
         raise ValueError(f"{where}: 'task' must be an object with an 'op'")
     if not isinstance(answer, str) or not answer.strip():
         raise ValueError(f"{where}: 'answer' must be a non-empty string")
-    return Request(q, task, answer)
+    return Query(q, task, answer)
 
 
 def _family(item: Any, path: Path) -> Family:
@@ -385,7 +385,7 @@ def unrelated_rows(sources_dir: Path, families: list[Family]) -> list[dict[str, 
     return rows
 
 
-def _lookup(by_key: dict[str, Family], ref: str, where: str) -> tuple[Family, Request]:
+def _lookup(by_key: dict[str, Family], ref: str, where: str) -> tuple[Family, Query]:
     fam_key, _, vid = ref.partition("/")
     fam = by_key.get(fam_key)
     if fam is None or not vid:
