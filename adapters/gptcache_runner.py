@@ -302,6 +302,10 @@ def summary_markdown(
         "",
         "## Threshold sweep (fast path; full table in `gptcache_sweep.csv`)",
         "",
+        "![GPTCache FHR and recall against its threshold](figures/gptcache_sweep.svg)",
+        "",
+        "![Cost, latency and quality of every configuration](figures/clq.svg)",
+        "",
         "| embedder | t | cos ≥ | precision | recall | F1 | FHR | ADV-FHR |",
         "|---|---|---|---|---|---|---|---|",
     ]

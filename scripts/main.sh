@@ -27,4 +27,10 @@ $py -m scripts.run_verified_vs_gptcache
 echo "== test split vs private slice (demo seed): reports/SHIFT.md, reference predictions ==" >&2
 $py -m scripts.run_shift
 
+echo "== shared-cache replay vs pair mode (reports/REPLAY.md) ==" >&2
+$py -m scripts.run_replay
+
+echo "== figures (reports/figures/) ==" >&2
+$py -m scripts.make_figures
+
 echo "main job done: see reports/" >&2

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
+from .charts import board_points, board_svg, domain_fhr_svg, levels_svg
 from .grading import LadderState, Reference, Round, ladder_states, level_json, stored_level
 from .ladder import LEVELS, Level
 from .store import Submission
@@ -238,6 +239,7 @@ baselines and reference caches.</p>
 {body_rows}
 </tbody>
 </table>
+{board_figure(entries)}
 {rounds_html}
 <section id="submit">
 <h2>Submit predictions</h2>
@@ -364,6 +366,7 @@ matches the slice's commitment, so anyone can regenerate the {r.n_rows} rows
 (slice sha256 <code>{escape(r.slice_sha256[:16])}</code>&hellip;) and audit these numbers.</p>
 </header>
 <main>
+{round_figures(r)}
 {"".join(parts) or "<p>No reports in this round.</p>"}
 </main>"""
     return _page(f"Round {r.name} - CacheEval", body)
@@ -376,3 +379,43 @@ def not_found_page(message: str) -> str:
         f"<main><p>{escape(message)}</p></main>"
     )
     return _page("Not found - CacheEval", body)
+
+
+# --- figures (server-side SVG, see charts.py) -----------------------------------------
+
+
+def board_figure(entries: Sequence[dict[str, Any]]) -> str:
+    """The board-wide figure: every entry's published level band (empty board: nothing)."""
+    if not entries:
+        return ""
+    return (
+        '<section id="board-figure">\n<h2>Levels at a glance</h2>\n'
+        "<p>Each entry's level as published: its FHR band across, its recall band up, "
+        "numbered by rank (blue: within the 5% FHR budget).</p>\n"
+        f"{levels_svg(entries)}\n</section>"
+    )
+
+
+def round_figures(r: Round) -> str:
+    """A closed round's figures: every report in precision-recall and
+    precision-CHR space (with its curve when the report has one) and each
+    report's per-domain FHR with 95% Wilson intervals."""
+    reports = [(i, str(rep.get("provenance", {}).get("cache_name")), rep)
+               for i, rep in enumerate(r.reports, 1)]  # fmt: skip
+    points = board_points(reports)
+    if not reports:
+        return ""
+    parts = ['<section id="round-figures">\n<h2>Precision, recall and cache-hit ratio</h2>']
+    if points:
+        names = ", ".join(f"{i}: {escape(name)}" for i, name, _ in reports)
+        parts.append(f"<p>Reports numbered {names}; dotted: the perfect ranker.</p>")
+        parts.append(board_svg(points))
+    for i, name, rep in reports:
+        chart = domain_fhr_svg(rep.get("per_domain", []), f"domain-fhr-{i}")
+        parts.append(
+            f'<figure class="domain-fhr">{chart}'
+            f"<figcaption>{escape(name)}: FHR per domain; whiskers: 95% Wilson interval;"
+            " dotted: 5%.</figcaption></figure>"
+        )
+    parts.append("</section>")
+    return "\n".join(parts)

@@ -179,3 +179,90 @@ def test_upload_through_the_page_and_sort(
         entries = browser.get_log("browser")
         logs = [e for e in entries if e["source"] in ("javascript", "security")]
         assert logs == []
+
+
+def distinct_colours(png: bytes) -> int:
+    """How many distinct colours a screenshot holds (Pillow ships with matplotlib)."""
+    import io
+
+    image = pytest.importorskip("PIL.Image")
+    with image.open(io.BytesIO(png)) as img:
+        colours = img.convert("RGB").getcolors(maxcolors=1 << 20)
+    return len(colours or [])
+
+
+def closed_round(tmp_path: Path) -> Path:
+    """A rounds directory with one closed round of the private slice (seed
+    published) and two reports on it."""
+    from cacheeval import cli as cacheeval_cli
+
+    rounds = tmp_path / "rounds"
+    folder = rounds / "2026q1"
+    (folder / "reports").mkdir(parents=True)
+    slice_file = folder / "slice.jsonl"
+    args = ["generate-slice", "--seed", "chart-seed", "--per-domain", "6", "--domain", "math",
+            "--domain", "code", "--out", str(slice_file)]  # fmt: skip
+    assert cacheeval_cli.main(args) == 0
+    for name in ("always_hit", "exact_match"):
+        assert (
+            cacheeval_cli.main(
+                [
+                    "eval",
+                    "--bench",
+                    str(slice_file),
+                    "--baseline",
+                    name,
+                    "--out",
+                    str(tmp_path / f"{name}.md"),
+                    "--json",
+                    str(folder / "reports" / f"{name}.json"),
+                ]
+            )
+            == 0
+        )
+    (folder / "seed.txt").write_text("chart-seed\n")  # fmt: skip
+    return rounds
+
+
+def test_charts_render_under_the_csp(
+    browser: webdriver.Chrome, build: MiniBuild, tmp_path: Path
+) -> None:
+    db = tmp_path / "board.sqlite"
+    rounds = closed_round(tmp_path)
+    with running_server(build, db, "--rate-limit", "20", "--rounds-dir", str(rounds)) as base:
+        for i in range(3):
+            token = add_submitter(db, f"chart-team-{i}")
+            body = write_prediction_file(
+                tmp_path / f"chart-{i}.jsonl", random_predictions(build.ids, 31 + i)
+            )
+            upload(base, token, body.read_bytes(), f"chart-{i}")
+
+        browser.set_window_size(1280, 1600)
+        browser.get(base + "/")
+        rows = browser.find_elements(By.CSS_SELECTOR, "#board tbody tr[data-rank]")
+        chart = browser.find_element(By.ID, "board-levels-chart")
+        # one box per board entry, numbered by rank
+        assert len(chart.find_elements(By.CSS_SELECTOR, "g.level")) == len(rows) >= 1
+        assert chart.size["width"] > 300 and chart.size["height"] > 150
+        shot = chart.screenshot_as_png
+        assert shot[:8] == b"\x89PNG\r\n\x1a\n" and distinct_colours(shot) > 10
+        page_shot = tmp_path / "leaderboard.png"
+        assert browser.save_screenshot(str(page_shot)) and page_shot.stat().st_size > 10_000
+
+        browser.get(base + "/rounds/2026q1")
+        pr = browser.find_element(By.ID, "board-chart")
+        # always_hit serves, so it has a point in both panels; exact_match serves
+        # nothing on this slice or a little: one point per panel per serving report
+        points = pr.find_elements(By.CSS_SELECTOR, "g.point")
+        assert len(points) in (2, 4)
+        assert len(pr.find_elements(By.CSS_SELECTOR, "polyline.ceiling")) == 1
+        assert distinct_colours(pr.screenshot_as_png) > 10
+        domain_charts = browser.find_elements(By.CSS_SELECTOR, "svg[id^='domain-fhr-']")
+        assert len(domain_charts) == 2
+        bars = domain_charts[0].find_elements(By.CSS_SELECTOR, "rect.bar")
+        assert len(bars) == 2  # math and code
+        assert distinct_colours(domain_charts[0].screenshot_as_png) > 10
+        round_shot = tmp_path / "round.png"
+        assert browser.save_screenshot(str(round_shot)) and round_shot.stat().st_size > 10_000
+        logs = [e for e in browser.get_log("browser") if e["source"] in ("javascript", "security")]
+        assert logs == []  # no CSP violation: the SVG uses presentation attributes only
