@@ -1,4 +1,4 @@
-"""Produce every GPTCache reference report (``python scripts/run_gptcache.py``).
+"""Produce every GPTCache reference report (``python -m scripts.run_gptcache``).
 
 For each configuration of :data:`adapters.gptcache_adapter.CONFIGS`, the real
 cache (Protocol A-prime, embedding included in the timed call) runs over every
@@ -375,7 +375,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.labels.exists():
         print(
-            f"error: {args.labels} not found: run `python scripts/assemble.py` first "
+            f"error: {args.labels} not found: run `python -m scripts.assemble` first "
             "(it writes the private test labels)",
             file=sys.stderr,
         )

@@ -170,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", action="append", help="only caches whose name contains this")
     args = parser.parse_args(argv)
     if not args.labels.exists():
-        print(f"error: {args.labels} not found: run `python scripts/assemble.py` first",
+        print(f"error: {args.labels} not found: run `python -m scripts.assemble` first",
               file=sys.stderr)  # fmt: skip
         return 2
     every = load_bench(args.bench, labels_path=args.labels)

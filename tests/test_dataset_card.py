@@ -193,5 +193,5 @@ def test_the_committed_card_is_current() -> None:
         pytest.skip("no DATASET_CARD.md or shards in this checkout")
     text = card.read_text(encoding="utf-8")
     assert dc.render(text, dc.load_card_data(REPO)) == text, (
-        "DATASET_CARD.md is stale: run `python scripts/dataset_card.py` and commit it"
+        "DATASET_CARD.md is stale: run `python -m scripts.dataset_card` and commit it"
     )
