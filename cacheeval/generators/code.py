@@ -45,7 +45,7 @@ from typing import Any
 from ..layout import rng
 from ..schema import LABELS
 from ..verify.code import LANGUAGES, accepts, detect_language, extract_code
-from .common import DraftRow, FixtureError, fixture_files, fixture_source
+from .common import DraftRow, FixtureError, fixture_files, fixture_source, read_fixture_json
 
 DOMAIN = "code"
 CONSTRUCTION_METHODS: tuple[str, ...] = (
@@ -102,14 +102,7 @@ class _Fixture:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        try:
-            self.text = path.read_text(encoding="utf-8")
-        except OSError as e:
-            raise FixtureError(f"{path}:1: cannot read fixture ({e.strerror})") from None
-        try:
-            self.data = json.loads(self.text)
-        except json.JSONDecodeError as e:
-            raise FixtureError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+        self.data, self.text = read_fixture_json(path)
 
     def line_of(self, key: str, start: int = 1) -> int:
         """Line of the first ``"key"`` at or after line ``start`` (``start`` when absent)."""

@@ -68,10 +68,25 @@ def fixture_source(path: Path, item: str) -> str:
         return f"sources/{path.parent.name}/{path.name}#{item}"
 
 
-def load_source(path: Path) -> Any:
-    """Read a hand-written JSON fixture."""
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+def read_fixture_json(path: Path, shown: str | None = None) -> tuple[Any, str]:
+    """A hand-written JSON fixture: (decoded data, raw text, for locating lines).
+
+    A file that cannot be read or decoded, or is not JSON, is a
+    :class:`FixtureError` ``path:LINE: ...`` (``shown`` replaces the path in
+    the message).
+    """
+    where = shown if shown is not None else str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise FixtureError(f"{where}:1: cannot read fixture ({e})", path=path, line=1) from None
+    try:
+        return json.loads(text), text
+    except json.JSONDecodeError as e:
+        message = f"not valid JSON ({e.msg} at column {e.colno})"
+        raise FixtureError(
+            f"{where}:{e.lineno}: {message}", path=path, line=e.lineno, reason=message
+        ) from None
 
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)

@@ -61,7 +61,7 @@ from ..schema import (
     UNRELATED,
 )
 from ..verify import check_row
-from .common import DraftRow, FixtureError, fixture_files, fixture_source
+from .common import DraftRow, FixtureError, fixture_files, fixture_source, read_fixture_json
 
 DOMAIN = "conversational"
 
@@ -210,18 +210,11 @@ class FixtureText:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        try:
-            self.text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise FixtureError(f"{display_path(path)}:1: cannot read fixture ({e})") from None
+        self.data, self.text = read_fixture_json(path, display_path(path))
 
     def load(self) -> Any:
-        """The decoded JSON; a syntax error becomes a :class:`FixtureError`."""
-        try:
-            return json.loads(self.text)
-        except json.JSONDecodeError as e:
-            where = f"{display_path(self.path)}:{e.lineno}"
-            raise FixtureError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from None
+        """The decoded JSON (a syntax error was a :class:`FixtureError` already)."""
+        return self.data
 
     def find(self, needles: tuple[str, ...], start: int = 0) -> int:
         """Offset of the last of ``needles`` (JSON-quoted) found one after another

@@ -35,7 +35,6 @@ also used by the personalized and multi_turn generators.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -44,7 +43,7 @@ from typing import Any
 
 from ..layout import rng
 from ..schema import ADVERSARIAL, EQUIV, PARA_SAFE, RELATED_UNSAFE, UNRELATED
-from .common import DraftRow, FixtureError, fixture_files, fixture_source, load_source
+from .common import DraftRow, FixtureError, fixture_files, fixture_source, read_fixture_json
 
 DOMAIN = "creative"
 
@@ -77,16 +76,13 @@ class Fixture:
 def read_fixtures(fixture_dir: Path) -> list[Fixture]:
     """Every ``fixture_dir/*.json`` file in name order, parsed.
 
-    Raises :class:`FixtureError` naming ``path:LINE:COLUMN`` for invalid JSON,
+    Raises :class:`FixtureError` naming ``path:LINE`` (and the column) for invalid JSON,
     and when the folder holds no fixture at all.
     """
     out = []
     for path in fixture_files(fixture_dir):
-        try:
-            data = load_source(path)
-        except json.JSONDecodeError as e:
-            raise FixtureError(f"{path}:{e.lineno}:{e.colno}: not valid JSON ({e.msg})") from None
-        out.append(Fixture(path, path.read_text(encoding="utf-8"), data))
+        data, text = read_fixture_json(path)
+        out.append(Fixture(path, text, data))
     return out
 
 

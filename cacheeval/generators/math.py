@@ -37,7 +37,7 @@ from typing import Any
 
 from ..layout import rng
 from ..schema import HIT_LABELS, LABELS, UNRELATED
-from .common import DraftRow, FixtureError, fixture_source
+from .common import DraftRow, FixtureError, fixture_source, read_fixture_json
 
 DOMAIN = "math"
 FAMILY_FILES: tuple[str, ...] = ("algebra.json", "calculus.json", "arithmetic.json", "applied.json")
@@ -156,17 +156,6 @@ class Family:
 # --- fixture reading ---------------------------------------------------------------
 
 
-def _read(path: Path) -> tuple[Any, str]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise FixtureError(f"{path}:0: cannot read fixture ({e.strerror})") from None
-    try:
-        return json.loads(text), text
-    except json.JSONDecodeError as e:
-        raise FixtureError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
-
-
 def _line_of(text: str, needle: str) -> int:
     """1-based line of the first occurrence of ``needle`` (1 if absent)."""
     idx = text.find(needle)
@@ -249,7 +238,7 @@ def load_families(fixture_dir: Path) -> list[Family]:
     families: list[Family] = []
     for name in FAMILY_FILES:
         path = fixture_dir / name
-        data, text = _read(path)
+        data, text = read_fixture_json(path)
         items = data.get("families") if isinstance(data, dict) else None
         if not isinstance(items, list):
             raise FixtureError(f"{path}:1: expected an object with a 'families' list")
@@ -331,7 +320,7 @@ def variant_row(family: Family, variant: Variant) -> DraftRow:
 def unrelated_rows(fixture_dir: Path, families: list[Family]) -> list[DraftRow]:
     """Rows of the hand-picked UNRELATED pairs."""
     path = fixture_dir / UNRELATED_FILE
-    data, text = _read(path)
+    data, text = read_fixture_json(path)
     pairs = data.get("pairs") if isinstance(data, dict) else None
     if not isinstance(pairs, list):
         raise FixtureError(f"{path}:1: expected an object with a 'pairs' list")

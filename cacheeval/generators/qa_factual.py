@@ -54,7 +54,6 @@ descriptions, ordering) is shared with :mod:`cacheeval.generators.qa_open`.
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -73,7 +72,7 @@ from ..schema import (
 )
 from ..verify import check_row
 from ..verify.textnorm import normalize_answer
-from .common import DraftRow, FixtureError, fixture_files, fixture_source
+from .common import DraftRow, FixtureError, fixture_files, fixture_source, read_fixture_json
 
 DOMAIN = "qa_factual"
 
@@ -286,13 +285,9 @@ _FAMILY_KEYS = frozenset({"key", "grounding", "questions", "pairs"})
 
 
 def read_fixture(path: Path) -> tuple[Any, Locator]:
-    """Parse one JSON fixture; a syntax error becomes a :class:`FixtureError`."""
-    text = path.read_text(encoding="utf-8")
-    loc = Locator(path, tuple(text.splitlines()))
-    try:
-        return json.loads(text), loc
-    except json.JSONDecodeError as e:
-        raise loc.fail(e.lineno, f"not valid JSON ({e.msg} at column {e.colno})") from None
+    """Parse one JSON fixture (:func:`~.common.read_fixture_json`), with its locator."""
+    data, text = read_fixture_json(path)
+    return data, Locator(path, tuple(text.splitlines()))
 
 
 def nonempty_str(value: Any, what: str, loc: Locator, line: int) -> str:

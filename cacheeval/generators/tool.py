@@ -59,7 +59,7 @@ from ..layout import rng
 from ..schema import EQUIV, HIT, HIT_LABELS, LABELS, MISS, POLICY_NO_CACHE, UNRELATED
 from ..verify import check_row
 from ..verify import tool as toolcheck
-from .common import DraftRow, FixtureError, fixture_source, load_source
+from .common import DraftRow, FixtureError, fixture_source, read_fixture_json
 
 DOMAIN = "tool"
 LIBRARY_FILE = "tools.json"
@@ -133,12 +133,7 @@ def _fail(path: Path, needle: str, message: str) -> FixtureError:
 
 
 def _load(path: Path) -> Any:
-    try:
-        return load_source(path)
-    except FileNotFoundError:
-        raise FixtureError(f"{path}:1: fixture file is missing") from None
-    except json.JSONDecodeError as e:
-        raise FixtureError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+    return read_fixture_json(path)[0]
 
 
 # --- library ---------------------------------------------------------------------

@@ -231,7 +231,9 @@ def _line_of(path: Path, needle: str) -> int:
 
 def test_invalid_json_names_file_line_and_column(sources: Path) -> None:
     path = _edit(sources, "coding.json", '"key": "git_undo",', '"key": "git_undo",,')
-    with pytest.raises(FixtureError, match=rf"{re.escape(str(path))}:\d+:\d+: not valid JSON"):
+    with pytest.raises(
+        FixtureError, match=rf"{re.escape(str(path))}:\d+: not valid JSON \(.* at column \d+\)"
+    ):
         gen.generate(sources / "multi_turn")
 
 

@@ -145,7 +145,9 @@ def test_invalid_json_is_located(sources: Path) -> None:
     path = sorted((sources / DOMAIN).glob("*.json"))[0]
     text = path.read_text(encoding="utf-8")
     path.write_text(text.replace('"topic":', '"topic"', 1), encoding="utf-8")
-    with pytest.raises(FixtureError, match=rf"{re.escape(str(path))}:\d+:\d+: not valid JSON"):
+    with pytest.raises(
+        FixtureError, match=rf"{re.escape(str(path))}:\d+: not valid JSON \(.* at column \d+\)"
+    ):
         gen.generate(sources / "personalized")
 
 
