@@ -12,7 +12,10 @@ The public API::
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from .version import __version__ as _version
+
+# Bound before the imports below: cacheeval.report still reads it from the package.
+__version__ = _version
 
 from .cache import Cache  # noqa: E402
 from .dataset import iter_bench, load_bench  # noqa: E402

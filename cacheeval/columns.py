@@ -4,7 +4,8 @@ with memory that does not grow with per-row Python objects.
 
 Per row :class:`ScoreColumns` keeps the truth (HIT/MISS, the five-way label,
 the domain and the difficulty, as small codes), the decision, the score, the
-latency and the tier: 29 bytes a row, 29 MB for a million rows. Errors are
+confidence, the latency and the tier: 38 bytes a row, 38 MB for a million
+rows. Errors are
 tallied as they arrive (:class:`~cacheeval.metrics.usage.ErrorTally`).
 :func:`cacheeval.report.build_report_from_columns` computes the report from
 these columns with the same metric functions, so a report scored in columns
@@ -28,6 +29,7 @@ from typing import overload
 
 from .idset import IdSet
 from .metrics.classification import Confusion
+from .metrics.curves import p_hit
 from .metrics.usage import ErrorTally
 from .predictions import Prediction
 from .schema import Row
@@ -89,7 +91,7 @@ class Masked(Sequence[float | None]):
 
     __slots__ = ("_values", "_present")
 
-    def __init__(self, values: array[float], present: array[int]) -> None:
+    def __init__(self, values: Sequence[float], present: Sequence[int]) -> None:
         self._values = values
         self._present = present
 
@@ -109,6 +111,34 @@ class Masked(Sequence[float | None]):
         return (v if ok else None for v, ok in zip(self._values, self._present, strict=True))
 
 
+class HitProbabilities(Sequence[float | None]):
+    """Each row's predicted probability of HIT
+    (:func:`~cacheeval.metrics.curves.p_hit` of its decision and confidence)."""
+
+    __slots__ = ("_hit", "_confidence", "_present")
+
+    def __init__(self, hit: array[int], confidence: array[float], present: array[int]) -> None:
+        self._hit, self._confidence, self._present = hit, confidence, present
+
+    def __len__(self) -> int:
+        return len(self._hit)
+
+    @overload
+    def __getitem__(self, i: int) -> float | None: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[float | None]: ...
+    def __getitem__(self, i: int | slice) -> float | None | list[float | None]:
+        if isinstance(i, slice):
+            return list(self)[i]
+        return p_hit(bool(self._hit[i]), self._confidence[i] if self._present[i] else None)
+
+    def __iter__(self) -> Iterator[float | None]:
+        return (
+            p_hit(bool(h), c if ok else None)
+            for h, c, ok in zip(self._hit, self._confidence, self._present, strict=True)
+        )
+
+
 class ScoreColumns:
     """The columns of one scored run (module docstring). Rows are added in
     order with :meth:`add`; nothing is ever removed."""
@@ -121,6 +151,8 @@ class ScoreColumns:
         "difficulty",
         "score",
         "scored",
+        "confidence",
+        "has_confidence",
         "latency",
         "timed",
         "called",
@@ -142,6 +174,8 @@ class ScoreColumns:
         self.difficulty = array("h")
         self.score = array("d")
         self.scored = array("b")  # the score is not None
+        self.confidence = array("d")
+        self.has_confidence = array("b")  # the confidence is not None
         self.latency = array("d")
         self.timed = array("b")  # the latency counts (called, and not None)
         self.called = array("b")  # the row was decided by a call (counts for cost)
@@ -181,6 +215,9 @@ class ScoreColumns:
         score = prediction.score
         self.score.append(0.0 if score is None else score)
         self.scored.append(score is not None)
+        confidence = prediction.confidence
+        self.confidence.append(0.0 if confidence is None else confidence)
+        self.has_confidence.append(confidence is not None)
         latency = prediction.latency_ms
         self.latency.append(0.0 if latency is None else latency)
         self.timed.append(called and latency is not None)
@@ -216,6 +253,14 @@ class ScoreColumns:
     def scores(self) -> Masked:
         """Each row's score, None where the prediction had none."""
         return Masked(self.score, self.scored)
+
+    def no_scores(self) -> Masked:
+        """None for every row (a run whose scores are not used)."""
+        return Masked(self.score, bytes(len(self.score)))
+
+    def predicted_hit_probabilities(self) -> HitProbabilities:
+        """Each row's predicted P(HIT), for the reliability diagram."""
+        return HitProbabilities(self.hit, self.confidence, self.has_confidence)
 
     def timed_latencies(self) -> Iterator[float]:
         """The latencies of the rows decided by a call that has one."""

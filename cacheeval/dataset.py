@@ -31,6 +31,9 @@ from .schema import (
 #: zero (``cb-qa_factual-0001``, ``cb-qa_factual-12345``), so every number has
 #: one spelling and an import of millions of pairs still fits.
 ID_PATTERN = re.compile(r"\Acb-([a-z_]+)-(0[0-9]{3}|[1-9][0-9]{3,})\Z")
+#: Key of the header object a private slice file starts with (:mod:`cacheeval.slice`);
+#: :func:`iter_bench` skips such a line 1.
+SLICE_HEADER_KEY = "cacheeval_slice"
 
 _STR_FIELDS = ("id", "domain", "query_a", "query_b", "split")
 _OPT_STR_FIELDS = (
@@ -144,7 +147,8 @@ def iter_bench(
     ``split`` and ``domains`` filter (an unknown name is an error, not an empty
     result). ``labels_path`` names the private labels file of the test split;
     its fields are merged into the matching public rows. The whole file is
-    checked for duplicate ids even when filtering.
+    checked for duplicate ids even when filtering. A private slice's header
+    line (:data:`SLICE_HEADER_KEY`) is skipped.
 
     Memory stays flat however long the file: one row at a time, and the ids
     seen so far in a bit set (:class:`~cacheeval.idset.IdSet`); the line of a
@@ -156,6 +160,8 @@ def iter_bench(
     seen = IdSet()
     spath = str(path)
     for lineno, data in iter_jsonl(path):
+        if lineno == 1 and isinstance(data, dict) and SLICE_HEADER_KEY in data:
+            continue  # a private slice's header (cacheeval.slice)
         if isinstance(data, dict) and labels is not None and data.get("id") in labels:
             data = {**data, **labels[data["id"]]}
         problem = row_problem(data)
@@ -181,6 +187,16 @@ def _first_line_with_id(path: str | os.PathLike[str], rid: str, before: int) -> 
         if isinstance(data, dict) and data.get("id") == rid:
             return lineno
     return "?"
+
+
+def read_slice_header(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The header object on line 1 of a private slice file
+    (:mod:`cacheeval.slice`), or None when the file has none."""
+    for lineno, data in iter_jsonl(path):
+        if lineno == 1 and isinstance(data, dict) and SLICE_HEADER_KEY in data:
+            return data
+        return None
+    return None
 
 
 def load_bench(

@@ -35,6 +35,7 @@ JSON) and raise :class:`~cacheeval.jsonio.JsonlError`.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import os
 from collections.abc import Iterable, Iterator, Sequence
@@ -111,20 +112,35 @@ def read_records(path: str | os.PathLike[str], fmt: str) -> Iterator[tuple[int, 
         return
     if fmt not in ("csv", "tsv"):
         raise ValueError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
-    with open(path, encoding="utf-8-sig", newline="") as f:  # read as it goes
-        yield from _csv_records(spath, f, fmt)
+    with open(path, "rb") as f:  # read as it goes: a line at a time
+        yield from _csv_records(spath, _utf8_lines(spath, f), fmt)
+
+
+def _utf8_lines(spath: str, f: Iterable[bytes]) -> Iterator[str]:
+    """The lines of a binary file as text (a UTF-8 byte-order mark dropped);
+    ``path:LINE: not UTF-8 text`` at the first line that is not. A line break
+    byte never occurs inside a UTF-8 character, so lines decode one by one."""
+    for lineno, raw in enumerate(f, 1):
+        skip = len(codecs.BOM_UTF8) if lineno == 1 and raw.startswith(codecs.BOM_UTF8) else 0
+        try:
+            yield raw[skip:].decode("utf-8")
+        except UnicodeDecodeError as e:
+            reason = f"not UTF-8 text (byte {e.start + skip + 1} of the line: {e.reason})"
+            raise JsonlError(spath, lineno, reason) from None
 
 
 def _csv_records(
-    spath: str, f: Iterable[str], fmt: str
+    spath: str, lines: Iterable[str], fmt: str
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    reader = csv.reader(f, delimiter="\t" if fmt == "tsv" else ",")
+    # strict: a quote left open, or text after a closing quote, is an error
+    # (lenient parsing would swallow the rest of the file into one field).
+    reader = csv.reader(lines, delimiter="\t" if fmt == "tsv" else ",", strict=True)
     try:
         header = next(reader)
     except StopIteration:
         raise JsonlError(spath, 1, "the file is empty (expected a header line)") from None
     except csv.Error as e:
-        raise JsonlError(spath, 1, f"not valid {fmt.upper()}: {e}") from None
+        raise JsonlError(spath, 1, _csv_problem(fmt, e)) from None
     names = [h.strip() for h in header]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -136,7 +152,7 @@ def _csv_records(
         except StopIteration:
             return
         except csv.Error as e:
-            raise JsonlError(spath, start, f"not valid {fmt.upper()}: {e}") from None
+            raise JsonlError(spath, start, _csv_problem(fmt, e)) from None
         line, start = start, reader.line_num + 1
         if not cells or all(not c.strip() for c in cells):
             continue  # blank line
@@ -145,6 +161,18 @@ def _csv_records(
                 spath, line, f"{len(cells)} fields but the header has {len(names)} columns"
             )
         yield line, dict(zip(names, cells, strict=True))
+
+
+def _csv_problem(fmt: str, e: csv.Error) -> str:
+    """A csv.Error of the record starting on the reported line, in plain words."""
+    msg = str(e)
+    if "unexpected end of data" in msg:
+        why = 'a quoted field opened here is never closed (unterminated ")'
+    elif "expected after" in msg:
+        why = 'text after a closing quote (quote the whole field and double any " inside)'
+    else:
+        why = msg
+    return f"not valid {fmt.upper()}: {why}"
 
 
 def _cell_text(value: Any) -> str | None:

@@ -30,6 +30,7 @@ from .metrics.classification import (
     precision,
     recall,
 )
+from .metrics.curves import Curves, curves
 from .metrics.latency import CostStats, LatencyStats, cost_stats, latency_stats
 from .metrics.ranking import DEFAULT_ALPHAS, ThresholdFree, threshold_free
 from .metrics.slices import Slice, slice_of, slice_order
@@ -97,7 +98,8 @@ class IdCheck:
 class Report:
     """Every number of one scored run. ``threshold_free`` is None (and
     ``threshold_free_note`` says why) unless every successful verdict carried
-    a score."""
+    a score. ``curves`` (the threshold sweep and the reliability diagram, for
+    plotting) is None in reports written before it existed."""
 
     provenance: Provenance
     confusion: Confusion
@@ -112,6 +114,7 @@ class Report:
     tiers: tuple[TierUsage, ...]
     errors: ErrorStats
     ids: IdCheck
+    curves: Curves | None = None
 
     # -- serialisation ----------------------------------------------------------
 
@@ -250,6 +253,11 @@ def build_report_from_columns(
         adversarial_fhr=adversarial.fhr if adversarial else fhr(Confusion(0, 0, 0, 0)),
     )
     tf, note = _threshold_free(columns, alphas)
+    run_curves = curves(
+        columns.y,
+        columns.scores() if tf is not None else columns.no_scores(),
+        columns.predicted_hit_probabilities(),
+    )
     return Report(
         provenance=provenance,
         confusion=c,
@@ -264,6 +272,7 @@ def build_report_from_columns(
         tiers=tier_usage(cast("Sequence[str]", columns.tier_names())),  # never None
         errors=columns.errors.stats(),
         ids=ids,
+        curves=run_curves,
     )
 
 
@@ -316,12 +325,19 @@ def _decode(tp: Any, value: Any, where: str) -> Any:
         if not isinstance(value, Mapping):
             raise ValueError(f"{where}: expected an object")
         hints = get_type_hints(tp)
-        names = [f.name for f in dataclasses.fields(tp)]
-        missing = [n for n in names if n not in value]
+        fields = dataclasses.fields(tp)
+        names = [f.name for f in fields]
+        # A field with a default may be absent: it was added after files were written.
+        optional = {
+            f.name
+            for f in fields
+            if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        }
+        missing = [n for n in names if n not in value and n not in optional]
         extra = sorted(k for k in value if k not in names)
         if missing or extra:
             raise ValueError(f"{where}: missing keys {missing}, unknown keys {extra}")
-        return tp(**{n: _decode(hints[n], value[n], f"{where}.{n}") for n in names})
+        return tp(**{n: _decode(hints[n], value[n], f"{where}.{n}") for n in names if n in value})
     if origin is tuple:
         if not isinstance(value, list):
             raise ValueError(f"{where}: expected a list")
@@ -376,6 +392,31 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
     return out
+
+
+def _calibration_lines(c: Curves) -> list[str]:
+    lines = ["", "## Calibration", ""]
+    lines.append(
+        "Reliability: rows binned by the predicted P(HIT) (the confidence when the cache"
+        " served, one minus it when it did not) against the observed share of HIT rows."
+    )
+    lines.append("")
+    lines += _table(["ECE"], [[_num(c.ece, 4)]])
+    lines.append("")
+    lines += _table(
+        ["P(HIT) bin", "Rows", "Mean predicted", "Observed HIT share [95% CI]"],
+        [
+            [
+                f"[{b.lo:.1f}, {b.hi:.1f}{']' if b.hi >= 1.0 else ')'}",
+                str(b.n),
+                _num(b.mean_predicted),
+                _est(b.observed),
+            ]
+            for b in c.reliability
+            if b.n
+        ],
+    )
+    return lines
 
 
 def _render_markdown(r: Report) -> str:
@@ -456,6 +497,8 @@ def _render_markdown(r: Report) -> str:
                 for op in tf.operating_points
             ],
         )
+    if r.curves is not None:
+        lines += _calibration_lines(r.curves)
     lines += ["", "## Per domain", ""]
     lines += _table(
         ["Domain", "n", "F1", "FHR", "Precision", "Recall", "Accuracy"],

@@ -37,7 +37,8 @@ BINARY_LABELS: tuple[str, ...] = (HIT, MISS)
 
 # --- domains, splits, difficulty ---------------------------------------------
 
-#: The ten domains, in the order of the sampling matrix.
+#: The ten domains, in the order of the sampling matrix (each described, with
+#: its row of the matrix, by :mod:`cacheeval.domains`).
 DOMAINS: tuple[str, ...] = (
     "qa_factual",
     "qa_open",
@@ -50,21 +51,6 @@ DOMAINS: tuple[str, ...] = (
     "multi_turn",
     "multilingual",
 )
-
-#: Target rows per (domain, label), in LABELS order (EQUIV, PARA_SAFE,
-#: RELATED_UNSAFE, ADVERSARIAL, UNRELATED). 2,000 rows in all.
-MATRIX: dict[str, tuple[int, int, int, int, int]] = {
-    "qa_factual": (50, 50, 50, 40, 40),
-    "qa_open": (60, 60, 50, 40, 50),
-    "math": (30, 30, 30, 50, 20),
-    "code": (30, 30, 30, 50, 20),
-    "conversational": (60, 60, 50, 40, 50),
-    "tool": (60, 60, 60, 50, 50),
-    "creative": (40, 40, 40, 30, 30),
-    "personalized": (30, 30, 30, 30, 20),
-    "multi_turn": (30, 30, 50, 40, 30),
-    "multilingual": (30, 20, 30, 40, 30),
-}
 
 SPLITS: tuple[str, ...] = ("train", "dev", "test")
 #: Rows per split once all 2,000 rows exist.
@@ -161,7 +147,7 @@ _SPACE = re.compile(r"\s+")
 def normalize_text(text: str | None) -> str:
     """Whitespace runs collapsed to one space, trimmed, case-folded ("" for None).
 
-    >>> normalize_text("  What  IS\t2+2? ")
+    >>> normalize_text("  What  IS\\t2+2? ")
     'what is 2+2?'
     """
     if text is None:
@@ -208,7 +194,7 @@ class Request:
         >>> r = Request("And Spain?", ({"role": "user", "content": "Capital of France?"},),
         ...             "Be brief.")
         >>> r.text()
-        'Be brief.\nCapital of France?\nAnd Spain?'
+        'Be brief.\\nCapital of France?\\nAnd Spain?'
         >>> print(r.text(roles=True))
         system: Be brief.
         user: Capital of France?
@@ -236,8 +222,9 @@ class Request:
             (normalize_text(str(t.get("role", ""))), normalize_text(str(t.get("content", ""))))
             for t in self.context or ()
         )
-        tools_text = json.dumps([dict(t) for t in self.tools or ()], sort_keys=True,
-                                ensure_ascii=False)
+        tools_text = json.dumps(
+            [dict(t) for t in self.tools or ()], sort_keys=True, ensure_ascii=False
+        )
         return (
             normalize_text(self.query),
             turns,

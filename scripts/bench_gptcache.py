@@ -5,7 +5,7 @@ over the rows (per-pair GPTCache, embedding included) with the per-decision
 p50/p95; the fast path's wall time (batch embedding of every unique text
 included, model load excluded); and the process's peak resident memory.
 
-    python scripts/bench_gptcache.py [--limit N]
+    python -m scripts.bench_gptcache [--limit N]
 """
 
 import argparse
@@ -15,12 +15,11 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from adapters.embedders import get_embedder
+from adapters.gptcache_adapter import GPTCacheAdapter
+from cacheeval.dataset import load_bench
 
-from adapters.embedders import get_embedder  # noqa: E402
-from adapters.gptcache_adapter import GPTCacheAdapter  # noqa: E402
-from cacheeval.dataset import load_bench  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 
 def pct(values: list[float], q: float) -> float:

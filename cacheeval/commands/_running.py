@@ -6,6 +6,8 @@ rows in flight."""
 from __future__ import annotations
 
 import argparse
+import json
+import re
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,7 +17,59 @@ from pathlib import Path
 from typing import Any
 
 from ..schema import Row
-from .eval import UsageError, _one_line, cache_spec, hidden_count_message
+
+_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class UsageError(Exception):
+    """A problem with the command line or its inputs: exit 2 with one line."""
+
+
+def parse_cache_args(items: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` strings -> kwargs; VALUE is JSON when it parses, else a string."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not _KEY.match(key):
+            raise UsageError(f"--cache-arg {item!r}: expected KEY=VALUE with an identifier KEY")
+        if key in out:
+            raise UsageError(f"--cache-arg {key} given twice")
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+    return out
+
+
+def cache_spec(args: argparse.Namespace) -> tuple[Any, dict[str, Any], str | None]:
+    """The :class:`~cacheeval.parallel.CacheSpec` the options name, its
+    constructor arguments, and the ``module:Class`` the report records (None
+    for a baseline: its own class names it)."""
+    from ..parallel import CacheSpec
+
+    kwargs = parse_cache_args(args.cache_args)
+    if args.baseline is not None:
+        if args.cache_class or kwargs:
+            raise UsageError("--cache-class/--cache-arg apply to --cache-module, not --baseline")
+        return CacheSpec(baseline=args.baseline), {}, None
+    ref = f"{args.cache_module}:{args.cache_class or 'cache'}"
+    return CacheSpec(args.cache_module, args.cache_class, kwargs), kwargs, ref
+
+
+def _one_line(e: BaseException) -> str:
+    if isinstance(e, OSError) and e.filename is not None:
+        return f"{e.filename}: {e.strerror or type(e).__name__}"
+    text = str(e).strip().splitlines()
+    return text[0] if text else type(e).__name__
+
+
+def hidden_count_message(hidden: int, selected: int) -> str:
+    """What to do when ``hidden`` of the ``selected`` rows are hidden test rows."""
+    return (
+        f"{hidden} of {selected} selected rows are hidden test rows without labels: pass the "
+        "labels file with --labels, or pick a labelled split with --split train|dev "
+        "(`cacheeval predict` writes test-split predictions for grading)"
+    )
 
 
 def stream_rows(

@@ -14,13 +14,18 @@ bad data), never a traceback.
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from ..schema import DOMAINS, SPLITS
+
+# Shared with the other commands, which import them from here.
+from ._running import UsageError as UsageError
+from ._running import _one_line as _one_line
+from ._running import cache_spec as cache_spec
+from ._running import hidden_count_message as hidden_count_message
+from ._running import parse_cache_args as parse_cache_args
 
 NAME = "eval"
 HELP = "Run a cache or a baseline over the benchmark and write a report."
@@ -30,12 +35,6 @@ EXIT_CACHE_FAILED = 1
 EXIT_USAGE = 2
 #: The user pressed Ctrl-C (128 + SIGINT, as a shell reports it).
 EXIT_INTERRUPTED = 130
-
-_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-class UsageError(Exception):
-    """A problem with the command line or its inputs: exit 2 with one line."""
 
 
 # --- shared argument groups -------------------------------------------------------------
@@ -138,56 +137,9 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def parse_cache_args(items: list[str]) -> dict[str, Any]:
-    """``KEY=VALUE`` strings -> kwargs; VALUE is JSON when it parses, else a string."""
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep or not _KEY.match(key):
-            raise UsageError(f"--cache-arg {item!r}: expected KEY=VALUE with an identifier KEY")
-        if key in out:
-            raise UsageError(f"--cache-arg {key} given twice")
-        try:
-            out[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            out[key] = raw
-    return out
-
-
-def cache_spec(args: argparse.Namespace) -> tuple[Any, dict[str, Any], str | None]:
-    """The :class:`~cacheeval.parallel.CacheSpec` the options name, its
-    constructor arguments, and the ``module:Class`` the report records (None
-    for a baseline: its own class names it)."""
-    from ..parallel import CacheSpec
-
-    kwargs = parse_cache_args(args.cache_args)
-    if args.baseline is not None:
-        if args.cache_class or kwargs:
-            raise UsageError("--cache-class/--cache-arg apply to --cache-module, not --baseline")
-        return CacheSpec(baseline=args.baseline), {}, None
-    ref = f"{args.cache_module}:{args.cache_class or 'cache'}"
-    return CacheSpec(args.cache_module, args.cache_class, kwargs), kwargs, ref
-
-
-def _one_line(e: BaseException) -> str:
-    if isinstance(e, OSError) and e.filename is not None:
-        return f"{e.filename}: {e.strerror or type(e).__name__}"
-    text = str(e).strip().splitlines()
-    return text[0] if text else type(e).__name__
-
-
 def hidden_rows_message(rows: Any) -> str:
     """What to do when the selected rows include hidden test rows."""
     return hidden_count_message(sum(1 for r in rows if not r.is_labelled), len(rows))
-
-
-def hidden_count_message(hidden: int, selected: int) -> str:
-    """:func:`hidden_rows_message` from the counts."""
-    return (
-        f"{hidden} of {selected} selected rows are hidden test rows without labels: pass the "
-        "labels file with --labels, or pick a labelled split with --split train|dev "
-        "(`cacheeval predict` writes test-split predictions for grading)"
-    )
 
 
 def prog_name(args: argparse.Namespace, default: str) -> str:

@@ -1,23 +1,28 @@
 """``cacheeval submit``: upload a predictions file to a grading server and print
-the aggregate scores it returns. Standard library only (urllib).
+the feedback it returns (the Ladder's level answer). Standard library only (urllib).
 
 The file's bytes are sent unchanged as the request body (the server stores
 exactly them and their sha256); ``--name`` and ``--training-data`` travel as
-query parameters. Exit 0 when the server accepted and graded the upload, 1
-when it refused it (its message is printed), 2 for a local problem (missing
-file, unreachable server).
+query parameters. Every upload carries an ``Idempotency-Key`` derived from
+those three, so running the same ``submit`` again after a lost answer (a
+dropped connection, a killed server) gets the first submission back instead
+of storing it twice and spending a second rate-limit slot. Exit 0 when the
+server accepted and graded the upload (or had already), 1 when it refused it
+(its message is printed, a 413 for a file over its size limit included), 2
+for a local problem (missing file, unreachable server).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
 NAME = "submit"
-HELP = "Upload a predictions file to a CacheEval grading server and print the scores."
+HELP = "Upload a predictions file to a CacheEval grading server and print its feedback."
 
 _PROG = f"cacheeval {NAME}"
 TIMEOUT_S = 120.0
@@ -36,35 +41,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the server's JSON answer")
 
 
-def _fmt(e: dict[str, Any] | None) -> str:
-    if not e or e.get("value") is None:
-        return "n/a"
-    return f"{e['value']:.3f} [{e['ci_low']:.3f}, {e['ci_high']:.3f}]"
-
-
 def render(answer: dict[str, Any], server: str) -> str:
-    """The human summary of an accepted submission."""
-    s = answer["scores"]
-    h = s["headline"]
+    """The human summary of an accepted submission: the Ladder's answer."""
+    fb = answer["feedback"]
     lines = [
         f"submission #{answer['id']} {answer['name']!r} by {answer['submitter']}: "
-        f"{s['n_rows']} test rows graded",
-        f"  FHR              {_fmt(h['fhr'])}",
-        f"  ADVERSARIAL-FHR  {_fmt(h['adversarial_fhr'])}",
-        f"  F1               {_fmt(h['f1'])}",
-        f"  precision        {_fmt(h['precision'])}",
-        f"  recall           {_fmt(h['recall'])}",
-        f"  accuracy         {_fmt(h['accuracy'])}",
-        "  per domain (FHR / F1):",
+        f"{fb['n_rows']} test rows graded (level on a fixed half of {fb['n_public_rows']} rows)",
     ]
-    for d in s["per_domain"]:
-        lines.append(f"    {d['domain']:<15} n={d['n']:<4} {_fmt(d['fhr'])}  /  {_fmt(d['f1'])}")
-    lines.append("  per label (FHR):")
-    for lab in s["per_label"]:
-        lines.append(f"    {lab['label']:<15} n={lab['n']:<4} {_fmt(lab['fhr'])}")
+    if fb["released"]:
+        lines.append(f"  level: {fb['level']['name']} (your best so far)")
+    else:
+        best = fb["best_level"]["name"] if fb["best_level"] else "none"
+        lines.append(f"  not above your best level so far ({best})")
+    lines.append(f"  this is your submission number {fb['submission_number']}")
+    lat = fb.get("latency_ms") or {}
+    if lat.get("p95") is not None:
+        lines.append(f"  latency you reported: p50 {lat['p50']:.2f} ms, p95 {lat['p95']:.2f} ms")
     lines.append(f"  upload sha256 {answer['sha256']}")
     lines.append(f"  page {server.rstrip('/')}{answer['url']}")
     return "\n".join(lines)
+
+
+def idempotency_key(body: bytes, name: str | None, training_data: str | None) -> str:
+    """The key of one upload: the same file, name and training data give the same key."""
+    h = hashlib.sha256(body)
+    for part in (name, training_data):
+        h.update(b"\0" + (part or "").encode("utf-8", "surrogatepass"))
+    return "submit-" + h.hexdigest()
+
+
+def _server_limit(base: str) -> int | None:
+    """The server's upload limit from /healthz, or None."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{base}/healthz", timeout=10) as response:
+            limit = json.loads(response.read().decode("utf-8")).get("max_upload_bytes")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return limit if isinstance(limit, int) else None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,10 +110,13 @@ def run(args: argparse.Namespace) -> int:
             "Authorization": f"Bearer {args.token}",
             "Content-Type": "application/x-ndjson",
             "Accept": "application/json",
+            "Idempotency-Key": idempotency_key(body, args.name, args.training_data),
         },
     )
+    replayed = False
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+            replayed = response.headers.get("Idempotent-Replayed") == "true"
             answer = json.loads(response.read().decode("utf-8"))
     except urllib.error.HTTPError as e:
         detail = e.read().decode("utf-8", "replace")
@@ -110,11 +128,27 @@ def run(args: argparse.Namespace) -> int:
         return 1
     except (urllib.error.URLError, OSError) as e:
         reason = getattr(e, "reason", e)
+        if isinstance(reason, (ConnectionResetError, BrokenPipeError)):
+            # A server may close the connection on a body far over its limit.
+            limit = _server_limit(base)
+            if limit is not None and len(body) > limit:
+                print(
+                    f"{_PROG}: the server refused the upload (413): the file is "
+                    f"{len(body)} bytes, over its {limit} byte limit",
+                    file=sys.stderr,
+                )
+                return 1
         print(f"{_PROG}: error: cannot reach {base}: {reason}", file=sys.stderr)
         return 2
     except ValueError as e:
         print(f"{_PROG}: error: the server's answer is not JSON ({e})", file=sys.stderr)
         return 2
+    if replayed:
+        print(
+            f"{_PROG}: already submitted: the server returned the first submission "
+            f"#{answer.get('id')} of this file (nothing stored again)",
+            file=sys.stderr,
+        )
     if args.json:
         print(json.dumps(answer, indent=2, ensure_ascii=False))
     else:

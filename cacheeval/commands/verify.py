@@ -16,7 +16,7 @@ HELP = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..generators.common import DOMAINS_DIR
+    from ..layout import DOMAINS_DIR
     from ..schema import DOMAINS
 
     parser.add_argument(
@@ -43,9 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from concurrent.futures.process import BrokenProcessPool
 
-    from ..build.shards import read_shards, to_row
     from ..dataset import row_problem
     from ..jsonio import JsonlError
+    from ..pipeline.shards import read_shards, to_row
     from ..schema import Row
     from ..verify.engine import format_report, problems, terminal_progress, verify_rows
 
@@ -76,6 +76,10 @@ def run(args: argparse.Namespace) -> int:
                 invalid.append(f"{sr.where}: {problem}")
             else:
                 rows.append(to_row(data))
+    if any((r.verification_payload or {}).get("kind") == "code" for r in rows):
+        from ..verify.sandbox import isolation
+
+        isolation()  # probe once here (and warn once if there is no OS isolation)
     try:
         results = verify_rows(rows, jobs=args.jobs, progress=terminal_progress())
     except BrokenProcessPool as e:  # a checker killed its worker (e.g. out of memory)
