@@ -106,12 +106,7 @@ class PredictTask:
         }
 
     def prepare(self, cache: Any, items: list[Any]) -> None:
-        prepare = bind_cache(cache).prepare
-        assert prepare is not None
-        try:
-            prepare([from_wire(t) for t in items])
-        except BaseException as e:
-            raise CacheCallError(f"prepare() raised {describe_exception(e)}") from None
+        prepare_cache(cache, [from_wire(t) for t in items])
 
     def run(self, cache: Any, first_index: int, items: list[Any]) -> list[Any]:
         pairs = [from_wire(t) for t in items]
@@ -160,6 +155,16 @@ def to_wire(item: Row | Pair, index: int) -> Wire:
 def from_wire(t: Wire) -> Pair:
     """The :class:`~cacheeval.schema.Pair` a worker shows its cache, id ``p<index>``."""
     return Pair(f"p{t[0]}", Request(*t[1:5]), Request(*t[5:9]))
+
+
+def prepare_cache(cache: Any, pairs: list[Pair]) -> None:
+    """``cache.prepare(pairs)``; anything it raises is a CacheCallError."""
+    prepare = bind_cache(cache).prepare
+    assert prepare is not None
+    try:
+        prepare(pairs)
+    except BaseException as e:
+        raise CacheCallError(f"prepare() raised {describe_exception(e)}") from e
 
 
 def call_only(cache: Any) -> Callable[[Pair], Any]:
@@ -404,7 +409,7 @@ class Predictor:
             pairs.extend(as_pairs([item], len(ids)))
         size = self.block_size or block_size_for(len(pairs), 1)
         try:
-            PredictTask().prepare(self._local, as_pairs(pairs))
+            prepare_cache(self._local, as_pairs(pairs))
         except CacheCallError as e:
             if isinstance(e.__context__, KeyboardInterrupt):
                 raise RunInterrupted([], len(ids)) from None

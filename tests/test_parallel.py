@@ -87,6 +87,17 @@ def test_prepare_once_per_worker_on_its_contiguous_shard(dev_rows: list[Row]) ->
     assert firsts == [1.0] * cut + [float(cut + 1)] * (len(dev_rows) - cut)
 
 
+def test_in_process_streaming_prepares_once_on_the_whole_run(dev_rows: list[Row]) -> None:
+    from tests.parallel_caches import PreparedShard
+
+    cache = PreparedShard()
+    with Predictor(cache, block_size=7) as p:
+        preds = list(p.run(iter(dev_rows)))
+    assert len(cache.ids) == len(dev_rows) and all(p.error is None for p in preds)
+    assert {p.score for p in preds} == {1.0}
+    assert [p.id for p in preds] == [r.id for r in dev_rows]
+
+
 def test_on_error_raise_stops_at_the_first_failed_row_in_row_order(dev_rows: list[Row]) -> None:
     rows = dev_rows[:60]
     with pytest.raises(CacheCallError, match=rf"row {rows[40].id}: ValueError: refusing p41"):
