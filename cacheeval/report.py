@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
-from . import __version__
 from .gitinfo import package_git_info
 from .jsonio import dumps, dumps_pretty
 from .metrics.classification import (
@@ -36,6 +35,7 @@ from .metrics.slices import Slice, slices
 from .metrics.usage import ErrorStats, TierUsage, error_stats, tier_usage
 from .predictions import Prediction
 from .schema import ADVERSARIAL, DIFFICULTIES, DOMAINS, LABELS, SCHEMA_VERSION, Row
+from .version import __version__
 
 REPORT_KEY = "cacheeval_report"
 #: How many missing/extra ids a report lists.
