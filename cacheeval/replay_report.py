@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import __version__
 from .gitinfo import package_git_info
 from .jsonio import dumps, dumps_pretty
 from .metrics.classification import Estimate
@@ -35,6 +34,7 @@ from .metrics.replay import (
 from .replay import LookupRecord, ReplayRun
 from .report import utc_now
 from .schema import DOMAINS, LABELS
+from .version import __version__
 
 REPLAY_KEY = "cacheeval_replay"
 REPLAY_VERSION = "1.0"

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Union, cast, get_args, get_origin, get_type_hints
 
-from . import __version__
 from .columns import ScoreColumns
 from .gitinfo import package_git_info
 from .jsonio import dumps, dumps_pretty
@@ -37,6 +36,7 @@ from .metrics.slices import Slice, slice_of, slice_order
 from .metrics.usage import ErrorStats, TierUsage, tier_usage
 from .predictions import Prediction
 from .schema import ADVERSARIAL, DIFFICULTIES, DOMAINS, LABELS, SCHEMA_VERSION, Row
+from .version import __version__
 
 REPORT_KEY = "cacheeval_report"
 #: How many missing/extra ids a report lists.

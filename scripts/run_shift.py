@@ -20,6 +20,7 @@ its fixed reference rows). Progress on stderr.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -69,7 +70,7 @@ def reference_caches() -> list[tuple[str, Callable[[], Any]]]:
         return VerifiedCacheAdapter()
 
     out: list[tuple[str, Callable[[], Any]]] = [
-        (name, lambda name=name: make_baseline(name))
+        (name, functools.partial(make_baseline, name))
         for name in ("always_miss", "always_hit", "exact_match")
     ]
     out.append((f"gptcache {GPTCACHE_CONFIG} (fast path)", gptcache))

@@ -22,12 +22,7 @@ KNOWN_LONG_FUNCTIONS: dict[str, str] = {
     "adapters.verified_cache.features.analyze": "issue 16 part 3: the verified-cache split",
     "adapters.gptcache_runner.summary_markdown": "issue 16 part 1: compare(reports)",
 }
-KNOWN_CYCLES: dict[tuple[str, ...], str] = {
-    ("cacheeval", "cacheeval.harness", "cacheeval.report"): (
-        "cacheeval/report.py reads __version__ from the package; "
-        "issue 16 part 1 switches it to cacheeval.version"
-    ),
-}
+KNOWN_CYCLES: dict[tuple[str, ...], str] = {}
 
 
 @pytest.fixture(scope="module")
