@@ -312,9 +312,12 @@ class BlockRunner:
                 if gen != slot.gen or slot.state == "dead":
                     continue
                 if kind == "done":
-                    block = slot.inflight.popleft()
-                    if block.no != payload[0]:
-                        raise AssertionError(f"block {payload[0]} came back for {block.no}")
+                    # a worker decides its blocks in order, but news of two of
+                    # them may arrive together in any order (ray.wait)
+                    block = next((b for b in slot.inflight if b.no == payload[0]), None)
+                    if block is None:
+                        raise AssertionError(f"block {payload[0]} came back unasked")
+                    slot.inflight.remove(block)
                     done[block.no] = (block.tag, payload[1])
                     rows_done += len(block.items)
                     if progress is not None:

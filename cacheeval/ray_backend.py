@@ -130,9 +130,10 @@ class RayBackend:
             step = WAIT_S if deadline is None else min(WAIT_S, deadline - time.monotonic())
             ready, rest = ray.wait(refs, num_returns=1, timeout=max(step, 0.0))
             if ready:
-                if rest:  # and whatever else is done by now
+                if rest:  # and whatever else is done by now, in the order submitted
                     more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
-                    ready += more
+                    done = set(ready + more)
+                    ready = [ref for ref in self._pending if ref in done]
                 return [self._event(ref) for ref in ready]
             if deadline is not None and time.monotonic() >= deadline:
                 break

@@ -329,7 +329,10 @@ def same_decisions(work: Path, label: str, modes: Sequence[str]) -> bool:
         rec.pop("created" if i == 0 else "latency_ms", None)
         return json.dumps(rec)
 
-    files = [open(work / f"pred-{label}-{m}.jsonl", encoding="utf-8") for m in modes]  # noqa: SIM115
+    paths = [work / f"pred-{label}-{m}.jsonl" for m in modes]
+    if not all(p.exists() for p in paths):  # a run failed
+        return False
+    files = [open(p, encoding="utf-8") for p in paths]  # noqa: SIM115
     try:
         for i, lines in enumerate(zip(*files, strict=True)):
             first = strip(i, lines[0])

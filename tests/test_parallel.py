@@ -269,6 +269,11 @@ def test_ray_decides_like_one_process(dev_rows: list[Row], local_ray: Any, basel
     sequential = predict(make_baseline(baseline), dev_rows)
     on_ray = predict_parallel(CacheSpec(baseline=baseline), dev_rows, workers=2, ray="local")
     assert decisions(on_ray) == decisions(sequential)
+    # many small blocks in flight: news of several comes back together, in any order
+    on_ray = predict_parallel(
+        CacheSpec(baseline=baseline), dev_rows, workers=2, ray="local", block_size=3
+    )
+    assert decisions(on_ray) == decisions(sequential)
 
 
 @pytest.mark.slow
