@@ -335,4 +335,3 @@ class GPTCacheAdapter:
     def _embed_live(self, text: str) -> np.ndarray:
         vec: np.ndarray = self.embedder.encode([text])[0]
         return vec
-

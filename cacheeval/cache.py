@@ -40,4 +40,3 @@ class Cache(Protocol):
     """
 
     def __call__(self, pair: Pair, /) -> Verdict: ...
-

@@ -236,8 +236,9 @@ class Request:
             (normalize_text(str(t.get("role", ""))), normalize_text(str(t.get("content", ""))))
             for t in self.context or ()
         )
-        tools_text = json.dumps([dict(t) for t in self.tools or ()], sort_keys=True,
-                                ensure_ascii=False)
+        tools_text = json.dumps(
+            [dict(t) for t in self.tools or ()], sort_keys=True, ensure_ascii=False
+        )
         return (
             normalize_text(self.query),
             turns,

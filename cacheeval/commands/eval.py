@@ -156,9 +156,7 @@ def resolve_cache(args: argparse.Namespace) -> ResolvedCache:
     return ResolvedCache(cache, args.cache_name or cache_name_of(cache), kwargs, ref)
 
 
-def write_partial(
-    path: Path, interrupted: Any, header_args: dict[str, Any], prog: str
-) -> None:
+def write_partial(path: Path, interrupted: Any, header_args: dict[str, Any], prog: str) -> None:
     """Write the predictions an interrupted run made, marked incomplete."""
     from ..predictions import make_header, write_predictions
 
