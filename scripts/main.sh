@@ -21,4 +21,13 @@ $py scripts/run_gptcache.py
 echo "== verified cache vs GPTCache ==" >&2
 $py scripts/run_verified_vs_gptcache.py
 
+# External validity on real, human-labelled pair files kept outside the repository
+# (e.g. CACHEEVAL_EXTERNAL_DIR=../shared/ext): reports/EXTERNAL.md, figures only.
+if [ -n "${CACHEEVAL_EXTERNAL_DIR:-}" ] && [ -d "$CACHEEVAL_EXTERNAL_DIR" ]; then
+    echo "== external validity ($CACHEEVAL_EXTERNAL_DIR) ==" >&2
+    $py -m scripts.run_external --pairs "$CACHEEVAL_EXTERNAL_DIR"
+else
+    echo "== external validity: skipped (set CACHEEVAL_EXTERNAL_DIR to a directory of pair files) ==" >&2
+fi
+
 echo "main job done: see reports/" >&2

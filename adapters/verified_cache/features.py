@@ -300,6 +300,8 @@ NEGATIONS = frozenset(
     {"not", "no", "never", "without", "none", "nobody", "nothing", "neither", "nor", "cannot"}
 )
 WH_WORDS = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "why", "how"})
+#: Question words that do not name the kind of answer (not content tokens).
+_GENERIC_WH = frozenset({"what", "which"})
 
 #: Words that carry no answer-determining content: function words and the
 #: generic request verbs people pad a request with. Contrast words (to/from,
@@ -370,7 +372,11 @@ _NAT_LANGS: dict[str, str] = {
 _LANG_STOPWORDS: dict[str, frozenset[str]] = {
     lang: frozenset(words.split())
     for lang, words in (
-        ("en", "the and is are of to what how for with you my it this that where when which who"),
+        (
+            "en",
+            "the and is are of to what how for with you my it this that where when which who "
+            "why do does did can from many much your have",
+        ),
         ("es", "el los las es son y por para con cómo qué cuál una mi del al está hay dónde"),
         ("fr", "le les est sont et pour avec comment quel quelle une je du des au où ce vous"),
         ("de", "der die das ist sind und zu mit wie was für ein eine ich nicht den dem wo"),
@@ -1261,8 +1267,11 @@ def analyze(request: Request | str) -> Side:
         if frame:
             # an imperative frame asks what a question asks: "Name X" == "What is X"
             wh.append("what")
-            content.append("what")
-            surface.append(low)
+            continue
+        if low in _GENERIC_WH:
+            # "what"/"which" only say a question is asked; what it asks for is in the
+            # rest ("What is the smallest ocean?" == "smallest ocean?" == "Which ocean
+            # is the smallest?"), while when/where/who/why/how name the answer's kind
             continue
         if canon_content is not None:
             if canon_content:
@@ -1359,7 +1368,8 @@ _MATH_SIGNS_RE = re.compile(r"[=+^<>]")
 def detect_language(text: str) -> str:
     """A coarse language tag of ``text``: a non-Latin script when at least 30% of
     the letters are in it, else the Latin-script language whose distinctive
-    frequent words occur most ("en" when none does or on a tie with English)."""
+    frequent words occur most ("en" when none does or on a tie with English); kana
+    beside Han characters is Japanese."""
     letters = [ch for ch in text if ch.isalpha()]
     counts: Counter[str] = Counter()
     for ch in letters:
@@ -1369,6 +1379,9 @@ def detect_language(text: str) -> str:
                 if key in name:
                     counts[lang] += 1
                     break
+    if counts["ja"] and counts["zh"]:
+        # Japanese writes kanji beside kana: any kana makes the Han characters Japanese
+        counts["ja"] += counts.pop("zh")
     if counts:
         lang, n = max(sorted(counts.items()), key=lambda kv: kv[1])
         if n >= 0.3 * len(letters):
