@@ -414,6 +414,8 @@ def _run_inline(
             if strict and pred.error is not None:
                 raise CacheCallError(f"row {row_id}: {pred.error}")
             append(pred)
+        if sigint.fired:  # the cache swallowed the user's Ctrl-C: stop all the same
+            raise KeyboardInterrupt
         if progress is not None:
             progress(done, total)
 

@@ -113,15 +113,24 @@ def read_records(path: str | os.PathLike[str], fmt: str) -> Iterator[tuple[int, 
         return
     if fmt not in ("csv", "tsv"):
         raise ValueError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
-    with open(path, encoding="utf-8-sig", newline="") as f:
-        text = f.read()
-    reader = csv.reader(io.StringIO(text), delimiter="\t" if fmt == "tsv" else ",")
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        reason = f"not UTF-8 text (byte {column} of the line: {e.reason})"
+        raise JsonlError(spath, line, reason) from None
+    # strict: a quote left open, or text after a closing quote, is an error
+    # (lenient parsing would swallow the rest of the file into one field).
+    reader = csv.reader(io.StringIO(text), delimiter="\t" if fmt == "tsv" else ",", strict=True)
     try:
         header = next(reader)
     except StopIteration:
         raise JsonlError(spath, 1, "the file is empty (expected a header line)") from None
     except csv.Error as e:
-        raise JsonlError(spath, 1, f"not valid {fmt.upper()}: {e}") from None
+        raise JsonlError(spath, 1, _csv_problem(fmt, e)) from None
     names = [h.strip() for h in header]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -133,7 +142,7 @@ def read_records(path: str | os.PathLike[str], fmt: str) -> Iterator[tuple[int, 
         except StopIteration:
             return
         except csv.Error as e:
-            raise JsonlError(spath, start, f"not valid {fmt.upper()}: {e}") from None
+            raise JsonlError(spath, start, _csv_problem(fmt, e)) from None
         line, start = start, reader.line_num + 1
         if not cells or all(not c.strip() for c in cells):
             continue  # blank line
@@ -142,6 +151,18 @@ def read_records(path: str | os.PathLike[str], fmt: str) -> Iterator[tuple[int, 
                 spath, line, f"{len(cells)} fields but the header has {len(names)} columns"
             )
         yield line, dict(zip(names, cells, strict=True))
+
+
+def _csv_problem(fmt: str, e: csv.Error) -> str:
+    """A csv.Error of the record starting on the reported line, in plain words."""
+    msg = str(e)
+    if "unexpected end of data" in msg:
+        why = 'a quoted field opened here is never closed (unterminated ")'
+    elif "expected after" in msg:
+        why = 'text after a closing quote (quote the whole field and double any " inside)'
+    else:
+        why = msg
+    return f"not valid {fmt.upper()}: {why}"
 
 
 def _cell_text(value: Any) -> str | None:

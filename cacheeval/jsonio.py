@@ -8,9 +8,12 @@ same records always give the same bytes, on every machine and process.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import os
+import re
+import sys
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -32,25 +35,35 @@ def jsonl_bytes(records: Iterable[Any]) -> bytes:
     return "".join(dumps(r) + "\n" for r in records).encode("utf-8")
 
 
-def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+#: File mode of data meant to be shared, and of private data (labels, slices).
+PUBLIC_MODE = 0o644
+PRIVATE_MODE = 0o600
+
+
+def write_bytes_atomic(
+    path: str | os.PathLike[str], data: bytes, *, mode: int = PUBLIC_MODE
+) -> None:
     """Write ``data`` to ``path`` through a temp file and rename, so a crash never
-    leaves a half-written file behind."""
+    leaves a half-written file behind. The file gets ``mode`` (mkstemp creates
+    it 0600, so private data is never readable by others, not even briefly)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; data files are meant to be shared
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
-def write_jsonl(path: str | os.PathLike[str], records: Iterable[Any]) -> None:
-    """Write ``records`` as canonical JSONL, atomically."""
-    write_bytes_atomic(path, jsonl_bytes(records))
+def write_jsonl(
+    path: str | os.PathLike[str], records: Iterable[Any], *, mode: int = PUBLIC_MODE
+) -> None:
+    """Write ``records`` as canonical JSONL, atomically, with file ``mode``."""
+    write_bytes_atomic(path, jsonl_bytes(records), mode=mode)
 
 
 def write_json(path: str | os.PathLike[str], obj: Any) -> None:
@@ -58,20 +71,125 @@ def write_json(path: str | os.PathLike[str], obj: Any) -> None:
     write_bytes_atomic(path, dumps_pretty(obj).encode("utf-8"))
 
 
+#: Deepest nesting of arrays/objects a JSON value read from a file may have
+#: (benchmark rows need 8); deeper input is refused before the decoder
+#: recurses, so a hostile line can never exhaust the stack.
+MAX_DEPTH = 100
+
+# A JSON string (skipped whole, so brackets inside it do not count) or a bracket.
+_NESTING = re.compile(r'"(?:[^"\\\n]|\\.)*"|[\[\]{}]')
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class JsonTextError(ValueError):
+    """Why a JSON text cannot be decoded safely (no location: callers add it)."""
+
+
+def _too_deep(text: str, limit: int) -> bool:
+    if text.count("[") + text.count("{") <= limit:
+        return False  # the common case, without scanning
+    depth = 0
+    for m in _NESTING.finditer(text):
+        c = m.group()
+        if c in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif c in "]}":
+            depth -= 1
+    return False
+
+
+def lone_surrogate(value: Any) -> str | None:
+    """The first string (or key) in ``value`` holding a lone UTF-16 surrogate
+    (``"\\ud800"`` decodes to one; it is not Unicode text and cannot be written
+    as UTF-8), else None. Iterative, so any depth is safe.
+
+    >>> lone_surrogate({"a": ["ok", "\\ud800x"]})
+    '\\ud800x'
+    >>> lone_surrogate({"emoji": "\\U0001f600"}) is None
+    True
+    """
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if _SURROGATE.search(v):
+                return v
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return None
+
+
+def _reject_constant(name: str) -> Any:
+    raise JsonTextError(f"{name} is not valid JSON")
+
+
+def loads(text: str, *, max_depth: int = MAX_DEPTH, constants: bool = True) -> Any:
+    """Decode one JSON text, refusing what :func:`json.loads` would choke on or
+    let through: nesting deeper than ``max_depth``, an integer too long to
+    convert, a lone surrogate escape, and (``constants=False``) ``NaN`` /
+    ``Infinity``. Every refusal is a :class:`JsonTextError` saying why.
+
+    >>> loads('{"a": [1, 2]}')
+    {'a': [1, 2]}
+    >>> loads("[" * 101 + "]" * 101)
+    Traceback (most recent call last):
+    ...
+    cacheeval.jsonio.JsonTextError: nested deeper than 100 levels
+    """
+    if _too_deep(text, max_depth):
+        raise JsonTextError(f"nested deeper than {max_depth} levels")
+    try:
+        value = json.loads(text, parse_constant=None if constants else _reject_constant)
+    except JsonTextError:
+        raise
+    except json.JSONDecodeError as e:
+        raise JsonTextError(f"{e.msg} at column {e.colno}") from None
+    except RecursionError:
+        raise JsonTextError("nested too deeply") from None
+    except ValueError as e:  # an integer beyond sys.get_int_max_str_digits()
+        digits = sys.get_int_max_str_digits()
+        why = f"a number longer than {digits} digits" if "digits" in str(e) else str(e)
+        raise JsonTextError(why) from None
+    if "\\u" in text:  # only an escape can produce a surrogate from valid UTF-8
+        bad = lone_surrogate(value)
+        if bad is not None:
+            where = _SURROGATE.search(bad)
+            assert where is not None
+            code = f"\\u{ord(where.group()):04x}"
+            raise JsonTextError(f"a string holds the lone surrogate {code} (not Unicode text)")
+    return value
+
+
 def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
     """Yield ``(line_number, value)`` for every non-blank line of a JSONL file.
 
-    Raises :class:`JsonlError` naming ``path:line`` on a line that is not JSON.
+    Lines end at ``\\n``; a UTF-8 byte order mark at the start of the file is
+    skipped (the grading server does the same). Raises :class:`JsonlError`
+    naming ``path:line`` on a line that is not UTF-8 or not JSON (see
+    :func:`loads` for what else is refused).
     """
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
+    spath = str(path)
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8) :]
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                reason = f"not UTF-8 text (byte {e.start + 1} of the line: {e.reason})"
+                raise JsonlError(spath, lineno, reason) from None
             if not line.strip():
                 continue
             try:
-                yield lineno, json.loads(line)
-            except json.JSONDecodeError as e:
-                reason = f"not valid JSON ({e.msg} at column {e.colno})"
-                raise JsonlError(str(path), lineno, reason) from None
+                value = loads(line)
+            except JsonTextError as e:
+                raise JsonlError(spath, lineno, f"not valid JSON ({e})") from None
+            yield lineno, value
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:

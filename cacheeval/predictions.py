@@ -139,9 +139,20 @@ def write_predictions(
 
 
 def _number_or_null(value: Any) -> bool:
-    return value is None or (
-        isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    )
+    if value is None:
+        return True
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        return False
+
+
+def _show(value: Any, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters (a 4,000-digit number stays short)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def prediction_problem(data: Any) -> str | None:
@@ -155,22 +166,22 @@ def prediction_problem(data: Any) -> str | None:
     if extra:
         return f"unknown field(s): {', '.join(extra)}"
     if not isinstance(data["id"], str) or not data["id"]:
-        return f"id must be a non-empty string, got {data['id']!r}"
+        return f"id must be a non-empty string, got {_show(data['id'])}"
     if not isinstance(data["is_hit"], bool):
-        return f"is_hit must be true or false, got {data['is_hit']!r}"
+        return f"is_hit must be true or false, got {_show(data['is_hit'])}"
     for key in ("confidence", "score", "latency_ms"):
         if not _number_or_null(data[key]):
-            return f"{key} must be a finite number or null, got {data[key]!r}"
+            return f"{key} must be a finite number or null, got {_show(data[key])}"
     conf = data["confidence"]
     if conf is not None and not 0.0 <= conf <= 1.0:
-        return f"confidence must lie in [0, 1], got {conf!r}"
+        return f"confidence must lie in [0, 1], got {_show(conf)}"
     if data["latency_ms"] is not None and data["latency_ms"] < 0:
-        return f"latency_ms must be >= 0, got {data['latency_ms']!r}"
+        return f"latency_ms must be >= 0, got {_show(data['latency_ms'])}"
     if not isinstance(data["tier_used"], str) or not data["tier_used"]:
-        return f"tier_used must be a non-empty string, got {data['tier_used']!r}"
+        return f"tier_used must be a non-empty string, got {_show(data['tier_used'])}"
     if data["error"] is not None:
         if not isinstance(data["error"], str) or not data["error"]:
-            return f"error must be null or a non-empty string, got {data['error']!r}"
+            return f"error must be null or a non-empty string, got {_show(data['error'])}"
         if data["is_hit"]:
             return "a row with an error must have is_hit false"
     return None
@@ -181,7 +192,7 @@ def _header_problem(data: Any) -> str | None:
         return f"the first line must be the header object with key {HEADER_KEY!r}"
     version = data[HEADER_KEY]
     if not isinstance(version, str) or version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
-        return f"unsupported predictions version {version!r} (this is {SCHEMA_VERSION})"
+        return f"unsupported predictions version {_show(version)} (this is {SCHEMA_VERSION})"
     required = ("cache_name", "cache_args", "package_version", "dataset_sha256", "split", "created")
     missing = [k for k in required if k not in data]
     if missing:
@@ -252,7 +263,8 @@ def read_predictions(
             raise JsonlError(spath, lineno, problem)
         rid = data["id"]
         if rid in seen:
-            raise JsonlError(spath, lineno, f"duplicate id {rid!r} (first on line {seen[rid]})")
+            first = seen[rid]
+            raise JsonlError(spath, lineno, f"duplicate id {_show(rid)} (first on line {first})")
         seen[rid] = lineno
         out.append(
             Prediction(

@@ -161,7 +161,7 @@ _SPACE = re.compile(r"\s+")
 def normalize_text(text: str | None) -> str:
     """Whitespace runs collapsed to one space, trimmed, case-folded ("" for None).
 
-    >>> normalize_text("  What  IS\t2+2? ")
+    >>> normalize_text("  What  IS\\t2+2? ")
     'what is 2+2?'
     """
     if text is None:
@@ -208,7 +208,7 @@ class Request:
         >>> r = Request("And Spain?", ({"role": "user", "content": "Capital of France?"},),
         ...             "Be brief.")
         >>> r.text()
-        'Be brief.\nCapital of France?\nAnd Spain?'
+        'Be brief.\\nCapital of France?\\nAnd Spain?'
         >>> print(r.text(roles=True))
         system: Be brief.
         user: Capital of France?

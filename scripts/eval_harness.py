@@ -4,9 +4,8 @@ The same command as ``cacheeval eval`` (same options, same code)::
 
     python scripts/eval_harness.py --bench cachebench.jsonl --baseline exact_match --out r.md
 
-and, from the repository root, the library entry points::
-
-    from scripts.eval_harness import evaluate, load_bench, Verdict, Row
+The library API lives in the package: ``from cacheeval import evaluate,
+load_bench, Verdict, Pair``.
 """
 
 from __future__ import annotations
@@ -21,25 +20,9 @@ if __package__ in (None, ""):  # run as a file: import this checkout's cacheeval
     if _ROOT not in sys.path:
         sys.path.insert(0, _ROOT)
 
-from cacheeval.baselines import BASELINES  # noqa: E402
 from cacheeval.commands import eval as _eval_command  # noqa: E402
-from cacheeval.dataset import load_bench  # noqa: E402
-from cacheeval.harness import evaluate, predict, score  # noqa: E402
-from cacheeval.report import Report  # noqa: E402
-from cacheeval.schema import Row, Verdict  # noqa: E402
 
-__all__ = [
-    "BASELINES",
-    "Report",
-    "Row",
-    "Verdict",
-    "build_parser",
-    "evaluate",
-    "load_bench",
-    "main",
-    "predict",
-    "score",
-]
+__all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:

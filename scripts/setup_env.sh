@@ -4,6 +4,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+# bubblewrap: the OS sandbox of code verification (cacheeval/verify/sandbox.py).
+# Without it the sandbox falls back to an in-interpreter guard and says so.
+if ! command -v bwrap >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing bubblewrap (Debian package) for the code sandbox" >&2
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        bubblewrap >/dev/null; } \
+      || echo "setup: could not install bubblewrap; code verification will warn and fall back" >&2
+  else
+    echo "setup: bwrap not installed and no root apt-get; code verification will warn and fall back" >&2
+  fi
+fi
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi

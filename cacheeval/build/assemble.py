@@ -190,7 +190,7 @@ def write_build(build: Build, out_dir: Path) -> list[str]:
         p = out_dir / rel
         if p.is_file() and p.read_bytes() == data:
             continue
-        write_bytes_atomic(p, data)
+        write_bytes_atomic(p, data, mode=0o600 if rel.startswith("private/") else 0o644)
         written.append(rel)
     return written
 

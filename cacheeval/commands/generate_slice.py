@@ -54,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..generators.common import SOURCES_DIR
-    from ..jsonio import sha256_file, write_jsonl
+    from ..jsonio import PRIVATE_MODE, sha256_file, write_jsonl
     from ..slice import SLICE_DOMAINS, SliceError, generate_slice, load_public_texts, summary
 
     prog = f"cacheeval {NAME}"
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
             domains=args.domains or SLICE_DOMAINS,
             sources_dir=args.sources_dir or SOURCES_DIR,
         )
-        write_jsonl(args.out, rows)
+        write_jsonl(args.out, rows, mode=PRIVATE_MODE)  # the slice is private: 0600
     except SliceError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2

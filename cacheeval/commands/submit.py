@@ -3,14 +3,19 @@ the aggregate scores it returns. Standard library only (urllib).
 
 The file's bytes are sent unchanged as the request body (the server stores
 exactly them and their sha256); ``--name`` and ``--training-data`` travel as
-query parameters. Exit 0 when the server accepted and graded the upload, 1
-when it refused it (its message is printed), 2 for a local problem (missing
-file, unreachable server).
+query parameters. Every upload carries an ``Idempotency-Key`` derived from
+those three, so running the same ``submit`` again after a lost answer (a
+dropped connection, a killed server) gets the first submission back instead
+of storing it twice and spending a second rate-limit slot. Exit 0 when the
+server accepted and graded the upload (or had already), 1 when it refused it
+(its message is printed, a 413 for a file over its size limit included), 2
+for a local problem (missing file, unreachable server).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -67,6 +72,26 @@ def render(answer: dict[str, Any], server: str) -> str:
     return "\n".join(lines)
 
 
+def idempotency_key(body: bytes, name: str | None, training_data: str | None) -> str:
+    """The key of one upload: the same file, name and training data give the same key."""
+    h = hashlib.sha256(body)
+    for part in (name, training_data):
+        h.update(b"\0" + (part or "").encode("utf-8", "surrogatepass"))
+    return "submit-" + h.hexdigest()
+
+
+def _server_limit(base: str) -> int | None:
+    """The server's upload limit from /healthz, or None."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{base}/healthz", timeout=10) as response:
+            limit = json.loads(response.read().decode("utf-8")).get("max_upload_bytes")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return limit if isinstance(limit, int) else None
+
+
 def run(args: argparse.Namespace) -> int:
     import urllib.error
     import urllib.parse
@@ -95,10 +120,13 @@ def run(args: argparse.Namespace) -> int:
             "Authorization": f"Bearer {args.token}",
             "Content-Type": "application/x-ndjson",
             "Accept": "application/json",
+            "Idempotency-Key": idempotency_key(body, args.name, args.training_data),
         },
     )
+    replayed = False
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+            replayed = response.headers.get("Idempotent-Replayed") == "true"
             answer = json.loads(response.read().decode("utf-8"))
     except urllib.error.HTTPError as e:
         detail = e.read().decode("utf-8", "replace")
@@ -110,11 +138,27 @@ def run(args: argparse.Namespace) -> int:
         return 1
     except (urllib.error.URLError, OSError) as e:
         reason = getattr(e, "reason", e)
+        if isinstance(reason, (ConnectionResetError, BrokenPipeError)):
+            # A server may close the connection on a body far over its limit.
+            limit = _server_limit(base)
+            if limit is not None and len(body) > limit:
+                print(
+                    f"{_PROG}: the server refused the upload (413): the file is "
+                    f"{len(body)} bytes, over its {limit} byte limit",
+                    file=sys.stderr,
+                )
+                return 1
         print(f"{_PROG}: error: cannot reach {base}: {reason}", file=sys.stderr)
         return 2
     except ValueError as e:
         print(f"{_PROG}: error: the server's answer is not JSON ({e})", file=sys.stderr)
         return 2
+    if replayed:
+        print(
+            f"{_PROG}: already submitted: the server returned the first submission "
+            f"#{answer.get('id')} of this file (nothing stored again)",
+            file=sys.stderr,
+        )
     if args.json:
         print(json.dumps(answer, indent=2, ensure_ascii=False))
     else:

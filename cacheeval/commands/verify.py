@@ -76,6 +76,10 @@ def run(args: argparse.Namespace) -> int:
                 invalid.append(f"{sr.where}: {problem}")
             else:
                 rows.append(to_row(data))
+    if any((r.verification_payload or {}).get("kind") == "code" for r in rows):
+        from ..verify.sandbox import isolation
+
+        isolation()  # probe once here (and warn once if there is no OS isolation)
     try:
         results = verify_rows(rows, jobs=args.jobs, progress=terminal_progress())
     except BrokenProcessPool as e:  # a checker killed its worker (e.g. out of memory)

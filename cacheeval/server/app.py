@@ -7,7 +7,7 @@ Routes::
     GET  /api/leaderboard         the board as JSON
     POST /api/submissions         grade and store an upload (bearer token)
     GET  /api/submissions/{id}    the caller's own submission (bearer token; 404 otherwise)
-    GET  /healthz                 liveness and the test-set identity
+    GET  /healthz                 liveness, the test-set identity and the upload limit
     GET  /static/...              the page's script and stylesheet
 
 Upload body: JSON or JSONL (any content type but multipart), or
@@ -15,10 +15,15 @@ Upload body: JSON or JSONL (any content type but multipart), or
 ``training_data`` come from form fields, else query parameters, else the
 JSON object form, else (name only) the predictions header's cache name. The
 stored bytes are the JSON/JSONL document itself (the file part for
-multipart). Order of checks: token (401), rate limit (429), size (413),
-format and content (400/422), then grading; the rate limit is checked
-again in the insert transaction. Nothing is written unless the upload is
-accepted. Errors are ``{"error": message}``.
+multipart). Order of checks: token (401), idempotency key (a key this
+submitter already used answers 200 with that first submission, stored once and
+counted once), rate limit (429), size (413), format and content (400/422), then
+grading; the rate limit and the key are checked again in the insert
+transaction. Nothing is written unless the upload is accepted. Errors are
+``{"error": message}``. A body over the size limit is read to its end (up to
+:data:`DRAIN_FACTOR` times the limit) and dropped, so the client, still
+sending, gets the 413 and its message instead of a reset connection.
+Submission ids in paths above SQLite's integer range are simply absent (404).
 
 Blocking work (SQLite, grading) runs in Starlette's thread pool.
 """
@@ -55,11 +60,17 @@ from .grading import (
     parse_upload,
 )
 from .ratelimit import Decision, RateLimit
-from .store import NewSubmission, RateLimited, Store, Submitter
+from .store import NewSubmission, RateLimited, Store, Submission, Submitter
 from .tokens import bearer_token
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 DEFAULT_MAX_BODY = 5 * 1024 * 1024
+#: An oversized body is read and dropped up to this many times the limit.
+DRAIN_FACTOR = 8
+#: Largest id SQLite stores (a larger path parameter names no submission).
+MAX_ID = 2**63 - 1
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+MAX_IDEMPOTENCY_KEY = 200
 
 #: Headers on every page: only our own script and stylesheet may load.
 _PAGE_HEADERS = {
@@ -118,6 +129,41 @@ def _too_many(limit: RateLimit, decision: Decision) -> _ApiError:
     )
 
 
+def _submission_json(sub: Submission) -> dict[str, Any]:
+    """A stored submission as the API shows it to its owner."""
+    return {
+        "id": sub.id,
+        "name": sub.name,
+        "submitter": sub.submitter,
+        "created": sub.created,
+        "training_data": sub.training_data,
+        "cache_name": sub.cache_name,
+        "sha256": sub.body_sha256,
+        "format": sub.body_format,
+        "n_predictions": sub.n_predictions,
+        "labels_sha256": sub.labels_sha256,
+        "graded": sub.graded,
+        "status": sub.status,
+        "status_detail": sub.status_detail,
+        "url": f"/submissions/{sub.id}",
+        "scores": sub.scores,
+    }
+
+
+def _idempotency_key(request: Request) -> str | None:
+    """The upload's ``Idempotency-Key`` header (None when absent); 400 when it is
+    not 1-200 printable ASCII characters."""
+    raw = request.headers.get(IDEMPOTENCY_HEADER)
+    if raw is None:
+        return None
+    key = raw.strip()
+    if not 0 < len(key) <= MAX_IDEMPOTENCY_KEY or not all(" " <= c <= "~" for c in key):
+        raise _ApiError(
+            400, f"{IDEMPOTENCY_HEADER} must be 1-{MAX_IDEMPOTENCY_KEY} printable ASCII characters"
+        )
+    return key
+
+
 def create_app(config: ServerConfig) -> Starlette:
     """The ASGI app serving ``config``."""
     store, test, limit = config.store, config.test, config.rate_limit
@@ -141,20 +187,26 @@ def create_app(config: ServerConfig) -> Starlette:
 
     async def read_body(request: Request) -> bytes:
         cap = config.max_body_bytes
-        too_big = _ApiError(413, f"upload larger than the {cap} byte limit")
         declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > cap:
-            raise too_big
+        over = declared is not None and declared.isdigit() and int(declared) > cap
         chunks: list[bytes] = []
         size = 0
         try:
             async for chunk in request.stream():
                 size += len(chunk)
                 if size > cap:
-                    raise too_big
+                    over = True
+                if over:  # keep reading (and dropping) so the client sees the 413
+                    chunks.clear()
+                    if size > DRAIN_FACTOR * cap:
+                        break
+                    continue
                 chunks.append(chunk)
         except ClientDisconnect:
-            raise _ApiError(400, "the client disconnected during the upload") from None
+            if not over:
+                raise _ApiError(400, "the client disconnected during the upload") from None
+        if over:
+            raise _ApiError(413, f"upload larger than the {cap} byte limit")
         return b"".join(chunks)
 
     async def split_upload(request: Request, body: bytes) -> tuple[bytes, dict[str, str]]:
@@ -195,8 +247,8 @@ def create_app(config: ServerConfig) -> Starlette:
             await form.close()
 
     def accept(
-        submitter: Submitter, body: bytes, fields: dict[str, str]
-    ) -> tuple[int, Decision, dict[str, Any], NewSubmission]:
+        submitter: Submitter, body: bytes, fields: dict[str, str], key: str | None
+    ) -> tuple[int, Decision, dict[str, Any], NewSubmission, bool]:
         """Parse, grade and store (runs in the thread pool)."""
         upload: Upload = parse_upload(body, test.ids, test_order)
         raw_name = fields.get("name", "")
@@ -222,28 +274,58 @@ def create_app(config: ServerConfig) -> Starlette:
             n_predictions=len(upload.predictions),
             labels_sha256=test.labels_sha256,
             scores=scores,
+            idempotency_key=key,
         )
-        sid, decision = store.insert_submission(new, limit)
-        return sid, decision, scores, new
+        sid, decision, stored = store.insert_submission(new, limit)
+        return sid, decision, scores, new, stored
+
+    async def replay(submitter: Submitter, first: Submission, document: bytes) -> Response:
+        """The answer to a retried upload: its first submission (200), when the
+        document is the same bytes; 422 when the key was used for another one."""
+        if sha256_bytes(document) != first.body_sha256:
+            raise _ApiError(
+                422,
+                f"{IDEMPOTENCY_HEADER} already used for a different upload "
+                f"(submission {first.id}); send a new key with new predictions",
+            )
+        decision = await run_in_threadpool(store.rate_decision, submitter.id, limit, config.clock())
+        headers = {  # the slots left now: the replay itself takes none
+            "Location": f"/api/submissions/{first.id}",
+            "Idempotent-Replayed": "true",
+            "X-RateLimit-Limit": str(limit.limit),
+            "X-RateLimit-Remaining": str(max(0, limit.limit - decision.used)),
+        }
+        return JSONResponse(_submission_json(first), status_code=200, headers=headers)
 
     async def post_submission(request: Request) -> Response:
         try:
             submitter = await authenticate(request)
-            early = await run_in_threadpool(
-                store.rate_decision, submitter.id, limit, config.clock()
-            )
-            if not early.allowed:
-                raise _too_many(limit, early)
+            key = _idempotency_key(request)
+            first = None
+            if key is not None:
+                first = await run_in_threadpool(store.submission_by_key, submitter.id, key)
+            if first is None:  # a retry never counts against the limit
+                early = await run_in_threadpool(
+                    store.rate_decision, submitter.id, limit, config.clock()
+                )
+                if not early.allowed:
+                    raise _too_many(limit, early)
             body = await read_body(request)
             document, fields = await split_upload(request, body)
+            if first is not None:
+                return await replay(submitter, first, document)
             try:
-                sid, decision, scores, new = await run_in_threadpool(
-                    accept, submitter, document, fields
+                sid, decision, scores, new, stored = await run_in_threadpool(
+                    accept, submitter, document, fields, key
                 )
             except SubmissionError as e:
                 raise _ApiError(e.status, str(e)) from None
             except RateLimited as e:
                 raise _too_many(limit, e.decision) from None
+            if not stored:  # a concurrent retry with the same key stored it first
+                first = await run_in_threadpool(store.submission, sid)
+                assert first is not None
+                return await replay(submitter, first, document)
         except _ApiError as e:
             return _error(e.status, e.message, e.headers)
         payload = {
@@ -269,29 +351,11 @@ def create_app(config: ServerConfig) -> Starlette:
         except _ApiError as e:
             return _error(e.status, e.message, e.headers)
         sid = request.path_params["sid"]
-        sub = await run_in_threadpool(store.submission, sid)
+        sub = await run_in_threadpool(store.submission, sid) if sid <= MAX_ID else None
         if sub is None or sub.submitter_id != submitter.id:
             # The same answer for "absent" and "someone else's": ids reveal nothing.
             return _error(404, f"no submission {sid} for this token")
-        return JSONResponse(
-            {
-                "id": sub.id,
-                "name": sub.name,
-                "submitter": sub.submitter,
-                "created": sub.created,
-                "training_data": sub.training_data,
-                "cache_name": sub.cache_name,
-                "sha256": sub.body_sha256,
-                "format": sub.body_format,
-                "n_predictions": sub.n_predictions,
-                "labels_sha256": sub.labels_sha256,
-                "graded": sub.graded,
-                "status": sub.status,
-                "status_detail": sub.status_detail,
-                "url": f"/submissions/{sub.id}",
-                "scores": sub.scores,
-            }
-        )
+        return JSONResponse(_submission_json(sub))
 
     async def get_leaderboard(request: Request) -> Response:
         subs = await run_in_threadpool(store.submissions)
@@ -313,7 +377,7 @@ def create_app(config: ServerConfig) -> Starlette:
 
     async def submission_page(request: Request) -> Response:
         sid = request.path_params["sid"]
-        sub = await run_in_threadpool(store.submission, sid)
+        sub = await run_in_threadpool(store.submission, sid) if sid <= MAX_ID else None
         if sub is None:
             html = pages.not_found_page(f"There is no submission {sid}.")
             return HTMLResponse(html, status_code=404, headers=_PAGE_HEADERS)
@@ -326,6 +390,7 @@ def create_app(config: ServerConfig) -> Starlette:
                 "n_test_rows": len(test.rows),
                 "dataset_sha256": test.dataset_sha256,
                 "labels_sha256": test.labels_sha256,
+                "max_upload_bytes": config.max_body_bytes,
             }
         )
 

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ..dataset import load_bench
-from ..jsonio import sha256_file
+from ..jsonio import loads, sha256_file
 from ..metrics.classification import Estimate
 from ..predictions import HEADER_KEY, Prediction, prediction_problem
 from ..report import Report
@@ -49,6 +49,8 @@ from .store import GRADED, INVALID, Store
 #: Longest submission name and training-data description accepted.
 MAX_NAME = 100
 MAX_TRAINING_DATA = 2000
+#: Longest text field of an upload's predictions header (cache_name, ...).
+MAX_HEADER_TEXT = 200
 HEADLINE_METRICS: tuple[str, ...] = (
     "accuracy",
     "precision",
@@ -152,12 +154,9 @@ def load_test_set(
 # --- parsing uploads ----------------------------------------------------------------------
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
 def _loads(text: str) -> Any:
-    return json.loads(text, parse_constant=_reject_constant)
+    # depth-limited, no NaN/Infinity, no lone surrogates: JsonTextError (a ValueError)
+    return loads(text, constants=False)
 
 
 def _is_header(item: Any) -> bool:
@@ -173,11 +172,13 @@ def _optional_text(value: Any, what: str, limit: int) -> str | None:
 
 
 def check_text(value: str, what: str, limit: int) -> str:
-    """``value`` stripped; 422 when longer than ``limit`` or holding control
-    characters other than newlines and tabs."""
+    """``value`` stripped; 422 when longer than ``limit``, holding control
+    characters other than newlines and tabs, or a lone surrogate (not text)."""
     value = value.strip()
     if len(value) > limit:
         raise SubmissionError(422, f"{what} is {len(value)} characters long (at most {limit})")
+    if any("\ud800" <= c <= "\udfff" for c in value):
+        raise SubmissionError(422, f"{what} is not valid Unicode text (a lone surrogate)")
     if any(not (c.isprintable() or c in "\n\t") for c in value):
         raise SubmissionError(422, f"{what} contains control characters")
     return value
@@ -238,12 +239,8 @@ def parse_upload(body: bytes, test_ids: frozenset[str], test_order: Sequence[str
                 continue
             try:
                 items.append((f"line {lineno}", _loads(line)))
-            except ValueError as e:
-                why = (
-                    f"{e.msg} at column {e.colno}"
-                    if isinstance(e, json.JSONDecodeError)
-                    else str(e)
-                )
+            except ValueError as e:  # JsonTextError: the reason, without a location
+                why = str(e)
                 raise SubmissionError(
                     400, f"line {lineno}: not valid JSON ({why}); send JSON or JSONL"
                 ) from None
@@ -285,7 +282,11 @@ def _header_str(header: dict[str, Any], key: str, where: str) -> str | None:
     value = header.get(key)
     if value is not None and not isinstance(value, str):
         raise SubmissionError(422, f"{where}: {key} must be a string or null")
-    return value
+    # every text field of the header, not only this one, meets check_text
+    for k, v in header.items():
+        if isinstance(v, str):
+            check_text(v, f"{where}: {k}", MAX_HEADER_TEXT)
+    return None if value is None else check_text(value, f"{where}: {key}", MAX_HEADER_TEXT)
 
 
 def _prediction(data: dict[str, Any]) -> Prediction:

@@ -1,7 +1,8 @@
 """The leaderboard's SQLite store (WAL mode): submitters with hashed tokens and
 submissions with the exact bytes uploaded, their sha256 and their scores.
 
-Tables (``PRAGMA user_version`` = :data:`SCHEMA_VERSION`)::
+Tables (``PRAGMA user_version`` = :data:`SCHEMA_VERSION`; a version-1 store
+gains ``idempotency_key`` when opened)::
 
     submitters(id, name UNIQUE, token_sha256 UNIQUE, created)
     submissions(id, submitter_id -> submitters, name, training_data, created,
@@ -9,12 +10,15 @@ Tables (``PRAGMA user_version`` = :data:`SCHEMA_VERSION`)::
                 body_format (json | jsonl), cache_name, n_predictions,
                 labels_sha256 (labels file it was graded with), scores (JSON),
                 graded (last grading time), status (graded | invalid),
-                status_detail)
+                status_detail, idempotency_key (UNIQUE per submitter))
 
 Every call opens its own connection (``timeout`` waits on locks), so the
 store is safe to share between the server's worker threads. The rate limit
 is checked inside the ``BEGIN IMMEDIATE`` transaction that inserts, so two
-concurrent uploads by one submitter cannot both take the last slot.
+concurrent uploads by one submitter cannot both take the last slot; the same
+transaction finds an earlier submission with the upload's idempotency key, so
+a retried upload is stored once and costs one slot. A new database file is
+created 0600 (SQLite gives its -wal and -shm files the same mode).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from ..jsonio import dumps
 from .ratelimit import Decision, RateLimit
 from .tokens import hash_token, is_well_formed, new_token
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_S = 30.0
 GRADED = "graded"
 INVALID = "invalid"
@@ -61,10 +65,15 @@ CREATE TABLE IF NOT EXISTS submissions (
     scores TEXT NOT NULL,
     graded TEXT NOT NULL,
     status TEXT NOT NULL DEFAULT 'graded',
-    status_detail TEXT
+    status_detail TEXT,
+    idempotency_key TEXT
 );
 CREATE INDEX IF NOT EXISTS submissions_by_submitter ON submissions(submitter_id, created_at);
 """
+_KEY_INDEX = (
+    "CREATE UNIQUE INDEX IF NOT EXISTS submissions_by_key "
+    "ON submissions(submitter_id, idempotency_key) WHERE idempotency_key IS NOT NULL"
+)
 
 _SUBMISSION_COLUMNS = (
     "s.id, s.submitter_id, u.name, s.name, s.training_data, s.created, s.created_at, "
@@ -110,6 +119,7 @@ class NewSubmission:
     n_predictions: int
     labels_sha256: str
     scores: dict[str, Any]
+    idempotency_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,18 +153,22 @@ class Store:
             raise StoreError(f"{self.path}: is a directory, not a database file")
         if not self.path.parent.is_dir():
             raise StoreError(f"{self.path}: directory {self.path.parent} does not exist")
+        _create_private(self.path)
         try:
             with self._connect() as conn:
                 mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
                 if str(mode).lower() != "wal":
                     raise StoreError(f"{self.path}: cannot switch to WAL mode (got {mode})")
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
-                if version not in (0, SCHEMA_VERSION):
+                if version not in (0, 1, SCHEMA_VERSION):
                     raise StoreError(
                         f"{self.path}: store schema version {version}, this server "
                         f"understands {SCHEMA_VERSION}"
                     )
                 conn.executescript(_SCHEMA)
+                if version == 1:
+                    conn.execute("ALTER TABLE submissions ADD COLUMN idempotency_key TEXT")
+                conn.execute(_KEY_INDEX)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except sqlite3.DatabaseError as e:
             raise StoreError(f"{self.path}: not a usable SQLite database ({e})") from None
@@ -235,10 +249,32 @@ class Store:
         with self._connect() as conn:
             return limit.decide(self._times(conn, submitter_id, limit.since(now)), now)
 
-    def insert_submission(self, new: NewSubmission, limit: RateLimit) -> tuple[int, Decision]:
+    def submission_by_key(self, submitter_id: int, key: str) -> Submission | None:
+        """The submitter's submission stored under idempotency ``key``, or None."""
+        with self._connect() as conn:
+            row = conn.execute(
+                f"SELECT {_SUBMISSION_COLUMNS} FROM submissions s "
+                "JOIN submitters u ON u.id = s.submitter_id "
+                "WHERE s.submitter_id = ? AND s.idempotency_key = ?",
+                (submitter_id, key),
+            ).fetchone()
+        return _submission(row) if row else None
+
+    def insert_submission(self, new: NewSubmission, limit: RateLimit) -> tuple[int, Decision, bool]:
         """Store ``new`` unless the submitter's window is full at ``new.created_at``
-        (then :class:`RateLimited`, nothing written). Returns (id, decision)."""
+        (then :class:`RateLimited`, nothing written). Returns (id, decision,
+        stored): when ``new.idempotency_key`` already names a submission of this
+        submitter, that id comes back with ``stored`` False and nothing is
+        written or counted."""
         with self._write() as conn:
+            if new.idempotency_key is not None:
+                row = conn.execute(
+                    "SELECT id FROM submissions WHERE submitter_id = ? AND idempotency_key = ?",
+                    (new.submitter_id, new.idempotency_key),
+                ).fetchone()
+                if row is not None:
+                    times = self._times(conn, new.submitter_id, limit.since(new.created_at))
+                    return int(row[0]), limit.decide(times, new.created_at), False
             decision = limit.decide(
                 self._times(conn, new.submitter_id, limit.since(new.created_at)), new.created_at
             )
@@ -247,8 +283,8 @@ class Store:
             cur = conn.execute(
                 "INSERT INTO submissions (submitter_id, name, training_data, created, "
                 "created_at, body, body_sha256, body_format, cache_name, n_predictions, "
-                "labels_sha256, scores, graded, status) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "labels_sha256, scores, graded, status, idempotency_key) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     new.submitter_id,
                     new.name,
@@ -264,11 +300,12 @@ class Store:
                     dumps(new.scores),
                     new.created,
                     GRADED,
+                    new.idempotency_key,
                 ),
             )
             sid = cur.lastrowid
         assert sid is not None
-        return sid, decision
+        return sid, decision, True
 
     def submission(self, sid: int) -> Submission | None:
         """One submission (without its body), or None."""
@@ -312,6 +349,17 @@ class Store:
                 "status_detail = ? WHERE id = ?",
                 (dumps(scores), labels_sha256, graded, status, status_detail, sid),
             )
+
+
+def _create_private(path: Path) -> None:
+    """Create ``path`` empty with mode 0600 unless it exists (SQLite then opens it)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    except OSError as e:
+        raise StoreError(f"{path}: cannot create the database ({e.strerror})") from None
+    os.close(fd)
 
 
 def _submission(row: tuple[Any, ...]) -> Submission:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 from collections.abc import Callable
@@ -95,6 +96,9 @@ def test_written_files_and_public_private_split(root: Path) -> None:
     assert manifest["dataset"]["sha256"] == sha256_file(root / DATASET_PATH)
     assert manifest["dataset"]["rows"] == 43
     assert set(load_test_labels(root / LABELS_PATH)) == {r["id"] for r in test_rows}
+    # The private labels are readable by their owner only; the public files by all.
+    assert stat.S_IMODE((root / LABELS_PATH).stat().st_mode) == 0o600
+    assert stat.S_IMODE((root / DATASET_PATH).stat().st_mode) == 0o644
 
 
 def test_manifest_counts_and_shards(root: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 from pathlib import Path
 
 import pytest
@@ -165,6 +166,7 @@ def test_generate_slice_command(tmp_path: Path, capsys: pytest.CaptureFixture[st
         ]
     )
     assert code == 0
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600  # the slice is private
     printed = capsys.readouterr().out
     assert "20 slice rows, none overlapping 32 public rows" in printed
     assert "math 10 (ADVERSARIAL 5, PARA_SAFE 5); tool 10 (ADVERSARIAL 5, PARA_SAFE 5)" in printed
