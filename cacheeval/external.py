@@ -25,6 +25,7 @@ The report carries figures only, never the pairs' text.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -76,6 +77,7 @@ class Entry:
     errors: int
     ref_recall_at_fhr: float | None
     ref_roc_auc: float | None
+    is_reference: bool = False
 
     @property
     def recall_gap(self) -> float | None:
@@ -94,9 +96,10 @@ class Entry:
     @property
     def keeps_reference(self) -> bool | None:
         """recall >= the reference's at the same FHR and ROC-AUC >= the reference's
-        minus :data:`AUC_TOLERANCE` (None when either is undefined)."""
+        minus :data:`AUC_TOLERANCE` (None when either is undefined, and for the
+        reference's own row: its decision threshold need not be its best one)."""
         r, a = self.recall_gap, self.auc_gap
-        if r is None or a is None:
+        if r is None or a is None or self.is_reference:
             return None
         return r >= -1e-12 and a >= -AUC_TOLERANCE - 1e-12
 
@@ -240,7 +243,11 @@ def markdown_table(entries: Sequence[Entry], reference: str) -> list[str]:
                     _f(e.ref_roc_auc),
                     _f(e.recall_gap, signed=True),
                     _f(e.auc_gap, signed=True),
-                    "n/a" if keeps is None else ("yes" if keeps else "**no**"),
+                    "(reference)"
+                    if e.is_reference
+                    else "n/a"
+                    if keeps is None
+                    else ("yes" if keeps else "**no**"),
                 ]
             )
             + " |"
@@ -290,7 +297,9 @@ def grade(
             preds = predict(reference, rows, on_error=on_error)
             ref_scores = scores_by_row(preds, rows)
             report = score_predictions(preds, rows, cache_name=reference_name)
-            ref_entry = entry(s.name, reference_name, report, rows, ref_scores)
+            ref_entry = dataclasses.replace(
+                entry(s.name, reference_name, report, rows, ref_scores), is_reference=True
+            )
         for name, cache in caches.items():
             if progress:
                 progress(f"{s.name}: {name} on {len(rows)} pairs")

@@ -173,7 +173,8 @@ def test_grade_pairs_reference_figures_with_every_cache(tmp_path: Path) -> None:
     # Jaccard: HIT pairs 5/7 and 1.0, the MISS pair 2/9: at FHR 0 it finds both HITs
     assert exact.ref_recall_at_fhr == 1.0 and exact.ref_roc_auc == 1.0
     assert exact.keeps_reference is False
-    assert ref.recall == 1.0 and ref.fhr == 0.0
+    assert ref.recall == 1.0 and ref.fhr == 0.0 and ref.is_reference
+    assert ref.keeps_reference is None  # its own threshold need not be its best
     md = report.to_markdown()
     assert "| q.tsv | 3 (2) | exact |" in md
 
@@ -239,3 +240,15 @@ def test_command_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture
         ]
     )
     assert code == 2 and "cut-offs" in capsys.readouterr().err
+
+
+def test_run_external_reads_every_pair_file_of_a_directory(tmp_path: Path) -> None:
+    from scripts.run_external import pair_sets
+
+    write(tmp_path, "README.md", "# not pairs")
+    write(tmp_path, "q.tsv", QQP)
+    write(tmp_path, "mine.csv", CSV)
+    write(tmp_path, "broken.tsv", "nonsense\tcolumns\n1\t2\n")  # no text columns: skipped
+    sets = pair_sets(tmp_path)
+    assert [s.name for s in sets] == ["mine.csv", "q.tsv"]
+    assert [s.info["format"] for s in sets] == ["csv", "qqp"]
