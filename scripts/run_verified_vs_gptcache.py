@@ -320,9 +320,9 @@ def markdown(data: dict[str, Any]) -> str:
         "units, dates, history, tools, added content), every one under a monotone "
         "constraint: a similarity can only raise P(HIT), a detected difference can only "
         "lower it. With nothing detected the verifier follows the embedding; it can only "
-        "veto. P(HIT) must clear a threshold certified on dev. A refused pair's score never "
-        "falls below 0.99 x threshold x its cosine, so refusals keep the embedding's "
-        "order. GPTCache is "
+        "veto. P(HIT) must clear a threshold certified on dev. A refused pair's score is "
+        "0.99 x threshold x its cosine: the verifier decides what is served, refusals keep "
+        "the embedding's order. GPTCache is "
         "`minilm@0.80` on the real package, fp32 MiniLM "
         "(per-pair isolation, its own decision rule).",
         "",

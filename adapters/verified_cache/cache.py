@@ -18,11 +18,12 @@ decides:
 3. **embedding** (recall gate): the MiniLM (ONNX) cosine of the queries; the
    ``top_k`` stored entries in scope with the highest cosine are candidates, and
    a candidate below the gate threshold is a MISS without further work.
-4. **verifier**: for each candidate, the structured/lexical features of the pair
-   (:mod:`.features`), the embedding cosines (queries, prior turns, differing
-   spans) and the word-piece alignment of the queries (:func:`token_alignment`)
-   go through the LightGBM verifier; the first candidate whose P(HIT) clears the
-   certified threshold is served.
+4. **verifier**: for each candidate, the features of what differs between the
+   pair (:mod:`.features`), the embedding cosines (queries, prior turns, the two
+   sides of a short substitution) and the word-piece alignment of the queries
+   (:func:`token_alignment`) go through the LightGBM verifier (monotone in every
+   feature: it can only veto what the embedding would serve); the first
+   candidate whose P(HIT) clears the certified threshold is served.
 
 ``put`` refuses (stores nothing) a request the policy tier would never serve.
 
@@ -88,10 +89,11 @@ class Entry:
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """What ``lookup`` decided. ``score`` is P(HIT) from the verifier (1.0 for an
-    exact match, 0.0 when the policy refused), for a refused pair never below the
-    embedding floor of :func:`~.model.served_score`; ``cosine`` the best query
-    cosine seen (None when no embedding was computed)."""
+    """What ``lookup`` decided. ``score`` is P(HIT) from the verifier for a served
+    pair (1.0 for an exact match), 0.0 when the policy refused, and for any other
+    refusal the embedding's share of :func:`~.model.served_score` (below the
+    threshold, in the order of the query cosine); ``cosine`` the best query cosine
+    seen (None when no embedding was computed)."""
 
     hit: bool
     answer: str | None

@@ -17,14 +17,17 @@ Two steps:
    ordered dict of floats; :func:`pair_features` concatenates them in the order
    of :data:`FEATURE_NAMES`, the verifier's input vector.
 
-The three embedding cosines (queries, full requests, differing spans) are
-computed by the cache (they need the model) and passed in; this module only
-says which spans differ (:func:`substitution_spans`).
+The embedding cosines (queries, the two sides of a short substitution, prior
+turns) are computed by the cache (they need the model) and passed in; this
+module only says which spans differ (:func:`substitution_spans`).
 
 The rule behind every extractor: if the answer will contain a token from the
 prompt, that token is answer-determining, so the features describe *which
-kinds* of tokens differ (a number, a variable, a direction, a language...) and
-how much the rest of the wording differs.
+kinds* of tokens differ (a number, a variable, a direction, a language...), not
+how the wording looks: lengths, raw overlap counts and word order describe a
+template's style and do not carry over to requests people write. Each feature
+has a direction (:func:`direction`): similarities may only raise P(HIT),
+differences only lower it.
 """
 
 from __future__ import annotations
@@ -2059,7 +2062,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
 )
 
 #: The extractors whose outputs :func:`critical_features` pools: all but the context,
-#: lexical-overlap and pooling ones.
+#: content-difference and pooling ones.
 _CRITICAL_SOURCES: tuple[Extractor, ...] = tuple(
     ex for ex in EXTRACTORS if ex not in (context_features, difference_features, critical_features)
 )

@@ -161,8 +161,8 @@ def max_false_hits(
 
 # --- the served score -----------------------------------------------------------------
 
-#: A refused pair's score never falls below this share of the threshold times its
-#: query cosine (see :func:`served_score`).
+#: A refused pair's score is this share of the threshold times its query cosine
+#: (see :func:`served_score`).
 FLOOR = 0.99
 
 
@@ -170,19 +170,20 @@ def served_score(p: float | None, cosine: float, threshold: float) -> float:
     """The score a cache reports for a pair the verifier gave P(HIT) ``p`` (None:
     it never reached the verifier, e.g. below the recall gate):
 
-        served = max(p, FLOOR * threshold * clip(cosine, 0, 1))
+        served = p                                      if p >= threshold
+                 FLOOR * threshold * clip(cosine, 0, 1)  otherwise
 
-    Because ``FLOOR * threshold * cosine < threshold``, the floor never serves
-    anything (``served >= threshold`` exactly when ``p >= threshold``): a veto
-    still refuses. It only keeps the embedding's order among refused pairs - a
-    vetoed near-duplicate stays above an unrelated pair - so the score ranks as
-    the embedding does wherever the verifier has no evidence.
+    The verifier decides what is served; what it refuses keeps the embedding's
+    order, strictly below every served pair (``FLOOR * threshold * cosine <
+    threshold``): a vetoed near-duplicate stays above an unrelated pair, and the
+    score ranks as the embedding does wherever the verifier does not serve.
 
-    >>> served_score(0.9, 0.5, 0.7), served_score(0.1, 0.8, 0.7) < 0.7
+    >>> served_score(0.9, 0.5, 0.7), served_score(0.65, 0.8, 0.7) == 0.99 * 0.7 * 0.8
     (0.9, True)
     """
-    floor = FLOOR * threshold * min(max(cosine, 0.0), 1.0)
-    return floor if p is None else max(p, floor)
+    if p is not None and p >= threshold:
+        return p
+    return FLOOR * threshold * min(max(cosine, 0.0), 1.0)
 
 
 # --- the operating point ----------------------------------------------------------------
