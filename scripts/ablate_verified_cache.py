@@ -65,7 +65,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "system prompt": ("sys_equal", "sys_present"),
     "tools": ("tools_present", "tools_equal", "tools_jaccard", "tool_intent_diff",
               "tool_needed_changed"),
-    "content equal / added": ("content_equal", "added_content"),
+    "content equal": ("content_equal",),
     "pooled critical count": ("critical_diff",),
 }  # fmt: skip
 

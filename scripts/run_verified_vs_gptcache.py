@@ -99,6 +99,13 @@ def embedding_floor(resources: Resources, queries: Sequence[str]) -> Any:
     return latency_stats(times)
 
 
+def _tier_ratio(t: dict[str, Any], key: str) -> str:
+    """The verifier tier's latency over the embedding floor, as text."""
+    tier = t["tiers"].get("verifier", {}).get(key)
+    base = t["verified"].get("embedding_" + key)
+    return _f(_ratio(tier, base), 2)
+
+
 def _ratio(x: float | None, y: float | None) -> float | None:
     return x / y if x is not None and y else None
 
@@ -317,7 +324,7 @@ def markdown(data: dict[str, Any]) -> str:
         "over the MiniLM similarities of the two requests (queries, word-piece alignment, "
         "the two words of a short substitution, prior turns) and features that say *what* "
         "differs (numbers, operators, variables, names, negation, direction, languages, "
-        "units, dates, history, tools, added content), every one under a monotone "
+        "units, dates, history, tools), every one under a monotone "
         "constraint: a similarity can only raise P(HIT), a detected difference can only "
         "lower it. With nothing detected the verifier follows the embedding; it can only "
         "veto. P(HIT) must clear a threshold certified on dev. A refused pair's score is "
@@ -395,8 +402,10 @@ def markdown(data: dict[str, Any]) -> str:
         f"({data['machine']}); machines of this kind differ 2-3x in speed, so the targets "
         "are ratios to one bare embedding call of the same queries in the same run: get p50 "
         f"= {_f(t['verified'].get('latency_ratio_p50'), 2)}x the embedding's p50, p95 = "
-        f"{_f(t['verified'].get('latency_ratio_p95'), 2)}x its p95. The verifier tier embeds "
-        "the new query "
+        f"{_f(t['verified'].get('latency_ratio_p95'), 2)}x its p95 (the policy tier answers "
+        "without embedding anything; the verifier tier alone - embedding, features, model - "
+        f"is {_tier_ratio(t, 'p50_ms')}x at p50 and {_tier_ratio(t, 'p95_ms')}x at p95). "
+        "The verifier tier embeds the new query "
         f"({data['model']['embedder_version']}, {data['model']['onnx_threads']} intra-op "
         "threads) and, "
         "for differing spans and prior turns, reuses an LRU memo of short texts (spans like "
