@@ -4,7 +4,7 @@ Each scorer embeds every distinct request text once (sorted, so the batches
 are the same on every run) with an embedder from :mod:`adapters.embedders`
 and scores a pair by the dot product of the two L2-normalised vectors, i.e.
 their cosine. The stdlib members and everything else of the calibration live
-in :mod:`cacheeval.build.difficulty`.
+in :mod:`cacheeval.pipeline.similarity`.
 
 Pair scores are cached under ``.cache/difficulty/`` (git-ignored), one file
 per scorer and version, keyed by the sha256 of the pair's canonical JSON: a
@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from cacheeval.build.difficulty import PairScorer, bm25_scorer, lexical_scorers
 from cacheeval.jsonio import dumps, dumps_pretty, sha256_bytes, write_bytes_atomic
+from cacheeval.pipeline.similarity import PairScorer, bm25_scorer, lexical_scorers
 
 from .embedders import REPO_ROOT, get_embedder
 

@@ -12,13 +12,12 @@ The public API::
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
-from .cache import Cache  # noqa: E402
-from .dataset import iter_bench, load_bench  # noqa: E402
-from .harness import evaluate, predict, score  # noqa: E402
-from .report import Report  # noqa: E402
-from .schema import Pair, Request, Verdict  # noqa: E402
+from .cache import Cache
+from .dataset import iter_bench, load_bench
+from .harness import evaluate, predict, score
+from .report import Report
+from .schema import Pair, Request, Verdict
+from .version import __version__ as __version__
 
 __all__ = [
     "Cache",

@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .generators.common import rng
+from .layout import rng
 from .schema import BINARY_LABELS, DOMAINS, POLICY_NO_CACHE
 
 DEFAULT_FOLDS = 5

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from .schema import Pair, Verdict
+from .schema import Pair, Request, Verdict
 
 
 @runtime_checkable
@@ -40,3 +40,50 @@ class Cache(Protocol):
     """
 
     def __call__(self, pair: Pair, /) -> Verdict: ...
+
+
+@runtime_checkable
+class SharedCache(Protocol):
+    """One store shared by many requests, as a production cache runs: ``put``
+    stores a request under an answer id, ``lookup`` retrieves among everything
+    stored (used by ``cacheeval replay``, see :mod:`cacheeval.replay`).
+
+    ``lookup`` returns ``(answer_id, score)``: the id of the entry the cache
+    serves, or None when it serves nothing, and a score (higher = more willing
+    to serve; for a served entry, the score it was served with). Like
+    :class:`Cache`, a shared cache only ever receives
+    :class:`~cacheeval.schema.Request` s and the opaque answer ids the replay
+    gives it: never a row, a label or a domain.
+
+    Optional members, used when present:
+
+    * ``prepare(requests: Sequence[Request]) -> None`` - called once, untimed,
+      with every request of the run (entries and lookups, in no meaningful
+      order) before the first ``put``: load models, embed in batch.
+    * ``nearest(request) -> tuple[str | None, float]`` - the entry the cache
+      would serve if its own threshold were lowered as far as it goes, with
+      its score (untimed; used only for the P-CHR curve of lookups that did
+      not fire; ``(None, 0.0)`` when the cache has no candidate at all).
+    * ``close() -> None`` - called once at the end, always.
+    * ``name: str`` - a default for the report's cache name.
+
+    >>> from cacheeval import Request
+    >>> class Exact:
+    ...     def __init__(self) -> None:
+    ...         self.entries: dict = {}
+    ...     def put(self, request: Request, answer_id: str) -> None:
+    ...         self.entries.setdefault(request.key(), answer_id)
+    ...     def lookup(self, request: Request) -> tuple[str | None, float]:
+    ...         found = self.entries.get(request.key())
+    ...         return found, float(found is not None)
+    >>> cache = Exact()
+    >>> isinstance(cache, SharedCache)
+    True
+    >>> cache.put(Request("What is 2+2?"), "e1")
+    >>> cache.lookup(Request("what is  2+2?")), cache.lookup(Request("What is 3+3?"))
+    (('e1', 1.0), (None, 0.0))
+    """
+
+    def put(self, request: Request, answer_id: str, /) -> None: ...
+
+    def lookup(self, request: Request, /) -> tuple[str | None, float]: ...

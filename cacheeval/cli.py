@@ -11,7 +11,8 @@ import pkgutil
 import sys
 from collections.abc import Sequence
 
-from . import __version__, commands
+from . import commands
+from .version import __version__
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -27,6 +27,9 @@ from .schema import (
 )
 
 ID_PATTERN = re.compile(r"\Acb-([a-z_]+)-([0-9]{4})\Z")
+#: Key of the header object a private slice file starts with (:mod:`cacheeval.slice`);
+#: :func:`iter_bench` skips such a line 1.
+SLICE_HEADER_KEY = "cacheeval_slice"
 
 _STR_FIELDS = ("id", "domain", "query_a", "query_b", "split")
 _OPT_STR_FIELDS = (
@@ -137,7 +140,8 @@ def iter_bench(
     ``split`` and ``domains`` filter (an unknown name is an error, not an empty
     result). ``labels_path`` names the private labels file of the test split;
     its fields are merged into the matching public rows. The whole file is
-    checked for duplicate ids even when filtering.
+    checked for duplicate ids even when filtering. A private slice's header
+    line (:data:`SLICE_HEADER_KEY`) is skipped.
     """
     want_splits = _choice_set("split", split, SPLITS)
     want_domains = _choice_set("domain", domains, DOMAINS)
@@ -145,6 +149,8 @@ def iter_bench(
     seen: dict[str, int] = {}
     spath = str(path)
     for lineno, data in iter_jsonl(path):
+        if lineno == 1 and isinstance(data, dict) and SLICE_HEADER_KEY in data:
+            continue  # a private slice's header (cacheeval.slice)
         if isinstance(data, dict) and labels is not None and data.get("id") in labels:
             data = {**data, **labels[data["id"]]}
         problem = row_problem(data)
@@ -159,6 +165,16 @@ def iter_bench(
         if want_domains is not None and data["domain"] not in want_domains:
             continue
         yield Row.from_dict(data)
+
+
+def read_slice_header(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The header object on line 1 of a private slice file
+    (:mod:`cacheeval.slice`), or None when the file has none."""
+    for lineno, data in iter_jsonl(path):
+        if lineno == 1 and isinstance(data, dict) and SLICE_HEADER_KEY in data:
+            return data
+        return None
+    return None
 
 
 def load_bench(

@@ -27,9 +27,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from . import __version__
 from .jsonio import JsonlError, iter_jsonl, write_jsonl
 from .schema import SCHEMA_VERSION
+from .version import __version__
 
 HEADER_KEY = "cacheeval_predictions"
 

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
-from . import __version__
 from .gitinfo import package_git_info
 from .jsonio import dumps, dumps_pretty
 from .metrics.classification import (
@@ -29,12 +28,14 @@ from .metrics.classification import (
     precision,
     recall,
 )
+from .metrics.curves import Curves, curves, p_hit
 from .metrics.latency import CostStats, LatencyStats, cost_stats, latency_stats
 from .metrics.ranking import DEFAULT_ALPHAS, ThresholdFree, threshold_free
 from .metrics.slices import Slice, slices
 from .metrics.usage import ErrorStats, TierUsage, error_stats, tier_usage
 from .predictions import Prediction
 from .schema import ADVERSARIAL, DIFFICULTIES, DOMAINS, LABELS, SCHEMA_VERSION, Row
+from .version import __version__
 
 REPORT_KEY = "cacheeval_report"
 #: How many missing/extra ids a report lists.
@@ -96,7 +97,8 @@ class IdCheck:
 class Report:
     """Every number of one scored run. ``threshold_free`` is None (and
     ``threshold_free_note`` says why) unless every successful verdict carried
-    a score."""
+    a score. ``curves`` (the threshold sweep and the reliability diagram, for
+    plotting) is None in reports written before it existed."""
 
     provenance: Provenance
     confusion: Confusion
@@ -111,6 +113,7 @@ class Report:
     tiers: tuple[TierUsage, ...]
     errors: ErrorStats
     ids: IdCheck
+    curves: Curves | None = None
 
     # -- serialisation ----------------------------------------------------------
 
@@ -222,6 +225,11 @@ def build_report(
         adversarial_fhr=adversarial.fhr if adversarial else fhr(Confusion(0, 0, 0, 0)),
     )
     tf, note = _threshold_free(y_true, predictions, alphas)
+    run_curves = curves(
+        y_true,
+        [p.score for p in predictions] if tf is not None else [None] * len(predictions),
+        [p_hit(p.is_hit, p.confidence) for p in predictions],
+    )
     return Report(
         provenance=provenance,
         confusion=c,
@@ -243,6 +251,7 @@ def build_report(
         tiers=tier_usage([p.tier_used for p in predictions]),
         errors=error_stats([p.id for p in predictions], [p.error for p in predictions]),
         ids=ids,
+        curves=run_curves,
     )
 
 
@@ -291,12 +300,19 @@ def _decode(tp: Any, value: Any, where: str) -> Any:
         if not isinstance(value, Mapping):
             raise ValueError(f"{where}: expected an object")
         hints = get_type_hints(tp)
-        names = [f.name for f in dataclasses.fields(tp)]
-        missing = [n for n in names if n not in value]
+        fields = dataclasses.fields(tp)
+        names = [f.name for f in fields]
+        # A field with a default may be absent: it was added after files were written.
+        optional = {
+            f.name
+            for f in fields
+            if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        }
+        missing = [n for n in names if n not in value and n not in optional]
         extra = sorted(k for k in value if k not in names)
         if missing or extra:
             raise ValueError(f"{where}: missing keys {missing}, unknown keys {extra}")
-        return tp(**{n: _decode(hints[n], value[n], f"{where}.{n}") for n in names})
+        return tp(**{n: _decode(hints[n], value[n], f"{where}.{n}") for n in names if n in value})
     if origin is tuple:
         if not isinstance(value, list):
             raise ValueError(f"{where}: expected a list")
@@ -351,6 +367,31 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
     return out
+
+
+def _calibration_lines(c: Curves) -> list[str]:
+    lines = ["", "## Calibration", ""]
+    lines.append(
+        "Reliability: rows binned by the predicted P(HIT) (the confidence when the cache"
+        " served, one minus it when it did not) against the observed share of HIT rows."
+    )
+    lines.append("")
+    lines += _table(["ECE"], [[_num(c.ece, 4)]])
+    lines.append("")
+    lines += _table(
+        ["P(HIT) bin", "Rows", "Mean predicted", "Observed HIT share [95% CI]"],
+        [
+            [
+                f"[{b.lo:.1f}, {b.hi:.1f}{']' if b.hi >= 1.0 else ')'}",
+                str(b.n),
+                _num(b.mean_predicted),
+                _est(b.observed),
+            ]
+            for b in c.reliability
+            if b.n
+        ],
+    )
+    return lines
 
 
 def _render_markdown(r: Report) -> str:
@@ -431,6 +472,8 @@ def _render_markdown(r: Report) -> str:
                 for op in tf.operating_points
             ],
         )
+    if r.curves is not None:
+        lines += _calibration_lines(r.curves)
     lines += ["", "## Per domain", ""]
     lines += _table(
         ["Domain", "n", "F1", "FHR", "Precision", "Recall", "Accuracy"],

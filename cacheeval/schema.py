@@ -37,7 +37,8 @@ BINARY_LABELS: tuple[str, ...] = (HIT, MISS)
 
 # --- domains, splits, difficulty ---------------------------------------------
 
-#: The ten domains, in the order of the sampling matrix.
+#: The ten domains, in the order of the sampling matrix (each described, with
+#: its row of the matrix, by :mod:`cacheeval.domains`).
 DOMAINS: tuple[str, ...] = (
     "qa_factual",
     "qa_open",
@@ -50,21 +51,6 @@ DOMAINS: tuple[str, ...] = (
     "multi_turn",
     "multilingual",
 )
-
-#: Target rows per (domain, label), in LABELS order (EQUIV, PARA_SAFE,
-#: RELATED_UNSAFE, ADVERSARIAL, UNRELATED). 2,000 rows in all.
-MATRIX: dict[str, tuple[int, int, int, int, int]] = {
-    "qa_factual": (50, 50, 50, 40, 40),
-    "qa_open": (60, 60, 50, 40, 50),
-    "math": (30, 30, 30, 50, 20),
-    "code": (30, 30, 30, 50, 20),
-    "conversational": (60, 60, 50, 40, 50),
-    "tool": (60, 60, 60, 50, 50),
-    "creative": (40, 40, 40, 30, 30),
-    "personalized": (30, 30, 30, 30, 20),
-    "multi_turn": (30, 30, 50, 40, 30),
-    "multilingual": (30, 20, 30, 40, 30),
-}
 
 SPLITS: tuple[str, ...] = ("train", "dev", "test")
 #: Rows per split once all 2,000 rows exist.

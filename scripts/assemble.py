@@ -1,16 +1,12 @@
 #!/usr/bin/env python3
 """Assemble the domain shards into cachebench.jsonl, the private test labels and
-domains/manifest.json. Same as ``cacheeval build``; see cacheeval/build/assemble.py."""
+domains/manifest.json. Same as ``cacheeval build``; see cacheeval/pipeline/assemble.py."""
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-# Run from a checkout without installing: make the repository importable.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from cacheeval.build.assemble import main  # noqa: E402
+from cacheeval.pipeline.assemble import main
 
 if __name__ == "__main__":
     sys.exit(main())

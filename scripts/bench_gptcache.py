@@ -5,7 +5,7 @@ over the rows (per-pair GPTCache, embedding included) with the per-decision
 p50/p95; the fast path's wall time (batch embedding of every unique text
 included, model load excluded); and the process's peak resident memory.
 
-    python scripts/bench_gptcache.py [--limit N]
+    python -m scripts.bench_gptcache [--limit N]
 """
 
 import argparse
@@ -15,12 +15,11 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from adapters.embedders import get_embedder
+from adapters.gptcache_adapter import GPTCacheAdapter
+from cacheeval.dataset import load_bench
 
-from adapters.embedders import get_embedder  # noqa: E402
-from adapters.gptcache_adapter import GPTCacheAdapter  # noqa: E402
-from cacheeval.dataset import load_bench  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 
 def pct(values: list[float], q: float) -> float:
@@ -44,12 +43,13 @@ def main() -> int:
         print(f"{name}: model load {time.perf_counter() - t0:.1f} s")
     for name in ("minilm", "minilm-onnx"):
         real = GPTCacheAdapter(embedder=name, threshold=args.threshold, path="real")
-        real.prepare(rows[:1])
+        pairs = [r.pair for r in rows]
+        real.prepare(pairs[:1])
         lat = []
         t0 = time.perf_counter()
-        for r in rows:
+        for p in pairs:
             s = time.perf_counter_ns()
-            real(r)
+            real(p)
             lat.append((time.perf_counter_ns() - s) / 1e6)
         wall = time.perf_counter() - t0
         print(
@@ -59,9 +59,10 @@ def main() -> int:
     for name in ("minilm", "minilm-onnx"):
         fast = GPTCacheAdapter(embedder=name, threshold=args.threshold, path="fast")
         t0 = time.perf_counter()
-        fast.prepare(rows)
-        for r in rows:
-            fast(r)
+        pairs = [r.pair for r in rows]
+        fast.prepare(pairs)
+        for p in pairs:
+            fast(p)
         print(f"{name} fast path: {time.perf_counter() - t0:.1f} s (embedding included)")
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak resident memory: {peak_mb:.0f} MB")

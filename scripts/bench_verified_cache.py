@@ -1,6 +1,6 @@
 """Measure the verified cache's decision latency, per tier and overall, in one run.
 
-    python scripts/bench_verified_cache.py [--rows N] [--split test] [--cold-memo]
+    python -m scripts.bench_verified_cache [--rows N] [--split test] [--cold-memo]
 
 For each row (public rows suffice: no label is read) side a is ``put`` into a
 fresh cache (timed separately: the put latency), then ``lookup(side b)`` is timed
@@ -29,16 +29,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a file: import this checkout
-    _ROOT = str(Path(__file__).resolve().parent.parent)
-    if _ROOT not in sys.path:
-        sys.path.insert(0, _ROOT)
-
-from adapters.verified_cache.cache import Resources, VerifiedCache  # noqa: E402
-from adapters.verified_cache.model import MODEL_DIR, Verifier  # noqa: E402
-from cacheeval.dataset import load_bench  # noqa: E402
-from cacheeval.jsonio import JsonlError  # noqa: E402
-from cacheeval.metrics.latency import LatencyStats, latency_stats  # noqa: E402
+from adapters.verified_cache.cache import Resources, VerifiedCache
+from adapters.verified_cache.model import MODEL_DIR, Verifier
+from cacheeval.dataset import load_bench
+from cacheeval.jsonio import JsonlError
+from cacheeval.metrics.latency import LatencyStats, latency_stats
 
 REPO = Path(__file__).resolve().parents[1]
 #: get() latency over one embedding call of the same query, at p50 and p95.
@@ -86,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.bench.is_file():
         print(
-            f"error: {args.bench} not found: run `python scripts/assemble.py` first",
+            f"error: {args.bench} not found: run `python -m scripts.assemble` first",
             file=sys.stderr,
         )
         return 2

@@ -12,8 +12,8 @@ and is recomputed from ``ROOT/domains/*.jsonl`` (assembled exactly as
 the markers is prose and left alone. ``--check`` exits 1 when the card is
 stale instead of rewriting it.
 
-    python scripts/dataset_card.py            # rewrite the tables
-    python scripts/dataset_card.py --check    # CI: is the card up to date?
+    python -m scripts.dataset_card            # rewrite the tables
+    python -m scripts.dataset_card --check    # CI: is the card up to date?
 """
 
 from __future__ import annotations
@@ -27,27 +27,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# Run from a checkout without installing: make the repository importable.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from cacheeval.build.assemble import BuildFailed, build_dir  # noqa: E402
-from cacheeval.build.difficulty import content_key, load_calibration  # noqa: E402
-from cacheeval.build.manifest import TIERS  # noqa: E402
-from cacheeval.generators.common import REPO_ROOT, difficulty_file  # noqa: E402
-from cacheeval.jsonio import write_bytes_atomic  # noqa: E402
-from cacheeval.schema import (  # noqa: E402
+from cacheeval.domains import MATRIX
+from cacheeval.jsonio import write_bytes_atomic
+from cacheeval.layout import REPO_ROOT, difficulty_file
+from cacheeval.pipeline.assemble import build_dir
+from cacheeval.pipeline.checks import BuildFailed
+from cacheeval.pipeline.difficulty import content_key, load_calibration
+from cacheeval.pipeline.manifest import TIERS
+from cacheeval.pipeline.splits import split_stats
+from cacheeval.schema import (
     BINARY_LABELS,
     DIFFICULTIES,
     DOMAINS,
     HIT,
     HIT_LABELS,
     LABELS,
-    MATRIX,
     POLICY_NO_CACHE,
     SPLITS,
     VERIFICATION_METHODS,
 )
-from cacheeval.verify import tier_of  # noqa: E402
+from cacheeval.verify import tier_of
 
 CARD = "DATASET_CARD.md"
 MARKER = re.compile(r"^<!-- dataset-card:([a-z_]+):(begin|end) -->\s*$")
@@ -158,13 +157,24 @@ def balance(data: CardData) -> list[str]:
 
 
 def splits(data: CardData) -> list[str]:
-    """Rows per split, with their binary balance."""
+    """Rows per split, with their binary balance, and how the splits were made
+    (:func:`cacheeval.pipeline.splits.split_stats`)."""
     body: list[list[object]] = []
     for s in SPLITS:
         rows = [r for r in data.rows if r["split"] == s]
         hits = sum(1 for r in rows if r["binary_label"] == HIT)
         body.append([s, len(rows), hits, len(rows) - hits, _pct(hits, len(rows))])
-    return _table(["split", "rows", "HIT", "MISS", "HIT share"], body)
+    stats = split_stats(data.rows)
+    largest = stats["largest_groups"][0]["rows"] if stats["largest_groups"] else 0
+    return [
+        *_table(["split", "rows", "HIT", "MISS", "HIT share"], body),
+        "",
+        f"Splits are assigned by family group (`{stats['algorithm']}`): {stats['groups']} groups"
+        f" of rows that share a template family or a normalised query text, the largest of"
+        f" {largest} rows. {stats['shared_families']} families and {stats['shared_texts']}"
+        " normalised query texts occur in more than one split; the worst domain × label cell"
+        f" is {stats['max_cell_deviation_points']:g} points off its 50/25/25 share.",
+    ]
 
 
 def verification(data: CardData) -> list[str]:
@@ -273,7 +283,7 @@ def update_card(card: Path, data: CardData, *, check: bool = False) -> int:
         print(f"{card}: up to date ({len(data.rows)} rows)")
         return 0
     if check:
-        print(f"{card}: stale; run python scripts/dataset_card.py", file=sys.stderr)
+        print(f"{card}: stale; run python -m scripts.dataset_card", file=sys.stderr)
         return 1
     write_bytes_atomic(card, fresh.encode("utf-8"))
     print(f"{card}: tables regenerated from {len(data.rows)} rows")

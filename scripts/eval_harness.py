@@ -2,7 +2,7 @@
 
 The same command as ``cacheeval eval`` (same options, same code)::
 
-    python scripts/eval_harness.py --bench cachebench.jsonl --baseline exact_match --out r.md
+    python -m scripts.eval_harness --bench cachebench.jsonl --baseline exact_match --out r.md
 
 The library API lives in the package: ``from cacheeval import evaluate,
 load_bench, Verdict, Pair``.
@@ -13,14 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
-if __package__ in (None, ""):  # run as a file: import this checkout's cacheeval
-    _ROOT = str(Path(__file__).resolve().parent.parent)
-    if _ROOT not in sys.path:
-        sys.path.insert(0, _ROOT)
-
-from cacheeval.commands import eval as _eval_command  # noqa: E402
+from cacheeval.commands import eval as _eval_command
 
 __all__ = ["build_parser", "main"]
 

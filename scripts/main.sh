@@ -7,19 +7,31 @@ bash scripts/setup_env.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 py=.venv/bin/python
 
-echo "== dataset: rebuild (also writes the git-ignored private/test_labels.jsonl) and check ==" >&2
-$py scripts/assemble.py
-$py scripts/assemble.py --check
-.venv/bin/cacheeval verify
+# Scripts run as modules of the scripts package (python -m scripts.NAME), from
+# the repository root: nothing edits sys.path.
+echo "== dataset: generate the shards, rebuild (also writes the git-ignored private/test_labels.jsonl) and check ==" >&2
+$py -m cacheeval generate
+$py -m scripts.assemble
+$py -m scripts.assemble --check
+$py -m cacheeval verify
 
 echo "== baselines ==" >&2
-$py scripts/run_baselines.py
+$py -m scripts.run_baselines
 
 echo "== GPTCache (5 configurations + threshold sweep) ==" >&2
-$py scripts/run_gptcache.py
+$py -m scripts.run_gptcache
 
 echo "== verified cache vs GPTCache ==" >&2
-$py scripts/run_verified_vs_gptcache.py
+$py -m scripts.run_verified_vs_gptcache
+
+echo "== test split vs private slice (demo seed): reports/SHIFT.md, reference predictions ==" >&2
+$py -m scripts.run_shift
+
+echo "== shared-cache replay vs pair mode (reports/REPLAY.md) ==" >&2
+$py -m scripts.run_replay
+
+echo "== figures (reports/figures/) ==" >&2
+$py -m scripts.make_figures
 
 # External validity on real, human-labelled pair files kept outside the repository
 # (e.g. CACHEEVAL_EXTERNAL_DIR=../shared/ext): reports/EXTERNAL.md, figures only.

@@ -10,10 +10,10 @@ similarity), writes ``sources/difficulty.json``, regenerates
 DATASET_CARD.md (scripts/dataset_card.py) when the root has one. Nothing is
 written unless the regenerated shards assemble cleanly; a second run writes
 identical bytes.
-See cacheeval/build/difficulty.py.
+See cacheeval/pipeline/recalibrate.py.
 
-    python scripts/recalibrate_difficulty.py                 # this checkout
-    python scripts/recalibrate_difficulty.py --root /tmp/copy --sources-dir sources
+    python -m scripts.recalibrate_difficulty                 # this checkout
+    python -m scripts.recalibrate_difficulty --root /tmp/copy --sources-dir sources
 """
 
 from __future__ import annotations
@@ -24,19 +24,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-# Run from a checkout without installing: make the repository importable.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-# The models are installed as packages; never reach a hub.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
-from cacheeval.build.assemble import BuildFailed  # noqa: E402
-from cacheeval.build.difficulty import (  # noqa: E402
-    DIFFICULTY_PATH,
-    DifficultyFileError,
-    recalibrate,
-)
-from cacheeval.generators.common import REPO_ROOT  # noqa: E402
+from cacheeval.layout import REPO_ROOT
+from cacheeval.pipeline.checks import BuildFailed
+from cacheeval.pipeline.difficulty import DIFFICULTY_PATH, DifficultyFileError
+from cacheeval.pipeline.recalibrate import recalibrate
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -58,6 +49,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--require-all", action="store_true", help="fail unless all ten domain shards exist"
     )
     args = parser.parse_args(argv)
+    # The models are installed as packages; never reach a hub.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
     from adapters.difficulty_scorers import ensemble, held_out
 

@@ -1,20 +1,19 @@
 """Grade the three baselines on every labelled row and write reports/baseline_<name>.{md,json}.
 
 The test split's labels come from the git-ignored private/test_labels.jsonl that
-`python scripts/assemble.py` writes.
+`python -m scripts.assemble` writes.
 """
 
 import argparse
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from cacheeval.baselines import BASELINES, make_baseline
+from cacheeval.dataset import load_bench
+from cacheeval.harness import evaluate
+from cacheeval.jsonio import write_bytes_atomic
 
-from cacheeval.baselines import BASELINES, make_baseline  # noqa: E402
-from cacheeval.dataset import load_bench  # noqa: E402
-from cacheeval.harness import evaluate  # noqa: E402
-from cacheeval.jsonio import write_bytes_atomic  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 
 def main() -> int:
@@ -25,7 +24,7 @@ def main() -> int:
     args = parser.parse_args()
     if not args.labels.exists():
         print(
-            f"error: {args.labels} not found: run `python scripts/assemble.py` first",
+            f"error: {args.labels} not found: run `python -m scripts.assemble` first",
             file=sys.stderr,
         )
         return 2

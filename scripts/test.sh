@@ -17,5 +17,5 @@ if ! { command -v chromium && command -v chromedriver; } >/dev/null 2>&1; then
 fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 echo "== ruff ==" && .venv/bin/ruff check cacheeval scripts adapters tests
-echo "== mypy ==" && .venv/bin/mypy cacheeval adapters
+echo "== mypy ==" && .venv/bin/mypy cacheeval adapters scripts
 echo "== pytest ==" && exec .venv/bin/python -m pytest -q "$@"

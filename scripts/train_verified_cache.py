@@ -1,6 +1,6 @@
 """Train the verified cache's LightGBM verifier and certify its operating point.
 
-    python scripts/train_verified_cache.py                 # from the repository root
+    python -m scripts.train_verified_cache                 # from the repository root
 
 1. Loads every labelled row (``cachebench.jsonl`` + the private test labels written
    by ``scripts/assemble.py``) and computes, once, every decision that needs no
@@ -31,12 +31,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a file: import this checkout
-    _ROOT = str(Path(__file__).resolve().parent.parent)
-    if _ROOT not in sys.path:
-        sys.path.insert(0, _ROOT)
-
-from adapters.verified_cache.adapter import (  # noqa: E402
+from adapters.verified_cache.adapter import (
     PairCase,
     Scored,
     build_cases,
@@ -44,18 +39,18 @@ from adapters.verified_cache.adapter import (  # noqa: E402
     out_of_fold,
     summarize,
 )
-from adapters.verified_cache.cache import DEFAULT_EMBEDDER, Resources  # noqa: E402
-from adapters.verified_cache.model import CONFIDENCE, MAX_FHR, MODEL_DIR  # noqa: E402
-from cacheeval.dataset import load_bench  # noqa: E402
-from cacheeval.jsonio import JsonlError, sha256_file, write_jsonl  # noqa: E402
-from cacheeval.schema import Row  # noqa: E402
+from adapters.verified_cache.cache import DEFAULT_EMBEDDER, Resources
+from adapters.verified_cache.model import CONFIDENCE, MAX_FHR, MODEL_DIR
+from cacheeval.dataset import load_bench
+from cacheeval.jsonio import JsonlError, sha256_file, write_jsonl
+from cacheeval.schema import Row
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def load_labelled(bench: Path, labels: Path) -> list[Row]:
     """Every row with its label; a clear message (no traceback) when files are missing."""
-    for path, hint in ((bench, "run `python scripts/assemble.py`"), (labels, "run assemble")):
+    for path, hint in ((bench, "run `python -m scripts.assemble`"), (labels, "run assemble")):
         if not path.is_file():
             raise SystemExit(f"error: {path} not found: {hint} first (it writes both files)")
     try:

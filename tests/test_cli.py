@@ -245,7 +245,7 @@ def test_score_bad_predictions_file(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 def test_eval_harness_script_writes_complete_report(tmp_path: Path) -> None:
     out = tmp_path / "r.md"
-    done = _run([PY, "scripts/eval_harness.py", "--bench", "tests/fixtures/mini_bench.jsonl",
+    done = _run([PY, "-m", "scripts.eval_harness", "--bench", "tests/fixtures/mini_bench.jsonl",
                  "--baseline", "exact_match", "--out", str(out)])  # fmt: skip
     assert done.returncode == 0, done.stderr
     md = out.read_text(encoding="utf-8")
@@ -258,7 +258,7 @@ def test_eval_harness_script_writes_complete_report(tmp_path: Path) -> None:
 
 
 def test_script_and_cli_share_one_parser(tmp_path: Path) -> None:
-    script = _run([PY, "scripts/eval_harness.py", "--help"])
+    script = _run([PY, "-m", "scripts.eval_harness", "--help"])
     cli = _run([PY, "-m", "cacheeval.cli", "eval", "--help"])
     assert script.returncode == cli.returncode == 0
 
@@ -266,7 +266,7 @@ def test_script_and_cli_share_one_parser(tmp_path: Path) -> None:
         return text[text.index("options:") :]
 
     assert options(script.stdout) == options(cli.stdout)
-    bad = _run([PY, "scripts/eval_harness.py", "--bench", "x.jsonl"])
+    bad = _run([PY, "-m", "scripts.eval_harness", "--bench", "x.jsonl"])
     assert bad.returncode == 2 and "required" in bad.stderr
 
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from cacheeval.build.difficulty import FORMAT, content_key
 from cacheeval.jsonio import dumps_pretty
+from cacheeval.pipeline.difficulty import FORMAT, content_key
 from scripts import dataset_card as dc
 
-from .build.synthetic import SMALL_MATRIX, write_shards
+from .pipeline.synthetic import SMALL_MATRIX, write_shards
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -92,13 +92,22 @@ def test_tables_on_synthetic_shards_by_hand(data: dc.CardData) -> None:
         "15 rows are `policy_no_cache`; 6 of them are EQUIV or PARA_SAFE pairs that the policy "
         "turns from HIT into MISS.",
     ]
-    splits = _section(out, "splits")[2:]
+    section = _section(out, "splits")
+    splits = section[2:5]
     assert [row.split(" | ")[:2] for row in splits] == [
-        ["| train", "21"],
-        ["| dev", "11"],
-        ["| test", "11"],
+        ["| train", "19"],
+        ["| dev", "14"],
+        ["| test", "10"],
     ]
     assert sum(int(r.split(" | ")[2]) for r in splits) == 11  # HIT rows over the splits
+    # 43 rows in 9 synthetic families of at most 5 rows, packed whole.
+    assert section[5:] == [
+        "",
+        "Splits are assigned by family group (`family-group-pack/1`): 9 groups of rows that"
+        " share a template family or a normalised query text, the largest of 5 rows. 0 families"
+        " and 0 normalised query texts occur in more than one split; the worst domain × label"
+        " cell is 50 points off its 50/25/25 share.",
+    ]
     verification = _section(out, "verification")
     assert "| deterministic | 43 | 100.0% |" in verification
     assert "| rubric | 0 | 0.0% |" in verification
@@ -184,5 +193,5 @@ def test_the_committed_card_is_current() -> None:
         pytest.skip("no DATASET_CARD.md or shards in this checkout")
     text = card.read_text(encoding="utf-8")
     assert dc.render(text, dc.load_card_data(REPO)) == text, (
-        "DATASET_CARD.md is stale: run `python scripts/dataset_card.py` and commit it"
+        "DATASET_CARD.md is stale: run `python -m scripts.dataset_card` and commit it"
     )

@@ -37,6 +37,7 @@ HAND_CHECKED: dict[str, str] = {
     "delta_op": "test_metrics_ranking::test_hand_computed_six_rows",
     "delta_cal": "test_metrics_ranking::test_hand_computed_six_rows",
     "best_operating_point": "test_metrics_ranking::test_best_operating_points_hand_computed",
+    "ece": "test_curves::test_reliability_and_ece_hand_computed",
     "latency_mean_ms": "test_metrics::test_latency_stats",
     "latency_p50_ms": "test_metrics::test_percentile_nearest_rank",
     "latency_p95_ms": "test_metrics::test_percentile_nearest_rank",

@@ -6,12 +6,12 @@ import math
 
 import pytest
 
+from cacheeval.domains import MATRIX
 from cacheeval.schema import (
     BINARY_LABELS,
     DOMAINS,
     HIDDEN_TEST_FIELDS,
     LABELS,
-    MATRIX,
     ROW_FIELDS,
     SPLIT_SIZES,
     Row,

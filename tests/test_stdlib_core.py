@@ -23,6 +23,15 @@ CORE = [
     "cacheeval.commands.eval",
     "cacheeval.commands.score",
     "cacheeval.commands.predict",
+    "cacheeval.replay",
+    "cacheeval.replay_report",
+    "cacheeval.shared_baselines",
+    "cacheeval.metrics.replay",
+    "cacheeval.metrics.curves",
+    "cacheeval.plotdata",
+    "cacheeval.plot",  # matplotlib only when a figure is drawn
+    "cacheeval.commands.replay",
+    "cacheeval.commands.plot",
     "scripts.eval_harness",
 ]
 

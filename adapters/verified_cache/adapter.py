@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cacheeval.generators.common import stable_seed
+from cacheeval.layout import stable_seed
 from cacheeval.schema import Pair, Request, Row, Verdict
 
 from .cache import (

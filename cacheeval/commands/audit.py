@@ -14,7 +14,7 @@ HELP = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..generators.common import DOMAINS_DIR
+    from ..layout import DOMAINS_DIR
     from ..schema import DOMAINS
 
     parser.add_argument(
@@ -43,8 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..audit import audit_rows, format_audit
-    from ..build.shards import read_shards
     from ..jsonio import JsonlError
+    from ..pipeline.shards import read_shards
 
     if args.folds < 2:
         print(f"audit: --folds must be >= 2, got {args.folds}", file=sys.stderr)

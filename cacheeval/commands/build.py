@@ -1,4 +1,4 @@
-"""``cacheeval build``: assemble the domain shards (see :mod:`cacheeval.build.assemble`)."""
+"""``cacheeval build``: assemble the domain shards (see :mod:`cacheeval.pipeline.assemble`)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ HELP = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..build import assemble  # light: jsonschema is imported only when validating
+    from ..pipeline import assemble  # light: jsonschema is imported only when validating
 
     assemble.add_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..build import assemble
+    from ..pipeline import assemble
 
     return assemble.run(args)

@@ -1,10 +1,12 @@
-"""``cacheeval generate-slice``: draw the private slice of fresh, verified
-ADVERSARIAL / PARA_SAFE rows with a secret seed (see :mod:`cacheeval.slice`).
+"""``cacheeval generate-slice``: draw the private slice from the held-out pools
+of all ten domains with a secret seed (see :mod:`cacheeval.slice`).
 
-The output is a labelled benchmark file (split ``test``, ids
-``cb-<domain>-9NNN``) that ``cacheeval eval --bench`` grades directly. Keep it
-and the seed private (``private/`` is git-ignored). Exit 0 on success, 2 on a
-usage or data error (one line on stderr), never a traceback.
+The output starts with a header line (seed commitment, counts, and with
+``--against`` the cache it was selected against and its error rate), then
+labelled rows (split ``test``, ids ``cb-<domain>-9NNN``) that
+``cacheeval eval --bench`` grades directly. Keep it and the seed private
+(``private/`` is git-ignored). Exit 0 on success, 2 on a usage or data error
+(one line on stderr), never a traceback.
 """
 
 from __future__ import annotations
@@ -13,10 +15,10 @@ import argparse
 import sys
 from pathlib import Path
 
-NAME = "generate-slice"
-HELP = "Draw fresh ADVERSARIAL/PARA_SAFE rows with a secret seed, unseen by the public set."
+from ..schema import DOMAINS
 
-_SLICE_DOMAINS = ("math", "tool")  # mirrors cacheeval.slice.SLICE_DOMAINS (kept import-free)
+NAME = "generate-slice"
+HELP = "Draw the private slice from the held-out pools of every domain with a secret seed."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,56 +28,112 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECRET",
         help="secret seed string; the same seed and options give the same slice",
     )
-    parser.add_argument("--size", type=int, default=50, help="rows to draw (default: 50)")
+    parser.add_argument(
+        "--per-domain",
+        type=int,
+        default=40,
+        metavar="N",
+        help="rows per domain, in the label mix of the matrix (default: 40)",
+    )
     parser.add_argument("--out", required=True, type=Path, help="slice JSONL to write")
     parser.add_argument(
         "--public",
         action="append",
         type=Path,
-        metavar="BENCH",
-        help="public benchmark file(s) the slice must not overlap "
-        "(repeatable; default: cachebench.jsonl)",
+        metavar="FILE",
+        help="public benchmark or shard file(s) whose texts the slice must not contain "
+        "(repeatable; default: every domains/*.jsonl shard of this checkout)",
     )
     parser.add_argument(
         "--domain",
         dest="domains",
         action="append",
-        choices=_SLICE_DOMAINS,
+        choices=DOMAINS,
         metavar="D",
-        help=f"only these domains (repeatable; default: {', '.join(_SLICE_DOMAINS)})",
+        help="only these domains (repeatable; default: all ten)",
     )
     parser.add_argument(
-        "--sources-dir",
+        "--pool-dir",
         type=Path,
         default=None,
-        help="fixture directory the templates read (default: sources/ of this checkout)",
+        help="held-out fixture directory (default: sources/heldout of this checkout)",
     )
+    parser.add_argument(
+        "--against",
+        metavar="MODULE[:CLASS]",
+        default=None,
+        help="keep, within each label quota, the candidates this cache gets wrong first "
+        "(a dotted module or a .py file; CLASS is instantiated with --cache-arg)",
+    )
+    parser.add_argument(
+        "--cache-arg",
+        dest="cache_args",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="constructor argument of the --against class (repeatable; VALUE is JSON or text)",
+    )
+
+
+def _public_files(args: argparse.Namespace) -> list[Path]:
+    from ..layout import DOMAINS_DIR
+    from ..slice import SliceError
+
+    if args.public:
+        files: list[Path] = list(args.public)
+    else:
+        files = sorted(DOMAINS_DIR.glob("*.jsonl"))
+        if not files:
+            raise SliceError(f"{DOMAINS_DIR}: no shards; name the public set with --public")
+    for p in files:
+        if not p.is_file():
+            raise SliceError(f"{p}: no such file")
+    return files
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..generators.common import SOURCES_DIR
+    from ..harness import CacheLoadError, load_cache
+    from ..heldout import HELDOUT_DIR
     from ..jsonio import PRIVATE_MODE, sha256_file, write_jsonl
-    from ..slice import SLICE_DOMAINS, SliceError, generate_slice, load_public_texts, summary
+    from ..slice import (
+        SliceError,
+        generate_adversarial_slice,
+        generate_slice,
+        header,
+        load_public_texts,
+        summary,
+    )
+    from .eval import UsageError, parse_cache_args
 
     prog = f"cacheeval {NAME}"
-    publics: list[Path] = args.public or [Path("cachebench.jsonl")]
+    pool_dir = args.pool_dir or HELDOUT_DIR
+    domains = args.domains or DOMAINS
+    against = None
     try:
-        for p in publics:
-            if not p.is_file():
-                raise SliceError(
-                    f"{p}: no such file (build the public set with scripts/assemble.py "
-                    "or name it with --public)"
-                )
-        texts, n_public = load_public_texts(publics)
-        rows = generate_slice(
-            args.seed,
-            args.size,
-            texts,
-            domains=args.domains or SLICE_DOMAINS,
-            sources_dir=args.sources_dir or SOURCES_DIR,
+        if args.cache_args and not args.against:
+            raise UsageError("--cache-arg applies to --against")
+        texts, n_public = load_public_texts(_public_files(args))
+        if args.against:
+            module, _, cls = args.against.partition(":")
+            cache = load_cache(module, cls or None, parse_cache_args(args.cache_args))
+            rows, against = generate_adversarial_slice(
+                args.seed,
+                texts,
+                cache,
+                module=args.against,
+                per_domain=args.per_domain,
+                domains=domains,
+                heldout_dir=pool_dir,
+            )
+        else:
+            rows = generate_slice(
+                args.seed, texts, per_domain=args.per_domain, domains=domains, heldout_dir=pool_dir
+            )
+        head = header(
+            args.seed, rows, per_domain=args.per_domain, heldout_dir=pool_dir, against=against
         )
-        write_jsonl(args.out, rows, mode=PRIVATE_MODE)  # the slice is private: 0600
-    except SliceError as e:
+        write_jsonl(args.out, [head, *rows], mode=PRIVATE_MODE)  # the slice is private: 0600
+    except (SliceError, UsageError, CacheLoadError) as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
     except ValueError as e:  # JsonlError from a public file: path:LINE: ...
@@ -84,8 +142,16 @@ def run(args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"{prog}: error: {e.filename}: {e.strerror}", file=sys.stderr)
         return 2
+    tail = ""
+    if against is not None:
+        tail = (
+            f"; against {against.cache} {against.version}: wrong on "
+            f"{against.n_kept_wrong}/{against.n_kept} kept rows "
+            f"({against.error_rate:.1%}; {against.n_candidates_wrong}/{against.n_candidates} "
+            "candidates)"
+        )
     print(
-        f"{len(rows)} slice rows, none overlapping {n_public} public rows, every row "
-        f"verified: {summary(rows)} -> {args.out} (sha256 {sha256_file(args.out)})"
+        f"{len(rows)} slice rows, no text shared with {n_public} public rows, every row "
+        f"verified: {summary(rows)}{tail} -> {args.out} (sha256 {sha256_file(args.out)})"
     )
     return 0

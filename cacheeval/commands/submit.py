@@ -1,5 +1,5 @@
 """``cacheeval submit``: upload a predictions file to a grading server and print
-the aggregate scores it returns. Standard library only (urllib).
+the feedback it returns (the Ladder's level answer). Standard library only (urllib).
 
 The file's bytes are sent unchanged as the request body (the server stores
 exactly them and their sha256); ``--name`` and ``--training-data`` travel as
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 NAME = "submit"
-HELP = "Upload a predictions file to a CacheEval grading server and print the scores."
+HELP = "Upload a predictions file to a CacheEval grading server and print its feedback."
 
 _PROG = f"cacheeval {NAME}"
 TIMEOUT_S = 120.0
@@ -41,32 +41,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the server's JSON answer")
 
 
-def _fmt(e: dict[str, Any] | None) -> str:
-    if not e or e.get("value") is None:
-        return "n/a"
-    return f"{e['value']:.3f} [{e['ci_low']:.3f}, {e['ci_high']:.3f}]"
-
-
 def render(answer: dict[str, Any], server: str) -> str:
-    """The human summary of an accepted submission."""
-    s = answer["scores"]
-    h = s["headline"]
+    """The human summary of an accepted submission: the Ladder's answer."""
+    fb = answer["feedback"]
     lines = [
         f"submission #{answer['id']} {answer['name']!r} by {answer['submitter']}: "
-        f"{s['n_rows']} test rows graded",
-        f"  FHR              {_fmt(h['fhr'])}",
-        f"  ADVERSARIAL-FHR  {_fmt(h['adversarial_fhr'])}",
-        f"  F1               {_fmt(h['f1'])}",
-        f"  precision        {_fmt(h['precision'])}",
-        f"  recall           {_fmt(h['recall'])}",
-        f"  accuracy         {_fmt(h['accuracy'])}",
-        "  per domain (FHR / F1):",
+        f"{fb['n_rows']} test rows graded (level on a fixed half of {fb['n_public_rows']} rows)",
     ]
-    for d in s["per_domain"]:
-        lines.append(f"    {d['domain']:<15} n={d['n']:<4} {_fmt(d['fhr'])}  /  {_fmt(d['f1'])}")
-    lines.append("  per label (FHR):")
-    for lab in s["per_label"]:
-        lines.append(f"    {lab['label']:<15} n={lab['n']:<4} {_fmt(lab['fhr'])}")
+    if fb["released"]:
+        lines.append(f"  level: {fb['level']['name']} (your best so far)")
+    else:
+        best = fb["best_level"]["name"] if fb["best_level"] else "none"
+        lines.append(f"  not above your best level so far ({best})")
+    lines.append(f"  this is your submission number {fb['submission_number']}")
+    lat = fb.get("latency_ms") or {}
+    if lat.get("p95") is not None:
+        lines.append(f"  latency you reported: p50 {lat['p50']:.2f} ms, p95 {lat['p95']:.2f} ms")
     lines.append(f"  upload sha256 {answer['sha256']}")
     lines.append(f"  page {server.rstrip('/')}{answer['url']}")
     return "\n".join(lines)

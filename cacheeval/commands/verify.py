@@ -16,7 +16,7 @@ HELP = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..generators.common import DOMAINS_DIR
+    from ..layout import DOMAINS_DIR
     from ..schema import DOMAINS
 
     parser.add_argument(
@@ -43,9 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from concurrent.futures.process import BrokenProcessPool
 
-    from ..build.shards import read_shards, to_row
     from ..dataset import row_problem
     from ..jsonio import JsonlError
+    from ..pipeline.shards import read_shards, to_row
     from ..schema import Row
     from ..verify.engine import format_report, problems, terminal_progress, verify_rows
 

@@ -30,22 +30,22 @@ The expected answers are the tasks' answers and the verification payload
 
 Python sides always carry their tests so the checker can confirm each answer
 against its own query. Every fixture problem is reported as ``path:LINE: what``.
-Rows are shuffled with a fixed seed before numbering, so ids do not cluster by
-family.
+Rows are shuffled with a fixed seed (the pipeline numbers them in that
+order), so ids do not cluster by family.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..schema import LABELS, MATRIX
+from ..layout import rng
+from ..schema import LABELS
 from ..verify.code import LANGUAGES, accepts, detect_language, extract_code
-from .common import make_row, number_rows, rng, source_ref
+from .common import DraftRow, FixtureError, fixture_files, fixture_source, read_fixture_json
 
 DOMAIN = "code"
 CONSTRUCTION_METHODS: tuple[str, ...] = (
@@ -56,10 +56,6 @@ CONSTRUCTION_METHODS: tuple[str, ...] = (
 )
 _ROW_KEYS = frozenset({"label", "subcategory", "a", "b", "construction", "rationale", "grounding"})
 _SUBCATEGORY = re.compile(r"^[a-z][a-z0-9_]*$")
-
-
-class FixtureError(ValueError):
-    """A problem in a hand-written fixture; the message starts ``path:LINE:``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +70,7 @@ class Task:
 
 
 @dataclass(frozen=True, slots=True)
-class Request:
+class CodeQuery:
     """One query and the task answering it; ``lang`` is the language it asks for."""
 
     key: str
@@ -106,14 +102,7 @@ class _Fixture:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        try:
-            self.text = path.read_text(encoding="utf-8")
-        except OSError as e:
-            raise FixtureError(f"{path}:1: cannot read fixture ({e.strerror})") from None
-        try:
-            self.data = json.loads(self.text)
-        except json.JSONDecodeError as e:
-            raise FixtureError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+        self.data, self.text = read_fixture_json(path)
 
     def line_of(self, key: str, start: int = 1) -> int:
         """Line of the first ``"key"`` at or after line ``start`` (``start`` when absent)."""
@@ -177,7 +166,7 @@ def _load_tasks(fx: _Fixture, tasks: dict[str, Task]) -> None:
 
 
 def _load_families(
-    fx: _Fixture, tasks: dict[str, Task], requests: dict[str, Request], specs: list[RowSpec]
+    fx: _Fixture, tasks: dict[str, Task], requests: dict[str, CodeQuery], specs: list[RowSpec]
 ) -> None:
     raw = fx.data.get("families")
     if not isinstance(raw, list):
@@ -210,7 +199,7 @@ def _load_families(
                 raise fx.error(
                     rline, f"request {rkey!r} asks for {lang!r}, its task is {tasks[task].lang}"
                 )
-            requests[rkey] = Request(rkey, key, fx.path, text, task, lang)
+            requests[rkey] = CodeQuery(rkey, key, fx.path, text, task, lang)
         rows = fam.get("rows")
         if not isinstance(rows, list) or not rows:
             raise fx.error(fline, f"family {key!r} needs a non-empty 'rows' list")
@@ -252,21 +241,18 @@ def _load_families(
 
 
 def load_fixtures(
-    sources_dir: Path,
-) -> tuple[dict[str, Task], dict[str, Request], list[RowSpec]]:
-    """Read every ``sources_dir/code/*.json``: tasks first (a request may use a
-    task of any file), then families."""
-    files = sorted((sources_dir / DOMAIN).glob("*.json"))
-    if not files:
-        raise FixtureError(f"{sources_dir / DOMAIN}:1: no *.json fixtures found")
-    fixtures = [_Fixture(p) for p in files]
+    fixture_dir: Path,
+) -> tuple[dict[str, Task], dict[str, CodeQuery], list[RowSpec]]:
+    """Read every ``fixture_dir/*.json`` (``sources/code/``): tasks first (a
+    request may use a task of any file), then families."""
+    fixtures = [_Fixture(p) for p in fixture_files(fixture_dir)]
     for fx in fixtures:
         if not isinstance(fx.data, dict):
             raise fx.error(1, "a fixture must be a JSON object with 'tasks' and 'families'")
     tasks: dict[str, Task] = {}
     for fx in fixtures:
         _load_tasks(fx, tasks)
-    requests: dict[str, Request] = {}
+    requests: dict[str, CodeQuery] = {}
     specs: list[RowSpec] = []
     for fx in fixtures:
         _load_families(fx, tasks, requests, specs)
@@ -274,7 +260,7 @@ def load_fixtures(
 
 
 def build_verification(
-    req_a: Request, req_b: Request, task_a: Task, task_b: Task
+    req_a: CodeQuery, req_b: CodeQuery, task_a: Task, task_b: Task
 ) -> tuple[str, dict[str, Any]]:
     """``(verification_method, verification_payload)`` for a pair (see module doc)."""
     if not accepts(req_b.lang, task_a.lang):
@@ -301,13 +287,14 @@ def build_verification(
     return ("pytest_sandbox" if mode == "tests" else "ast_diff"), payload
 
 
-def generate(sources_dir: Path) -> list[dict[str, Any]]:
-    """The code shard: every authored row, checked, shuffled with a fixed seed, numbered.
+def generate(fixture_dir: Path) -> list[DraftRow]:
+    """The code rows of ``fixture_dir``: every authored row, checked, shuffled
+    with a fixed seed.
 
     All fixture checks (unknown requests, identical sides, repeated pairs or
-    rationales, label counts against MATRIX) run before any row is built.
+    rationales) run before any row is built.
     """
-    tasks, requests, specs = load_fixtures(sources_dir)
+    tasks, requests, specs = load_fixtures(fixture_dir)
     seen_pairs: dict[frozenset[str], str] = {}
     seen_rationales: dict[str, str] = {}
     for s in specs:
@@ -325,22 +312,14 @@ def generate(sources_dir: Path) -> list[dict[str, Any]]:
         if s.rationale in seen_rationales:
             raise FixtureError(f"{at}: rationale repeats the one at {seen_rationales[s.rationale]}")
         seen_rationales[s.rationale] = at
-    counts = Counter(s.label for s in specs)
-    want = dict(zip(LABELS, MATRIX[DOMAIN], strict=True))
-    got = {label: counts.get(label, 0) for label in LABELS}
-    if got != want:
-        raise FixtureError(
-            f"{sources_dir / DOMAIN}:1: label counts {got} differ from MATRIX {want}"
-        )
 
-    rows: list[dict[str, Any]] = []
+    rows: list[DraftRow] = []
     for s in specs:
         req_a, req_b = requests[s.a], requests[s.b]
         task_a, task_b = tasks[req_a.task], tasks[req_b.task]
         method, payload = build_verification(req_a, req_b, task_a, task_b)
         rows.append(
-            make_row(
-                id=f"cb-{DOMAIN}-0000",
+            DraftRow(
                 domain=DOMAIN,
                 subcategory=s.subcategory,
                 label=s.label,
@@ -352,9 +331,9 @@ def generate(sources_dir: Path) -> list[dict[str, Any]]:
                 verification_method=method,
                 verification_payload=payload,
                 construction_method=s.construction,
-                source=source_ref(s.path, s.family),
+                source=fixture_source(s.path, s.family),
                 real_world_grounding=s.grounding,
             )
         )
     rng(DOMAIN, "row-order").shuffle(rows)
-    return number_rows(DOMAIN, rows)
+    return rows

@@ -1,78 +1,92 @@
-"""Helpers every domain generator uses: row construction in file order, stable
-seeds, the provisional difficulty rule, and the shard-writing entry point."""
+"""What every domain generator shares: the one fixture error, the typed row a
+generator returns (:class:`DraftRow`), and the provisional difficulty rule.
+
+A generator returns drafts in file order: every shard field but ``id`` and
+``difficulty``, which the pipeline assigns when it numbers the rows
+(:func:`cacheeval.pipeline.generate.number_rows`: ids in list order, the
+calibrated difficulty where ``sources/difficulty.json`` has one, else
+:func:`provisional_difficulty`). ``binary_label`` is derived from the label and
+the verification method, never written by hand.
+"""
 
 from __future__ import annotations
 
-import argparse
-import hashlib
 import json
-import random
 import re
-import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..jsonio import write_jsonl
-from ..schema import HIT, ROW_FIELDS, Request, derive_binary_label
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SOURCES_DIR = REPO_ROOT / "sources"
-DOMAINS_DIR = REPO_ROOT / "domains"
+from ..layout import source_ref
+from ..schema import HIT, ROW_FIELDS, Request, Row, derive_binary_label
 
 #: Shard rows hold every row field but ``split``, which assemble assigns.
 SHARD_FIELDS: tuple[str, ...] = tuple(f for f in ROW_FIELDS if f != "split")
 
-#: The calibrated difficulty of every row (written by
-#: ``scripts/recalibrate_difficulty.py``); :func:`number_rows` applies it.
-DIFFICULTY_FILE = SOURCES_DIR / "difficulty.json"
 
-# Lets the recalibration (and tests) point number_rows at another calibration
-# file without changing the generators' signatures; None means DIFFICULTY_FILE.
-_difficulty_file: ContextVar[Path | None] = ContextVar("difficulty_file", default=None)
+class FixtureError(ValueError):
+    """A problem in a hand-written fixture. The message starts ``path:LINE:``
+    when the line is known; :meth:`at` also keeps ``path`` and ``line``."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Path | None = None,
+        line: int | None = None,
+        reason: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.line = line
+        self.reason = reason if reason is not None else message
+
+    @classmethod
+    def at(cls, path: Path, line: int, message: str) -> FixtureError:
+        """``path:LINE: message``, keeping ``path``, ``line`` and ``reason``."""
+        return cls(f"{path}:{line}: {message}", path=path, line=line, reason=message)
 
 
-def difficulty_file() -> Path:
-    """The calibration file in effect: :data:`DIFFICULTY_FILE` unless overridden
-    by :func:`using_difficulty_file`."""
-    return _difficulty_file.get() or DIFFICULTY_FILE
+def fixture_files(fixture_dir: Path) -> list[Path]:
+    """The ``*.json`` fixtures of a domain directory, in name order; a
+    :class:`FixtureError` when there is none."""
+    paths = sorted(Path(fixture_dir).glob("*.json"))
+    if not paths:
+        raise FixtureError(f"{fixture_dir}: no *.json fixtures found", path=Path(fixture_dir))
+    return paths
 
 
-@contextmanager
-def using_difficulty_file(path: Path) -> Iterator[None]:
-    """Within the block, :func:`number_rows` and the manifest read the calibration
-    from ``path`` (a missing file means: no calibration, provisional difficulty)."""
-    token = _difficulty_file.set(Path(path))
+def fixture_source(path: Path, item: str) -> str:
+    """The ``source`` of the rows of fixture item ``item`` in ``path``:
+    :func:`~cacheeval.layout.source_ref` for a fixture in the repository; for one
+    elsewhere (tests, ``--sources-dir``) the same ``sources/<domain>/<file>#item``
+    shape, so the rows still name their family."""
     try:
-        yield
-    finally:
-        _difficulty_file.reset(token)
+        return source_ref(path, item)
+    except ValueError:
+        return f"sources/{path.parent.name}/{path.name}#{item}"
 
 
-def stable_seed(*parts: str | int) -> int:
-    """A 64-bit seed from strings, identical in every process (unlike ``hash()``)."""
-    digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big")
+def read_fixture_json(path: Path, shown: str | None = None) -> tuple[Any, str]:
+    """A hand-written JSON fixture: (decoded data, raw text, for locating lines).
 
-
-def rng(*parts: str | int) -> random.Random:
-    """A ``random.Random`` seeded from :func:`stable_seed`."""
-    return random.Random(stable_seed(*parts))
-
-
-def load_source(path: Path) -> Any:
-    """Read a hand-written JSON fixture."""
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
-
-
-def source_ref(path: Path, item: str | None = None) -> str:
-    """The ``source`` field: the fixture's repo-relative path, plus ``#item`` naming
-    the authored item a row came from (rows from one item form one family)."""
-    rel = path.resolve().relative_to(REPO_ROOT).as_posix()
-    return f"{rel}#{item}" if item else rel
+    A file that cannot be read or decoded, or is not JSON, is a
+    :class:`FixtureError` ``path:LINE: ...`` (``shown`` replaces the path in
+    the message).
+    """
+    where = shown if shown is not None else str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise FixtureError(f"{where}:1: cannot read fixture ({e})", path=path, line=1) from None
+    try:
+        return json.loads(text), text
+    except json.JSONDecodeError as e:
+        message = f"not valid JSON ({e.msg} at column {e.colno})"
+        raise FixtureError(
+            f"{where}:{e.lineno}: {message}", path=path, line=e.lineno, reason=message
+        ) from None
 
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -85,7 +99,8 @@ def _tokens(text: str) -> set[str]:
 def request_text(
     query: str, context: Sequence[dict[str, str]] | None, system_prompt: str | None
 ) -> str:
-    """The whole request as one string (:meth:`Request.text` of a row's side)."""
+    """One side of a pair as one string: :meth:`Request.text` (system prompt,
+    prior turns and query joined by newlines)."""
     return Request(query, tuple(context) if context else None, system_prompt).text()
 
 
@@ -94,7 +109,13 @@ def provisional_difficulty(text_a: str, text_b: str, binary_label: str) -> str:
 
     A HIT pair is hard when the sides share few tokens (a cache must see past
     wording); a MISS pair is hard when they share many (a cache must see the
-    small difference). Replaced later by the calibrated ensemble difficulty.
+    small difference). Replaced by the calibrated ensemble difficulty wherever
+    the calibration file has the row.
+
+    >>> provisional_difficulty("What is 2+2?", "what is 2 + 2", "HIT")
+    'easy'
+    >>> provisional_difficulty("Capital of France?", "Capital of Spain?", "MISS")
+    'medium'
     """
     ta, tb = _tokens(text_a), _tokens(text_b)
     j = len(ta & tb) / len(ta | tb) if ta | tb else 1.0
@@ -103,104 +124,84 @@ def provisional_difficulty(text_a: str, text_b: str, binary_label: str) -> str:
     return "hard" if j >= 0.7 else "medium" if j >= 0.4 else "easy"
 
 
-def make_row(
-    *,
-    id: str,
-    domain: str,
-    subcategory: str,
-    label: str,
-    query_a: str,
-    query_b: str,
-    expected_answer_a: str | None,
-    expected_answer_b: str | None,
-    rationale: str,
-    verification_method: str,
-    verification_payload: dict[str, Any],
-    construction_method: str,
-    source: str,
-    real_world_grounding: str,
-    context_a: list[dict[str, str]] | None = None,
-    context_b: list[dict[str, str]] | None = None,
-    system_prompt_a: str | None = None,
-    system_prompt_b: str | None = None,
-    tools_a: list[dict[str, Any]] | None = None,
-    tools_b: list[dict[str, Any]] | None = None,
-    difficulty: str | None = None,
-) -> dict[str, Any]:
-    """One shard row as a dict in file key order. ``binary_label`` is derived
-    from label + method; ``difficulty`` defaults to the provisional rule."""
-    binary = derive_binary_label(label, verification_method)
-    if difficulty is None:
-        difficulty = provisional_difficulty(
-            request_text(query_a, context_a, system_prompt_a),
-            request_text(query_b, context_b, system_prompt_b),
-            binary,
-        )
-    values = {
-        "id": id,
-        "domain": domain,
-        "subcategory": subcategory,
-        "label": label,
-        "binary_label": binary,
-        "difficulty": difficulty,
-        "query_a": query_a,
-        "query_b": query_b,
-        "context_a": context_a,
-        "context_b": context_b,
-        "system_prompt_a": system_prompt_a,
-        "system_prompt_b": system_prompt_b,
-        "tools_a": tools_a,
-        "tools_b": tools_b,
-        "expected_answer_a": expected_answer_a,
-        "expected_answer_b": expected_answer_b,
-        "rationale": rationale,
-        "verification_method": verification_method,
-        "verification_payload": verification_payload,
-        "construction_method": construction_method,
-        "source": source,
-        "real_world_grounding": real_world_grounding,
-    }
-    return {f: values[f] for f in SHARD_FIELDS}
+def _frozen(value: Any) -> tuple[dict[str, Any], ...] | None:
+    return None if value is None else tuple(value)
 
 
-def number_rows(domain: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Give rows their ids ``cb-<domain>-0001`` ... in list order, and their
-    calibrated difficulty.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DraftRow:
+    """One generated request pair before the pipeline numbers it.
 
-    A row whose content key (:func:`cacheeval.build.difficulty.content_key`) is
-    in the calibration file (:func:`difficulty_file`) with the row's binary
-    label takes the calibrated difficulty; any other row keeps the one it has
-    (the provisional rule of :func:`make_row`). Raises ValueError naming
-    ``file:LINE`` when the calibration file is malformed.
+    Fields are those of a shard row but ``id``, ``binary_label`` and
+    ``difficulty``; contexts and tools are tuples of dicts (lists are accepted
+    and frozen). Raises ValueError for an unknown label.
     """
-    # Imported here: cacheeval.build.difficulty itself imports this module.
-    from ..build.difficulty import apply_calibration, load_calibration
 
-    calibration = load_calibration(difficulty_file())
-    out = []
-    for i, r in enumerate(rows, 1):
-        r = dict(r)
-        r["id"] = f"cb-{domain}-{i:04d}"
-        if calibration is not None:
-            r["difficulty"] = apply_calibration(r, calibration)
-        out.append({f: r[f] for f in SHARD_FIELDS})
-    return out
+    domain: str
+    subcategory: str
+    label: str
+    query_a: str
+    query_b: str
+    context_a: tuple[dict[str, Any], ...] | None = None
+    context_b: tuple[dict[str, Any], ...] | None = None
+    system_prompt_a: str | None = None
+    system_prompt_b: str | None = None
+    tools_a: tuple[dict[str, Any], ...] | None = None
+    tools_b: tuple[dict[str, Any], ...] | None = None
+    expected_answer_a: str | None
+    expected_answer_b: str | None
+    rationale: str
+    verification_method: str
+    verification_payload: dict[str, Any] = field(default_factory=dict)
+    construction_method: str
+    source: str
+    real_world_grounding: str
 
+    def __post_init__(self) -> None:
+        for name in ("context_a", "context_b", "tools_a", "tools_b"):
+            object.__setattr__(self, name, _frozen(getattr(self, name)))
+        derive_binary_label(self.label, self.verification_method)  # rejects an unknown label
 
-def run_generator(
-    domain: str, generate: Callable[[Path], list[dict[str, Any]]], argv: Sequence[str] | None = None
-) -> int:
-    """Entry point of ``scripts/gen_<domain>.py``: generate and write the shard."""
-    parser = argparse.ArgumentParser(description=f"Generate the {domain} shard.")
-    parser.add_argument("--sources-dir", type=Path, default=SOURCES_DIR)
-    parser.add_argument("--out", type=Path, default=DOMAINS_DIR / f"{domain}.jsonl")
-    args = parser.parse_args(argv)
-    try:
-        rows = generate(args.sources_dir)
-    except (ValueError, KeyError, OSError) as e:
-        # A fixture error names the file (and line where known); no traceback.
-        print(f"{domain}: cannot generate: {type(e).__name__}: {e}", file=sys.stderr)
-        return 2
-    write_jsonl(args.out, rows)
-    print(f"{domain}: wrote {len(rows)} rows to {args.out}", file=sys.stderr)
-    return 0
+    @property
+    def binary_label(self) -> str:
+        """HIT or MISS: :func:`~cacheeval.schema.derive_binary_label` of label and method."""
+        return derive_binary_label(self.label, self.verification_method)
+
+    def request(self, side: str) -> Request:
+        """Side ``"a"`` or ``"b"`` as a :class:`~cacheeval.schema.Request`."""
+        return Request(
+            getattr(self, f"query_{side}"),
+            getattr(self, f"context_{side}") or None,
+            getattr(self, f"system_prompt_{side}"),
+            getattr(self, f"tools_{side}") or None,
+        )
+
+    def side_texts(self) -> tuple[str, str]:
+        """Each side's whole request as one string (:func:`request_text`)."""
+        return (
+            request_text(self.query_a, self.context_a, self.system_prompt_a),
+            request_text(self.query_b, self.context_b, self.system_prompt_b),
+        )
+
+    @property
+    def provisional_difficulty(self) -> str:
+        """:func:`provisional_difficulty` of this pair."""
+        return provisional_difficulty(*self.side_texts(), self.binary_label)
+
+    def to_shard(self, id: str, difficulty: str | None = None) -> dict[str, Any]:
+        """The shard row, in file key order (:data:`SHARD_FIELDS`), under ``id``;
+        ``difficulty`` defaults to the provisional one."""
+        values = asdict(self)
+        for name in ("context_a", "context_b", "tools_a", "tools_b"):
+            if values[name] is not None:
+                values[name] = list(values[name])
+        values["id"] = id
+        values["binary_label"] = self.binary_label
+        values["difficulty"] = difficulty if difficulty is not None else self.provisional_difficulty
+        return {f: values[f] for f in SHARD_FIELDS}
+
+    def to_row(self, id: str | None = None, split: str = "train") -> Row:
+        """A :class:`~cacheeval.schema.Row` of this draft (for a generator's own
+        checks; ``id`` defaults to ``cb-<domain>-0000``)."""
+        shard = self.to_shard(id if id is not None else f"cb-{self.domain}-0000")
+        return Row.from_dict({**shard, "split": split})

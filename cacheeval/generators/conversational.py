@@ -21,7 +21,9 @@ Every ``sources/conversational/*.json`` file (read in name order) holds::
 The first reference of a row is query_a and must name a request of the row's own
 family; the second is query_b. HIT rows (EQUIV, PARA_SAFE) pair two phrasings of
 one request; RELATED_UNSAFE and ADVERSARIAL pair two requests of one family;
-UNRELATED rows take query_b from another family.
+UNRELATED rows take query_b from another family: its partner (families pair up,
+one triple, so that families linked by UNRELATED rows form small groups the
+split packer keeps in one split).
 
 Verification
 ------------
@@ -42,26 +44,24 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from ..dataset import row_problem
+from ..layout import REPO_ROOT
 from ..schema import (
     ADVERSARIAL,
     EQUIV,
     HIT_LABELS,
     LABELS,
-    MATRIX,
     PARA_SAFE,
     RELATED_UNSAFE,
     UNRELATED,
-    Row,
 )
 from ..verify import check_row
-from .common import REPO_ROOT, make_row, number_rows, source_ref
+from .common import DraftRow, FixtureError, fixture_files, fixture_source, read_fixture_json
 
 DOMAIN = "conversational"
 
@@ -193,10 +193,6 @@ SUBCATEGORIES: dict[str, tuple[str, str]] = {
 }
 
 
-class FixtureError(ValueError):
-    """A problem in a hand-written fixture; the message starts ``path:LINE:``."""
-
-
 def display_path(path: Path) -> str:
     """``path`` relative to the repository root when it lies inside it."""
     try:
@@ -214,18 +210,11 @@ class FixtureText:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        try:
-            self.text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise FixtureError(f"{display_path(path)}:1: cannot read fixture ({e})") from None
+        self.data, self.text = read_fixture_json(path, display_path(path))
 
     def load(self) -> Any:
-        """The decoded JSON; a syntax error becomes a :class:`FixtureError`."""
-        try:
-            return json.loads(self.text)
-        except json.JSONDecodeError as e:
-            where = f"{display_path(self.path)}:{e.lineno}"
-            raise FixtureError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from None
+        """The decoded JSON (a syntax error was a :class:`FixtureError` already)."""
+        return self.data
 
     def find(self, needles: tuple[str, ...], start: int = 0) -> int:
         """Offset of the last of ``needles`` (JSON-quoted) found one after another
@@ -258,14 +247,6 @@ class FixtureText:
                 out[-1] = first
                 cursor = self.find(parts, cursor) + 1
         return out
-
-
-def source_for(path: Path, item: str, domain: str) -> str:
-    """The row's ``source``; fixtures outside the repo (tests) get a stable stand-in."""
-    try:
-        return source_ref(path, item)
-    except ValueError:
-        return f"sources/{domain}/{path.name}#{item}"
 
 
 #: Words (with inner apostrophes) and single punctuation marks, so that an edit
@@ -324,7 +305,7 @@ class Phrasing:
 
 
 @dataclass(frozen=True, slots=True)
-class Request:
+class Intent:
     key: str
     gist: str
     answer: str
@@ -347,7 +328,7 @@ class Family:
     path: Path
     fx: FixtureText
     grounding: str
-    requests: dict[str, Request]
+    requests: dict[str, Intent]
     rows: tuple[RowSpec, ...]
 
 
@@ -370,7 +351,7 @@ def _phrasing(fx: FixtureText, fam: str, req: str, key: str, value: Any) -> Phra
     return Phrasing(value[0], value[1])
 
 
-def _request(fx: FixtureText, fam: str, key: str, data: Any) -> Request:
+def _request(fx: FixtureText, fam: str, key: str, data: Any) -> Intent:
     where = (fam, "requests", key)
     expect(fx, isinstance(data, dict), f"request {key!r} must be an object", *where)
     for field in ("gist", "answer"):
@@ -401,7 +382,7 @@ def _request(fx: FixtureText, fam: str, key: str, data: Any) -> Request:
         *where,
     )
     phrasings = {k: _phrasing(fx, fam, key, k, v) for k, v in phr.items()}
-    return Request(key, data["gist"], data["answer"], tuple((c, p) for c, p in crit), phrasings)
+    return Intent(key, data["gist"], data["answer"], tuple((c, p) for c, p in crit), phrasings)
 
 
 def fixture_families(fixture_dir: Path) -> Iterator[tuple[FixtureText, str, Any]]:
@@ -409,11 +390,8 @@ def fixture_families(fixture_dir: Path) -> Iterator[tuple[FixtureText, str, Any]
     ``fixture_dir`` (files in name order), after the checks every family-based
     fixture shares: a top-level ``families`` object, family keys unique across
     files, each body an object with a non-empty ``grounding``."""
-    files = sorted(fixture_dir.glob("*.json"))
-    if not files:
-        raise FixtureError(f"{display_path(fixture_dir)}: no *.json fixtures found")
     seen: dict[str, str] = {}
-    for path in files:
+    for path in fixture_files(fixture_dir):
         fx = FixtureText(path)
         data = fx.load()
         expect(
@@ -465,7 +443,7 @@ def load_families(fixture_dir: Path) -> list[Family]:
 
 def _resolve(
     ref: str, home: Family, by_key: dict[str, Family], spec: RowSpec
-) -> tuple[Family, Request, Phrasing, str]:
+) -> tuple[Family, Intent, Phrasing, str]:
     fam_key, _, local = ref.rpartition(":")
     fam = by_key.get(fam_key) if fam_key else home
     if fam is None:
@@ -485,15 +463,15 @@ def _hit_difference(pa: Phrasing, pb: Phrasing) -> str:
     return f"query_a {pa.note}"
 
 
-def _criteria_payload(req: Request) -> list[dict[str, str]]:
+def _criteria_payload(req: Intent) -> list[dict[str, str]]:
     return [{"criterion": c, "pattern": p} for c, p in req.criteria]
 
 
-def _failed(answer: str, req: Request) -> list[str]:
+def _failed(answer: str, req: Intent) -> list[str]:
     return [c for c, p in req.criteria if not re.search(p, answer, re.IGNORECASE | re.UNICODE)]
 
 
-def _rationale(spec: RowSpec, ra: Request, rb: Request, pa: Phrasing, pb: Phrasing) -> str:
+def _rationale(spec: RowSpec, ra: Intent, rb: Intent, pa: Phrasing, pb: Phrasing) -> str:
     if spec.label in HIT_LABELS:
         change = "surface change" if spec.label == EQUIV else "rewording"
         return (
@@ -523,7 +501,7 @@ def _rationale(spec: RowSpec, ra: Request, rb: Request, pa: Phrasing, pb: Phrasi
     )
 
 
-def _build(spec: RowSpec, home: Family, by_key: dict[str, Family]) -> dict[str, Any]:
+def _build(spec: RowSpec, home: Family, by_key: dict[str, Family]) -> DraftRow:
     fx = home.fx
 
     def fail(message: str) -> FixtureError:
@@ -548,8 +526,7 @@ def _build(spec: RowSpec, home: Family, by_key: dict[str, Family]) -> dict[str, 
         raise fail("an UNRELATED row must take query_b from another family")
     if pa.text == pb.text:
         raise fail("the two sides are identical")
-    return make_row(
-        id=f"cb-{DOMAIN}-0000",
+    return DraftRow(
         domain=DOMAIN,
         subcategory=spec.subcategory,
         label=spec.label,
@@ -565,79 +542,74 @@ def _build(spec: RowSpec, home: Family, by_key: dict[str, Family]) -> dict[str, 
             "criteria_b": _criteria_payload(rb),
         },
         construction_method=CONSTRUCTION[spec.label],
-        source=source_for(home.path, home.key, DOMAIN),
+        source=fixture_source(home.path, home.key),
         real_world_grounding=f"{home.grounding}; {sub[1]}.",
     )
 
 
 def check_rows(
-    domain: str, rows: list[dict[str, Any]], where: list[tuple[FixtureText, int]]
+    domain: str,
+    rows: list[DraftRow],
+    where: list[tuple[FixtureText, int]],
 ) -> None:
-    """Refuse a shard that breaks the dataset conventions.
+    """Refuse rows that break the dataset conventions.
 
-    Checks per-label counts against MATRIX, schema validity, the checker's verdict
-    (must equal ``binary_label``), duplicate pairs in either order, identical
-    sides, and repeated rationale sentences. ``where[i]`` locates row ``i``'s spec.
+    Checks schema validity, the checker's verdict (must equal ``binary_label``),
+    duplicate pairs in either order, identical sides, and repeated rationale
+    sentences. ``where[i]`` locates row ``i``'s spec. Rows are named by the id
+    the pipeline gives them (they are numbered in list order).
     """
     seen_pairs: dict[tuple[Any, ...], int] = {}
     sentences: dict[str, int] = {}
     for i, r in enumerate(rows):
         fx, off = where[i]
-        problem = row_problem({**r, "split": "train"})
+        rid = f"cb-{domain}-{i + 1:04d}"
+        row = r.to_row(rid)
+        problem = row_problem({**r.to_shard(rid), "split": "train"})
         if problem:
-            raise fx.error(f"row {r['id']}: {problem}", offset=off)
-        row = Row.from_dict({**r, "split": "train"})
+            raise fx.error(f"row {rid}: {problem}", offset=off)
         verdict = check_row(row)
         if verdict.binary != row.binary_label:
             raise fx.error(
-                f"row {r['id']} is labelled {row.binary_label} but the checker says "
+                f"row {rid} is labelled {row.binary_label} but the checker says "
                 f"{verdict.binary}: {verdict.detail}",
                 offset=off,
             )
         side_a = tuple(
-            json.dumps(r[f"{k}_a"], ensure_ascii=False)
+            json.dumps(getattr(r, f"{k}_a"), ensure_ascii=False)
             for k in ("query", "context", "system_prompt", "tools")
         )
         side_b = tuple(
-            json.dumps(r[f"{k}_b"], ensure_ascii=False)
+            json.dumps(getattr(r, f"{k}_b"), ensure_ascii=False)
             for k in ("query", "context", "system_prompt", "tools")
         )
         if side_a == side_b:
-            raise fx.error(f"row {r['id']} has identical sides", offset=off)
+            raise fx.error(f"row {rid} has identical sides", offset=off)
         key = tuple(sorted((side_a, side_b)))
         if key in seen_pairs:
-            raise fx.error(
-                f"row {r['id']} repeats the pair of row {seen_pairs[key] + 1}", offset=off
-            )
+            raise fx.error(f"row {rid} repeats the pair of row {seen_pairs[key] + 1}", offset=off)
         seen_pairs[key] = i
-        for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z])", r["rationale"]):
+        for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z])", r.rationale):
             if sentence in sentences:
                 raise fx.error(
-                    f"row {r['id']} repeats a rationale sentence of row {sentences[sentence] + 1}: "
+                    f"row {rid} repeats a rationale sentence of row {sentences[sentence] + 1}: "
                     f"{sentence!r}",
                     offset=off,
                 )
             sentences[sentence] = i
-    counts = Counter(r["label"] for r in rows)
-    want = dict(zip(LABELS, MATRIX[domain], strict=True))
-    got = {label: counts.get(label, 0) for label in LABELS}
-    if got != want:
-        first = where[0][0] if where else None
-        name = display_path(first.path.parent) if first else domain
-        raise FixtureError(f"{name}: label counts {got} differ from MATRIX {want}")
 
 
-def generate(sources_dir: Path) -> list[dict[str, Any]]:
-    """All conversational shard rows, numbered in fixture order.
+def generate(fixture_dir: Path) -> list[DraftRow]:
+    """All conversational rows of ``fixture_dir``, in fixture order.
 
     Raises :class:`FixtureError` (``path:line: what``) on any fixture problem,
     including a row whose label the rubric checker does not reproduce.
     """
-    return build_shard(DOMAIN, load_families(sources_dir / DOMAIN), _build)
+    return build_rows(DOMAIN, load_families(fixture_dir), _build)
 
 
 class FamilyLike(Protocol):
-    """What :func:`build_shard` needs of a family (conversational and multilingual)."""
+    """What :func:`build_rows` needs of a family (conversational and multilingual)."""
 
     @property
     def key(self) -> str: ...
@@ -650,20 +622,19 @@ class FamilyLike(Protocol):
 F = TypeVar("F", bound=FamilyLike)
 
 
-def build_shard(
+def build_rows(
     domain: str,
     families: Sequence[F],
-    build: Callable[[RowSpec, F, dict[str, F]], dict[str, Any]],
-) -> list[dict[str, Any]]:
-    """Every family's rows built by ``build(spec, family, families_by_key)``, numbered in
+    build: Callable[[RowSpec, F, dict[str, F]], DraftRow],
+) -> list[DraftRow]:
+    """Every family's rows built by ``build(spec, family, families_by_key)``, in
     fixture order, then checked (:func:`check_rows` names the fixture line of a bad row)."""
     by_key = {f.key: f for f in families}
-    rows: list[dict[str, Any]] = []
+    rows: list[DraftRow] = []
     where: list[tuple[FixtureText, int]] = []
     for fam in families:
         for spec in fam.rows:
             rows.append(build(spec, fam, by_key))
             where.append((fam.fx, spec.offset))
-    numbered = number_rows(domain, rows)
-    check_rows(domain, numbered, where)
-    return numbered
+    check_rows(domain, rows, where)
+    return rows

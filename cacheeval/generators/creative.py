@@ -12,7 +12,8 @@ one hand-written request with everything derived from it::
      "form": "haiku",                       # what kind of piece, for rationales
      "what": "a haiku about autumn rain",   # the request in words, for rationales
      "grounding": "where such traffic occurs",
-     "unrelated_with": ["vegan_bar_names"], # hand-picked partner families
+     "unrelated_with": ["vegan_bar_names",  # hand-picked partner families; a
+                        "bakery_slogan#paraphrase.0"], # "#field.i" takes that variant
      "request": "Write a haiku about autumn rain.",
      "outputs": [str, str],                 # two example outputs of the request
      "surface":    [{"text", "axis", "note"}, ...],            # -> EQUIV
@@ -22,31 +23,31 @@ one hand-written request with everything derived from it::
 
 Each variant gives one row pairing it with the family's request (the variant's
 ``axis`` is the row's subcategory); each partner gives one UNRELATED row
-pairing the two families' requests. Which text sits on side a is decided per
+pairing this family's request with the partner's request, or with the partner's
+``surface``/``paraphrase`` variant named by ``#field.i`` (the same request in
+other words), so two families may partner each other without repeating a pair.
+Partners are chosen so that families linked by UNRELATED rows form small
+groups (the split packer keeps each group in one split). Which text sits on side a is decided per
 row by a seeded coin, so query_b alone does not reveal the label. The shared
-fixture helpers below (:class:`FixtureError`, :func:`read_fixtures`, ...) are
+fixture helpers below (:class:`Fixture`, :func:`read_fixtures`, ...) are
 also used by the personalized and multi_turn generators.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..schema import ADVERSARIAL, EQUIV, MATRIX, PARA_SAFE, RELATED_UNSAFE, UNRELATED
-from .common import load_source, make_row, number_rows, rng, source_ref
+from ..layout import rng
+from ..schema import ADVERSARIAL, EQUIV, PARA_SAFE, RELATED_UNSAFE, UNRELATED
+from .common import DraftRow, FixtureError, fixture_files, fixture_source, read_fixture_json
 
 DOMAIN = "creative"
 
 # --- fixture helpers shared by the creative, personalized and multi_turn generators ---
-
-
-class FixtureError(ValueError):
-    """Bad fixture content; the message starts ``path:LINE:`` when the line is known."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,23 +73,16 @@ class Fixture:
         return FixtureError(f"{self.where(needle)}: {label}{message}")
 
 
-def read_fixtures(sources_dir: Path, domain: str) -> list[Fixture]:
-    """Every ``sources_dir/<domain>/*.json`` file in name order, parsed.
+def read_fixtures(fixture_dir: Path) -> list[Fixture]:
+    """Every ``fixture_dir/*.json`` file in name order, parsed.
 
-    Raises :class:`FixtureError` naming ``path:LINE:COLUMN`` for invalid JSON,
+    Raises :class:`FixtureError` naming ``path:LINE`` (and the column) for invalid JSON,
     and when the folder holds no fixture at all.
     """
-    folder = Path(sources_dir) / domain
-    paths = sorted(folder.glob("*.json"))
-    if not paths:
-        raise FixtureError(f"{folder}: no *.json fixtures found")
     out = []
-    for path in paths:
-        try:
-            data = load_source(path)
-        except json.JSONDecodeError as e:
-            raise FixtureError(f"{path}:{e.lineno}:{e.colno}: not valid JSON ({e.msg})") from None
-        out.append(Fixture(path, path.read_text(encoding="utf-8"), data))
+    for path in fixture_files(fixture_dir):
+        data, text = read_fixture_json(path)
+        out.append(Fixture(path, text, data))
     return out
 
 
@@ -125,17 +119,6 @@ def sub_str(fx: Fixture, key: str, obj: Any, field: str, where: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise fx.error(key, f"{where}: field {field!r} must be a non-empty string")
     return value
-
-
-def check_counts(domain: str, rows: list[dict[str, Any]]) -> None:
-    """Raise when the per-label counts of ``rows`` differ from :data:`MATRIX`."""
-    labels = (EQUIV, PARA_SAFE, RELATED_UNSAFE, ADVERSARIAL, UNRELATED)
-    got = tuple(sum(r["label"] == lab for r in rows) for lab in labels)
-    if got != MATRIX[domain]:
-        raise FixtureError(
-            f"{domain}: fixtures give {dict(zip(labels, got, strict=True))}, "
-            f"the matrix wants {dict(zip(labels, MATRIX[domain], strict=True))}"
-        )
 
 
 _SENTENCE_END = re.compile(r"[.!?]\s*$")
@@ -196,11 +179,11 @@ def _variants(
     return tuple(out)
 
 
-def load_families(sources_dir: Path) -> list[Family]:
+def load_families(fixture_dir: Path) -> list[Family]:
     """Parse and check every creative fixture; families in file then list order."""
     families: list[Family] = []
     seen: dict[str, Fixture] = {}
-    for fx in read_fixtures(sources_dir, DOMAIN):
+    for fx in read_fixtures(fixture_dir):
         for item in items_of(fx, "families"):
             key = item["key"]
             if key in seen:
@@ -230,12 +213,40 @@ def load_families(sources_dir: Path) -> list[Family]:
             if len(set(texts)) != len(texts):
                 raise fx.error(key, "two of the family's requests are identical")
             families.append(fam)
+    by_key = {f.key: f for f in families}
     for fam in families:
         for partner in fam.unrelated_with:
-            if partner not in seen or partner == fam.key:
-                fx = seen[fam.key]
-                raise fx.error(fam.key, f"unrelated_with names unknown family {partner!r}")
+            if partner.partition("#")[0] not in by_key:
+                raise seen[fam.key].error(
+                    fam.key, f"unrelated_with names unknown family {partner!r}"
+                )
+            try:
+                other, _ = partner_text(partner, by_key)
+            except (IndexError, ValueError):
+                raise seen[fam.key].error(
+                    fam.key, f"unrelated_with names unknown variant {partner!r}"
+                ) from None
+            if other is fam:
+                raise seen[fam.key].error(fam.key, "unrelated_with names the family itself")
     return families
+
+
+#: Variant lists an ``unrelated_with`` reference may name after ``#``.
+PARTNER_FIELDS = ("surface", "paraphrase")
+
+
+def partner_text(ref: str, by_key: dict[str, Family]) -> tuple[Family, Variant | None]:
+    """The family an ``unrelated_with`` reference names, and its variant (None: the
+    family's request). Raises KeyError/IndexError/ValueError on a bad reference."""
+    key, _, var = ref.partition("#")
+    fam = by_key[key]
+    if not var:
+        return fam, None
+    field, _, idx = var.partition(".")
+    if field not in PARTNER_FIELDS or not idx.isdigit():
+        raise ValueError(ref)
+    variants: tuple[Variant, ...] = getattr(fam, field)
+    return fam, variants[int(idx)]
 
 
 def _all_variants(fam: Family) -> Iterator[Variant]:
@@ -315,9 +326,13 @@ def _rationale(label: str, fam: Family, v: Variant | None, other: Family | None)
             f"and the near-identical wording shows why similarity alone is unsafe."
         )
     assert other is not None
+    worded = ""
+    if v is not None:
+        how = f"reworded so that it {v.note}" if v in other.paraphrase else f"written with {v.note}"
+        worded = f" (the second request {how})"
     return (
-        f"The sides ask for unrelated pieces, {fam.what} versus {other.what}, and under the "
-        f"creative policy neither is ever served from cache."
+        f"The sides ask for unrelated pieces, {fam.what} versus {other.what}{worded}, and under "
+        f"the creative policy neither is ever served from cache."
     )
 
 
@@ -330,7 +345,7 @@ def _row(
     swap_key: str,
     rationale: str,
     other: Family | None = None,
-) -> dict[str, Any]:
+) -> DraftRow:
     """A row pairing ``base`` (text, output) with ``variant``; a seeded coin picks side a."""
     a, b = base, variant
     if rng(DOMAIN, fam.key, label, swap_key).random() < 0.5:
@@ -338,8 +353,7 @@ def _row(
     grounding = f"{fam.grounding}; {_GROUNDING_TAIL[label]}."
     if other is not None:
         grounding = f"{fam.grounding}, and {other.grounding[0].lower()}{other.grounding[1:]}."
-    return make_row(
-        id=f"cb-{DOMAIN}-0000",
+    return DraftRow(
         domain=DOMAIN,
         subcategory=subcategory,
         label=label,
@@ -357,12 +371,12 @@ def _row(
             ),
         },
         construction_method=_CONSTRUCTION[label],
-        source=source_ref(fam.path, fam.key),
+        source=fixture_source(fam.path, fam.key),
         real_world_grounding=grounding,
     )
 
 
-def family_rows(fam: Family, by_key: dict[str, Family]) -> list[dict[str, Any]]:
+def family_rows(fam: Family, by_key: dict[str, Family]) -> list[DraftRow]:
     """The rows of one family, in label order."""
     rows = []
     # EQUIV / PARA_SAFE: both sides are the same request, so each gets its own fresh example.
@@ -394,26 +408,24 @@ def family_rows(fam: Family, by_key: dict[str, Family]) -> list[dict[str, Any]]:
                 )
             )
     for partner in fam.unrelated_with:
-        other = by_key[partner]
+        other, ov = partner_text(partner, by_key)
         rows.append(
             _row(
                 UNRELATED,
                 fam,
                 "different_request",
                 (fam.request, fam.outputs[0]),
-                (other.request, other.outputs[1]),
+                (other.request if ov is None else ov.text, other.outputs[1]),
                 partner,
-                _rationale(UNRELATED, fam, None, other),
+                _rationale(UNRELATED, fam, ov, other),
                 other,
             )
         )
     return rows
 
 
-def generate(sources_dir: Path) -> list[dict[str, Any]]:
-    """The creative shard: every family's rows, numbered in fixture order."""
-    families = load_families(sources_dir)
+def generate(fixture_dir: Path) -> list[DraftRow]:
+    """The creative rows of ``fixture_dir``: every family's rows, in fixture order."""
+    families = load_families(fixture_dir)
     by_key = {f.key: f for f in families}
-    rows = [r for fam in families for r in family_rows(fam, by_key)]
-    check_counts(DOMAIN, rows)
-    return number_rows(DOMAIN, rows)
+    return [r for fam in families for r in family_rows(fam, by_key)]

@@ -48,6 +48,9 @@ final-message style predicts the label):
 * ADVERSARIAL ``<adv axis>``: (H(v0), X2) vs (H(v1), X2); with three values
   also (H(v1), F) vs (H(v2), F) - the same final after a referent swap;
 * UNRELATED ``different_conversation``: (H(v0), F) vs the partner's (H(v1), F).
+  Two families may name each other (their rows differ: each side's history is
+  filled with another value); partners are paired so that families linked by
+  UNRELATED rows form pairs, which the split packer keeps in one split.
 
 So a family gives 6 rows; 10 three-value and 20 two-value families give the
 matrix counts (30, 30, 50, 40, 30). A seeded coin picks side a of each row.
@@ -67,13 +70,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..layout import rng
 from ..schema import ADVERSARIAL, EQUIV, PARA_SAFE, RELATED_UNSAFE, UNRELATED
 from ..verify.textnorm import normalize_answer
-from .common import make_row, number_rows, rng, source_ref
+from .common import DraftRow, FixtureError, fixture_source
 from .creative import (
     Fixture,
-    FixtureError,
-    check_counts,
     items_of,
     read_fixtures,
     req_list,
@@ -372,11 +374,11 @@ def _check_history(
             raise fx.error(key, f"a history lacks its constraint {lit!r}")
 
 
-def load_families(sources_dir: Path) -> list[Family]:
+def load_families(fixture_dir: Path) -> list[Family]:
     """Parse and check every multi_turn fixture; families in file then list order."""
     families: list[Family] = []
     seen: dict[str, Fixture] = {}
-    for fx in read_fixtures(sources_dir, DOMAIN):
+    for fx in read_fixtures(fixture_dir):
         for item in items_of(fx, "families"):
             key = item["key"]
             if key in seen:
@@ -390,9 +392,6 @@ def load_families(sources_dir: Path) -> list[Family]:
         partner = by_key.get(fam.unrelated_with)
         if partner is None or partner is fam:
             raise seen[fam.key].error(fam.key, f"unrelated_with names {fam.unrelated_with!r}")
-        if partner.unrelated_with == fam.key:
-            # The reversed pair would be the same request pair, sides swapped.
-            raise seen[fam.key].error(fam.key, f"mutual unrelated_with with {partner.key!r}")
     return families
 
 
@@ -494,8 +493,8 @@ def _payload(a: Side, b: Side) -> dict[str, Any]:
     }
 
 
-def _context(turns: tuple[Turn, ...]) -> list[dict[str, str]]:
-    return [{"role": role, "content": text} for role, text in turns]
+def _context(turns: tuple[Turn, ...]) -> tuple[dict[str, Any], ...]:
+    return tuple({"role": role, "content": text} for role, text in turns)
 
 
 def _row(
@@ -506,7 +505,7 @@ def _row(
     sides: tuple[Side, Side],
     rationale: str,
     grounding: str | None = None,
-) -> dict[str, Any]:
+) -> DraftRow:
     """A row of two sides; a seeded coin decides which is side a."""
     a, b = sides
     if rng(DOMAIN, fam.key, label, kind, subcategory).random() < 0.5:
@@ -514,8 +513,7 @@ def _row(
     same = normalize_answer(a.query) == normalize_answer(b.query)
     if grounding is None:
         grounding = f"{fam.grounding}; {_GROUNDING_TAIL[kind]}."
-    return make_row(
-        id=f"cb-{DOMAIN}-0000",
+    return DraftRow(
         domain=DOMAIN,
         subcategory=subcategory,
         label=label,
@@ -529,7 +527,7 @@ def _row(
         verification_method="exact_match" if same else "rubric",
         verification_payload=_payload(a, b),
         construction_method=_CONSTRUCTION[kind],
-        source=source_ref(fam.path, fam.key),
+        source=fixture_source(fam.path, fam.key),
         real_world_grounding=grounding,
     )
 
@@ -543,7 +541,7 @@ def _asks(fam: Family, v: Value) -> str:
     return fill(fam.asks, {**v.slots, "referent": v.referent})
 
 
-def family_rows(fam: Family, by_key: dict[str, Family]) -> list[dict[str, Any]]:
+def family_rows(fam: Family, by_key: dict[str, Family]) -> list[DraftRow]:
     """The six rows of one family, in label order."""
     v0 = fam.values[0]
     f, s, p = fam.final.text, fam.surface.text, fam.paraphrase.text
@@ -648,13 +646,11 @@ def family_rows(fam: Family, by_key: dict[str, Family]) -> list[dict[str, Any]]:
     return rows
 
 
-def generate(sources_dir: Path) -> list[dict[str, Any]]:
-    """The multi_turn shard: every family's rows, numbered in fixture order."""
-    families = load_families(sources_dir)
+def generate(fixture_dir: Path) -> list[DraftRow]:
+    """The multi_turn rows of ``fixture_dir``: every family's rows, in fixture order."""
+    families = load_families(fixture_dir)
     by_key = {f.key: f for f in families}
-    rows = [r for fam in families for r in family_rows(fam, by_key)]
-    check_counts(DOMAIN, rows)
-    return number_rows(DOMAIN, rows)
+    return [r for fam in families for r in family_rows(fam, by_key)]
 
 
 __all__ = ["FixtureError", "generate", "load_families", "family_rows", "history", "side"]

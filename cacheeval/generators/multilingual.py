@@ -30,7 +30,15 @@ Every ``sources/multilingual/*.json`` file (read in name order) holds::
 
 A phrasing lives under the language its answer must be in: a code-switched
 request such as "What's the capital of Australia? Contéstame en español" sits
-under ``es``.
+under ``es``, and one written partly in another language but answered in
+English (phrasing key ``cs``) sits under ``en``.
+
+Every row has a non-English side: a side answered in another language, or a
+code-switched side (subcategories ``code_switch_*``); a pair of two plain
+English requests belongs to the English domains, and the generator refuses
+it. UNRELATED rows take query_b from a fixed partner family (the families form
+pairs and triples), so families linked by UNRELATED rows form small groups the
+split packer (:mod:`cacheeval.pipeline.splits`) keeps in one split.
 
 Verification
 ------------
@@ -58,20 +66,18 @@ from ..schema import (
     RELATED_UNSAFE,
     UNRELATED,
 )
-from .common import make_row
+from .common import DraftRow, FixtureError, fixture_source
 
 # The fixture machinery (error locations, row checks) is shared with the
 # conversational generator rather than copied.
 from .conversational import (
-    FixtureError,
     FixtureText,
     RowSpec,
-    build_shard,
+    build_rows,
     edit_description,
     expect,
     fixture_families,
     row_specs,
-    source_for,
     strip_end,
 )
 
@@ -401,7 +407,7 @@ def _rationale(spec: RowSpec, sa: _Side, sb: _Side) -> str:
     )
 
 
-def _build(spec: RowSpec, home: Family, by_key: dict[str, Family]) -> dict[str, Any]:
+def _build(spec: RowSpec, home: Family, by_key: dict[str, Family]) -> DraftRow:
     def fail(message: str) -> FixtureError:
         return home.fx.error(message, offset=spec.offset)
 
@@ -431,8 +437,11 @@ def _build(spec: RowSpec, home: Family, by_key: dict[str, Family]) -> dict[str, 
         raise fail(f"a {spec.label} row must stay inside its family")
     if sa.phrasing.text == sb.phrasing.text:
         raise fail("the two sides are identical")
-    return make_row(
-        id=f"cb-{DOMAIN}-0000",
+    if sa.version.lang == sb.version.lang == "en" and not spec.subcategory.startswith(
+        "code_switch"
+    ):
+        raise fail("both sides are plain English: a multilingual row needs a non-English side")
+    return DraftRow(
         domain=DOMAIN,
         subcategory=spec.subcategory,
         label=spec.label,
@@ -450,15 +459,15 @@ def _build(spec: RowSpec, home: Family, by_key: dict[str, Family]) -> dict[str, 
             "lang_b": sb.version.lang,
         },
         construction_method=CONSTRUCTION[spec.label],
-        source=source_for(home.path, home.key, DOMAIN),
+        source=fixture_source(home.path, home.key),
         real_world_grounding=f"{home.grounding}; {clause}.",
     )
 
 
-def generate(sources_dir: Path) -> list[dict[str, Any]]:
-    """All multilingual shard rows, numbered in fixture order.
+def generate(fixture_dir: Path) -> list[DraftRow]:
+    """All multilingual rows of ``fixture_dir``, in fixture order.
 
     Raises :class:`FixtureError` (``path:line: what``) on any fixture problem,
     including a row whose label the alias checker does not reproduce.
     """
-    return build_shard(DOMAIN, load_families(sources_dir / DOMAIN), _build)
+    return build_rows(DOMAIN, load_families(fixture_dir), _build)

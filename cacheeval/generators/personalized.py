@@ -26,7 +26,9 @@ users with the same ``name`` are one person under two settings (a changed unit
 or locale); otherwise they are two people. Per family: one EQUIV, PARA_SAFE and
 RELATED_UNSAFE row from one user (the same system prompt on both sides), one
 ADVERSARIAL row with the byte-identical base question under the two profiles,
-and one UNRELATED row per partner family. A seeded coin picks side a.
+and one UNRELATED row per partner family (partners name each other, so linked
+families form pairs the split packer keeps in one split). A seeded coin picks
+side a.
 """
 
 from __future__ import annotations
@@ -36,11 +38,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..layout import rng
 from ..schema import ADVERSARIAL, EQUIV, PARA_SAFE, RELATED_UNSAFE, UNRELATED
-from .common import make_row, number_rows, rng, source_ref
+from .common import DraftRow, fixture_source
 from .creative import (
     Fixture,
-    check_counts,
     items_of,
     read_fixtures,
     req_list,
@@ -110,11 +112,11 @@ def _users(fx: Fixture, item: dict[str, Any]) -> tuple[dict[str, str], dict[str,
     return users[0], users[1]
 
 
-def load_families(sources_dir: Path) -> list[Family]:
+def load_families(fixture_dir: Path) -> list[Family]:
     """Parse and check every personalized fixture; families in file then list order."""
     families: list[Family] = []
     seen: dict[str, Fixture] = {}
-    for fx in read_fixtures(sources_dir, DOMAIN):
+    for fx in read_fixtures(fixture_dir):
         for item in items_of(fx, "families"):
             key = item["key"]
             if key in seen:
@@ -205,7 +207,7 @@ def _row(
     swap_key: str,
     rationale: str,
     grounding: str,
-) -> dict[str, Any]:
+) -> DraftRow:
     a, b = sides
     if rng(DOMAIN, fam.key, label, swap_key).random() < 0.5:
         a, b = b, a
@@ -218,8 +220,7 @@ def _row(
             f"{names[0]} and {names[1]} are different users; "
             "one's answer must never reach the other"
         )
-    return make_row(
-        id=f"cb-{DOMAIN}-0000",
+    return DraftRow(
         domain=DOMAIN,
         subcategory=subcategory,
         label=label,
@@ -233,12 +234,12 @@ def _row(
         verification_method="policy_no_cache",
         verification_payload={"kind": "policy", "policy": policy, "reason": sentence(reason)},
         construction_method="adversarial_perturbation" if label == ADVERSARIAL else "template",
-        source=source_ref(fam.path, fam.key),
+        source=fixture_source(fam.path, fam.key),
         real_world_grounding=grounding,
     )
 
 
-def family_rows(fam: Family, by_key: dict[str, Family]) -> list[dict[str, Any]]:
+def family_rows(fam: Family, by_key: dict[str, Family]) -> list[DraftRow]:
     """The rows of one family, in label order."""
     r = rng(DOMAIN, fam.key, "users")
     k = r.randrange(2)
@@ -328,10 +329,8 @@ def family_rows(fam: Family, by_key: dict[str, Family]) -> list[dict[str, Any]]:
     return rows
 
 
-def generate(sources_dir: Path) -> list[dict[str, Any]]:
-    """The personalized shard: every family's rows, numbered in fixture order."""
-    families = load_families(sources_dir)
+def generate(fixture_dir: Path) -> list[DraftRow]:
+    """The personalized rows of ``fixture_dir``: every family's rows, in fixture order."""
+    families = load_families(fixture_dir)
     by_key = {f.key: f for f in families}
-    rows = [r for fam in families for r in family_rows(fam, by_key)]
-    check_counts(DOMAIN, rows)
-    return number_rows(DOMAIN, rows)
+    return [r for fam in families for r in family_rows(fam, by_key)]

@@ -25,8 +25,10 @@ a note for the rationale. ``question.form`` names a form of the same family;
 ``@family.question.form`` a form of another family (UNRELATED rows only).
 HIT labels join two forms of one question; RELATED_UNSAFE and ADVERSARIAL two
 questions of one family; UNRELATED a question of this family with one of
-another. ``source`` is ``<fixture>#<family key>``: the family is the group of
-grouped cross-validation.
+another; partner families are chosen in pairs (each names the other), so
+families linked by UNRELATED rows form small groups that the split packer
+(:mod:`cacheeval.pipeline.splits`) keeps in one split. ``source`` is
+``<fixture>#<family key>``: the family is the group of grouped cross-validation.
 
 Every form must be used by some pair, no two pairs may join the same two
 texts (in either order), and the two sides of a pair never have the same text.
@@ -52,13 +54,13 @@ descriptions, ordering) is shared with :mod:`cacheeval.generators.qa_open`.
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
+from ..layout import stable_seed
 from ..schema import (
     ADVERSARIAL,
     EQUIV,
@@ -67,11 +69,10 @@ from ..schema import (
     PARA_SAFE,
     RELATED_UNSAFE,
     UNRELATED,
-    Row,
 )
 from ..verify import check_row
 from ..verify.textnorm import normalize_answer
-from .common import make_row, number_rows, source_ref, stable_seed
+from .common import DraftRow, FixtureError, fixture_files, fixture_source, read_fixture_json
 
 DOMAIN = "qa_factual"
 
@@ -172,16 +173,6 @@ CONSTRUCTION: dict[str, str] = {
 # --- fixture errors and line lookup ------------------------------------------------
 
 
-class FixtureError(ValueError):
-    """A problem in a hand-written fixture; the message starts ``path:LINE:``."""
-
-    def __init__(self, path: Path, line: int, message: str) -> None:
-        self.path = path
-        self.line = line
-        self.reason = message
-        super().__init__(f"{path}:{line}: {message}")
-
-
 @dataclass(frozen=True, slots=True)
 class Locator:
     """Maps fixture items back to line numbers of the raw JSON text, so every
@@ -198,7 +189,7 @@ class Locator:
         return max(start, 1)
 
     def fail(self, line: int, message: str) -> FixtureError:
-        return FixtureError(self.path, line, message)
+        return FixtureError.at(self.path, line, message)
 
 
 # --- the pair-graph records ----------------------------------------------------------
@@ -294,13 +285,9 @@ _FAMILY_KEYS = frozenset({"key", "grounding", "questions", "pairs"})
 
 
 def read_fixture(path: Path) -> tuple[Any, Locator]:
-    """Parse one JSON fixture; a syntax error becomes a :class:`FixtureError`."""
-    text = path.read_text(encoding="utf-8")
-    loc = Locator(path, tuple(text.splitlines()))
-    try:
-        return json.loads(text), loc
-    except json.JSONDecodeError as e:
-        raise loc.fail(e.lineno, f"not valid JSON ({e.msg} at column {e.colno})") from None
+    """Parse one JSON fixture (:func:`~.common.read_fixture_json`), with its locator."""
+    data, text = read_fixture_json(path)
+    return data, Locator(path, tuple(text.splitlines()))
 
 
 def nonempty_str(value: Any, what: str, loc: Locator, line: int) -> str:
@@ -344,7 +331,7 @@ def _parse_ref(raw: Any, family: str, loc: Locator, line: int) -> FormRef:
     )
 
 
-def load_families(
+def load_pair_families(
     paths: Sequence[Path],
     parse_question: Callable[[str, Any, Locator, int], Q],
     subcategories: Mapping[str, tuple[str, str]],
@@ -484,11 +471,11 @@ def resolve_pairs(families: Sequence[Family[Q]]) -> list[ResolvedPair[Q]]:
             qa, qb = fam.question(spec.a.question), other.question(spec.b.question)
             text_a, text_b = dict(qa.forms)[spec.a.form], dict(qb.forms)[spec.b.form]
             if text_a == text_b:
-                raise FixtureError(fam.path, spec.line, "the two sides are byte-identical")
+                raise FixtureError.at(fam.path, spec.line, "the two sides are byte-identical")
             key = frozenset((text_a, text_b))
             if key in seen:
                 path, line = seen[key]
-                raise FixtureError(
+                raise FixtureError.at(
                     fam.path,
                     spec.line,
                     f"the same pair of requests is already used at {path}:{line}",
@@ -502,19 +489,10 @@ def resolve_pairs(families: Sequence[Family[Q]]) -> list[ResolvedPair[Q]]:
             for form, _ in q.forms:
                 if (fam.key, qkey, form) not in used:
                     # Dead fixture text is either a forgotten row or a stale edit.
-                    raise FixtureError(
+                    raise FixtureError.at(
                         fam.path, fam.line, f"form {fam.key}.{qkey}.{form} is never used"
                     )
     return out
-
-
-def fixture_paths(sources_dir: Path, domain: str) -> list[Path]:
-    """The domain's fixtures in name order; an error when there are none."""
-    folder = Path(sources_dir) / domain
-    paths = sorted(folder.glob("*.json"))
-    if not paths:
-        raise FileNotFoundError(f"{folder}: no *.json fixtures found")
-    return paths
 
 
 # --- describing what changed between two requests ------------------------------------------
@@ -579,23 +557,10 @@ def new_wording(a: str, b: str, limit: int = 3) -> str:
     return "the same words in another order"
 
 
-def order_rows(domain: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows in a stable pseudo-random order keyed on their content, so ids say
-    nothing about label or family, then numbered ``cb-<domain>-0001`` ..."""
-    keyed = sorted(
-        rows, key=lambda r: (stable_seed(domain, r["query_a"], r["query_b"]), r["query_a"])
-    )
-    return number_rows(domain, keyed)
-
-
-def family_source(path: Path, key: str) -> str:
-    """``source`` of a family's rows: :func:`common.source_ref` for fixtures in the
-    repository; for fixtures elsewhere (tests), the same ``sources/<domain>/<file>#key``
-    shape so rows still name their family."""
-    try:
-        return source_ref(path, key)
-    except ValueError:
-        return f"sources/{path.parent.name}/{path.name}#{key}"
+def order_rows(domain: str, rows: list[DraftRow]) -> list[DraftRow]:
+    """Rows in a stable pseudo-random order keyed on their content, so the ids
+    the pipeline gives them in this order say nothing about label or family."""
+    return sorted(rows, key=lambda r: (stable_seed(domain, r.query_a, r.query_b), r.query_a))
 
 
 def lower_first(text: str) -> str:
@@ -612,14 +577,14 @@ def grounding_text(
     return text[0].upper() + text[1:]
 
 
-def verify_or_fail(row: dict[str, Any], path: Path, line: int) -> None:
+def verify_or_fail(row: DraftRow, path: Path, line: int) -> None:
     """Run the row's checker; a disagreement with the label is a fixture error."""
-    got = check_row(Row.from_dict({**row, "split": "train"}))
-    if got.binary != row["binary_label"]:
-        raise FixtureError(
+    got = check_row(row.to_row())
+    if got.binary != row.binary_label:
+        raise FixtureError.at(
             path,
             line,
-            f"labelled {row['label']} ({row['binary_label']}) but the checker says "
+            f"labelled {row.label} ({row.binary_label}) but the checker says "
             f"{got.binary}: {got.detail}",
         )
 
@@ -680,14 +645,13 @@ def fact_rationale(p: ResolvedPair[FactQuestion]) -> str:
     )
 
 
-def build_fact_row(p: ResolvedPair[FactQuestion], domain: str) -> dict[str, Any]:
-    """The shard row of one resolved pair (id assigned later)."""
+def build_fact_row(p: ResolvedPair[FactQuestion], domain: str) -> DraftRow:
+    """The row of one resolved pair."""
     spec = p.spec
     grounding = p.family.grounding
     if spec.label == UNRELATED:
         grounding = f"{grounding} next to {lower_first(p.grounding_b)}"
-    return make_row(
-        id=f"cb-{domain}-0000",
+    return DraftRow(
         domain=domain,
         subcategory=spec.subcategory,
         label=spec.label,
@@ -705,15 +669,21 @@ def build_fact_row(p: ResolvedPair[FactQuestion], domain: str) -> dict[str, Any]
             "lang_b": "en",
         },
         construction_method=CONSTRUCTION[spec.label],
-        source=family_source(p.family.path, p.family.key),
+        source=fixture_source(p.family.path, p.family.key),
         real_world_grounding=grounding_text(grounding, spec.subcategory, SUBCATEGORIES),
     )
 
 
-def generate(sources_dir: Path) -> list[dict[str, Any]]:
-    """All qa_factual shard rows from ``sources_dir/qa_factual/*.json``, each
-    verified against its label, in a content-keyed order with ids assigned."""
-    families = load_families(fixture_paths(sources_dir, DOMAIN), parse_fact_question, SUBCATEGORIES)
+def load_families(fixture_dir: Path) -> list[Family[FactQuestion]]:
+    """Every qa_factual family of ``fixture_dir/*.json``, checked
+    (:func:`load_pair_families`)."""
+    return load_pair_families(fixture_files(fixture_dir), parse_fact_question, SUBCATEGORIES)
+
+
+def generate(fixture_dir: Path) -> list[DraftRow]:
+    """All qa_factual rows of ``fixture_dir/*.json``, each verified against its
+    label, in a content-keyed order."""
+    families = load_families(fixture_dir)
     rows = []
     for p in resolve_pairs(families):
         row = build_fact_row(p, DOMAIN)

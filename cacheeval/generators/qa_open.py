@@ -35,16 +35,15 @@ from pathlib import Path
 from typing import Any
 
 from ..schema import ADVERSARIAL, EQUIV, PARA_SAFE, RELATED_UNSAFE, UNRELATED
-from .common import make_row
+from .common import DraftRow, fixture_files, fixture_source
 from .qa_factual import (
     CONSTRUCTION,
+    Family,
     Locator,
     ResolvedPair,
     describe_edit,
-    family_source,
-    fixture_paths,
     grounding_text,
-    load_families,
+    load_pair_families,
     lower_first,
     new_wording,
     nonempty_str,
@@ -245,14 +244,13 @@ def _payload_criteria(q: OpenQuestion) -> list[dict[str, str]]:
     return [{"criterion": c.criterion, "pattern": c.pattern} for c in q.criteria]
 
 
-def build_open_row(p: ResolvedPair[OpenQuestion]) -> dict[str, Any]:
-    """The shard row of one resolved pair (id assigned later)."""
+def build_open_row(p: ResolvedPair[OpenQuestion]) -> DraftRow:
+    """The row of one resolved pair."""
     spec = p.spec
     grounding = p.family.grounding
     if spec.label == UNRELATED:
         grounding = f"{grounding} next to {lower_first(p.grounding_b)}"
-    return make_row(
-        id=f"cb-{DOMAIN}-0000",
+    return DraftRow(
         domain=DOMAIN,
         subcategory=spec.subcategory,
         label=spec.label,
@@ -268,15 +266,20 @@ def build_open_row(p: ResolvedPair[OpenQuestion]) -> dict[str, Any]:
             "criteria_b": _payload_criteria(p.qb),
         },
         construction_method=CONSTRUCTION[spec.label],
-        source=family_source(p.family.path, p.family.key),
+        source=fixture_source(p.family.path, p.family.key),
         real_world_grounding=grounding_text(grounding, spec.subcategory, SUBCATEGORIES),
     )
 
 
-def generate(sources_dir: Path) -> list[dict[str, Any]]:
-    """All qa_open shard rows from ``sources_dir/qa_open/*.json``, each verified
-    against its label, in a content-keyed order with ids assigned."""
-    families = load_families(fixture_paths(sources_dir, DOMAIN), parse_open_question, SUBCATEGORIES)
+def load_families(fixture_dir: Path) -> list[Family[OpenQuestion]]:
+    """Every qa_open family of ``fixture_dir/*.json``, checked."""
+    return load_pair_families(fixture_files(fixture_dir), parse_open_question, SUBCATEGORIES)
+
+
+def generate(fixture_dir: Path) -> list[DraftRow]:
+    """All qa_open rows of ``fixture_dir/*.json``, each verified against its
+    label, in a content-keyed order."""
+    families = load_families(fixture_dir)
     rows = []
     for p in resolve_pairs(families):
         row = build_open_row(p)

@@ -3,10 +3,10 @@
 Fixtures (all hand-written, under ``sources/tool/``):
 
 * ``tools.json``: the tool library (JSON-schema definitions in the common
-  function-calling shape ``{"name", "description", "parameters"}``), each with
-  its cache ``policy`` (null, ``"mutation"`` or ``"time_sensitive"``), an
-  ``effect`` phrase for never-cache tools and ``grounding`` phrases; the
-  ``bundles`` of tools offered together; the ``system_prompts``.
+  function-calling shape ``{"name", "description", "policy", "parameters"}``;
+  ``policy`` is the tool's cache policy, see below), an ``effect`` phrase for
+  never-cache tools and ``grounding`` phrases; the ``bundles`` of tools
+  offered together; the ``system_prompts``.
 * ``axes.json``: per subcategory, the default reason (``why``) and grounding.
 * family files (:data:`FAMILY_FILES`): each family is one authored request
   ``q`` with the ``call`` it needs (or ``"call": null`` plus ``no_call``
@@ -25,19 +25,21 @@ authored request nor the variant always sits on the same side. ``source`` is
 the family (for an UNRELATED row: the family of its query_b, so grouped
 cross-validation keeps every query_b text inside one group).
 
-Cache policy (decided here, checked by :mod:`cacheeval.verify.policy`): a row
-whose call on either side uses a ``mutation`` tool (send_email, send_message,
-transfer_money, book_table, cancel_booking: money, messages to other people,
-bookings and cancellations, effects a cache must never replay) or a
-``time_sensitive`` tool (get_weather, get_stock_quote, get_news,
-convert_currency: live values a cached answer would freeze) is a
-``policy_no_cache`` row, binary MISS whatever its semantic label. Device and
-organiser settings (alarms, timers, lights, thermostat, music, reminders, the
-user's own calendar) are absolute, user-local and idempotent: the call is a
-pure function of the request, so they stay cacheable and are checked by
-:mod:`cacheeval.verify.tool`. Every other row carries a ``tool_call`` payload;
-its method is ``json_schema`` when the sides are offered different tool sets
-or a side makes no call, else ``canonical_tool_call``.
+Cache policy (one rule, stated once in :mod:`cacheeval.verify.tool` and read
+from the tool definitions): every definition says ``"policy": "mutation"``
+(calling it changes state: alarms, timers, reminders, calendar events, lights,
+thermostat, music playback, messages, bookings, payments, cancellations),
+``"time_sensitive"`` (it reads the live state of the world: weather, stock
+quotes, exchange rates, news, flight and hotel availability, web search,
+routes, restaurant listings) or ``"cacheable"`` (its result is a pure function
+of its arguments: unit and time-zone conversion, translation, definitions,
+calculators, static lookups, formatting). A row whose call on either side uses
+a ``mutation`` or ``time_sensitive`` tool is a ``policy_no_cache`` row, binary
+MISS whatever its semantic label, with a payload naming the policy and both
+calls (:mod:`cacheeval.verify.policy` re-derives the policy from the
+definitions). Every other row carries a ``tool_call`` payload; its method is
+``json_schema`` when the sides are offered different tool sets or a side
+makes no call, else ``canonical_tool_call``.
 
 Every row is checked while generating: the calls must be valid under their
 side's tools and the checker's verdict must match the label (for policy rows:
@@ -53,9 +55,11 @@ from pathlib import Path
 from typing import Any
 
 from ..jsonio import dumps
-from ..schema import EQUIV, HIT, HIT_LABELS, LABELS, MISS, POLICY_NO_CACHE, UNRELATED, Row
+from ..layout import rng
+from ..schema import EQUIV, HIT, HIT_LABELS, LABELS, MISS, POLICY_NO_CACHE, UNRELATED
+from ..verify import check_row
 from ..verify import tool as toolcheck
-from .common import load_source, make_row, number_rows, rng, source_ref
+from .common import DraftRow, FixtureError, fixture_source, read_fixture_json
 
 DOMAIN = "tool"
 LIBRARY_FILE = "tools.json"
@@ -66,6 +70,7 @@ FAMILY_FILES: tuple[str, ...] = (
     "travel.json",
     "errands.json",
     "policy.json",
+    "reference.json",
 )
 UNRELATED_FILE = "unrelated.json"
 
@@ -76,11 +81,7 @@ CONSTRUCTION: dict[str, str] = {
     "ADVERSARIAL": "adversarial_perturbation",
     "UNRELATED": "curated",
 }
-POLICY_KINDS = ("mutation", "time_sensitive")
-
-
-class FixtureError(ValueError):
-    """A problem in a tool-domain fixture; the message starts ``path:LINE:``."""
+POLICY_KINDS = toolcheck.NEVER_CACHE
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,31 +132,16 @@ def _fail(path: Path, needle: str, message: str) -> FixtureError:
     return FixtureError(f"{path}:{_line_of(path, needle)}: {message}")
 
 
-def _source(path: Path, key: str) -> str:
-    """``source`` of a row: the fixture's repo path plus the family key. Fixtures
-    read from elsewhere (``--sources-dir``) are named by their place in the repo
-    layout, ``sources/tool/<file>``."""
-    try:
-        return source_ref(path, key)
-    except ValueError:
-        return f"sources/{DOMAIN}/{path.name}#{key}"
-
-
 def _load(path: Path) -> Any:
-    try:
-        return load_source(path)
-    except FileNotFoundError:
-        raise FixtureError(f"{path}:1: fixture file is missing") from None
-    except json.JSONDecodeError as e:
-        raise FixtureError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+    return read_fixture_json(path)[0]
 
 
 # --- library ---------------------------------------------------------------------
 
 
-def load_library(sources_dir: Path) -> Library:
+def load_library(fixture_dir: Path) -> Library:
     """Read and check ``tools.json`` and ``axes.json``."""
-    path = sources_dir / DOMAIN / LIBRARY_FILE
+    path = fixture_dir / LIBRARY_FILE
     data = _load(path)
     tools = data.get("tools") if isinstance(data, dict) else None
     if not isinstance(tools, dict) or not tools:
@@ -166,9 +152,15 @@ def load_library(sources_dir: Path) -> Library:
             raise _fail(path, tid, f"tool {tid!r} needs a definition with a name")
         if not isinstance(d.get("parameters"), dict):
             raise _fail(path, tid, f"tool {tid!r} needs a parameters schema")
-        if entry.get("policy") not in (None, *POLICY_KINDS):
-            raise _fail(path, tid, f"tool {tid!r} has unknown policy {entry.get('policy')!r}")
-        if entry.get("policy") and not isinstance(entry.get("effect"), str):
+        if "policy" in entry:
+            raise _fail(path, tid, f"tool {tid!r}: 'policy' belongs in the definition")
+        if toolcheck.tool_policy(d) is None:
+            raise _fail(
+                path,
+                tid,
+                f"tool {tid!r} needs a definition policy: " + ", ".join(toolcheck.TOOL_POLICIES),
+            )
+        if d["policy"] in POLICY_KINDS and not isinstance(entry.get("effect"), str):
             raise _fail(path, tid, f"never-cache tool {tid!r} needs an 'effect' phrase")
         if not entry.get("grounding"):
             raise _fail(path, tid, f"tool {tid!r} needs grounding phrases")
@@ -178,7 +170,7 @@ def load_library(sources_dir: Path) -> Library:
             if tid not in tools:
                 raise _fail(path, name, f"bundle {name!r} names unknown tool {tid!r}")
         bundles[name] = tuple(ids)
-    axes_path = sources_dir / DOMAIN / AXES_FILE
+    axes_path = fixture_dir / AXES_FILE
     axes = _load(axes_path).get("axes")
     if not isinstance(axes, dict):
         raise FixtureError(f"{axes_path}:1: expected an object with an 'axes' map")
@@ -283,8 +275,8 @@ def _policy_of(lib: Library, side: Side) -> tuple[str, str] | None:
     """(policy, tool name) when the side's call uses a never-cache tool."""
     if side.call is None:
         return None
-    entry = _tool_entry(lib, side.tool_ids, side.call["name"])
-    return (entry["policy"], side.call["name"]) if entry.get("policy") else None
+    policy = _tool_entry(lib, side.tool_ids, side.call["name"])["definition"]["policy"]
+    return (policy, side.call["name"]) if policy in POLICY_KINDS else None
 
 
 # --- wording -------------------------------------------------------------------------
@@ -404,10 +396,11 @@ def _build_row(
     source: str,
     where: Where,
     seed: tuple[str | int, ...],
-) -> dict[str, Any]:
+) -> DraftRow:
     ans_a, canon_a = _answer(lib, a, where)
     ans_b, canon_b = _answer(lib, b, where)
-    tools_a, tools_b = _definitions(lib, a.tool_ids), _definitions(lib, b.tool_ids)
+    tools_a = tuple(_definitions(lib, a.tool_ids))
+    tools_b = tuple(_definitions(lib, b.tool_ids))
     if (a.query, a.system, a.tool_ids) == (b.query, b.system, b.tool_ids):
         raise _fail(where.path, b.query, f"{where.key}: the two sides are identical")
     if label == EQUIV and a.query == b.query and a.tool_ids == b.tool_ids and a.system == b.system:
@@ -442,6 +435,10 @@ def _build_row(
             "call_a": a.call,
             "call_b": b.call,
         }
+        if a.call is None:
+            payload["no_call_a"] = a.no_call
+        if b.call is None:
+            payload["no_call_b"] = b.no_call
     else:
         method = (
             "json_schema"
@@ -453,8 +450,7 @@ def _build_row(
             payload["no_call_a"] = a.no_call
         if b.call is None:
             payload["no_call_b"] = b.no_call
-    row = make_row(
-        id=f"cb-{DOMAIN}-0000",
+    row = DraftRow(
         domain=DOMAIN,
         subcategory=sub,
         label=label,
@@ -477,18 +473,25 @@ def _build_row(
     return row
 
 
-def _self_check(row: dict[str, Any], label: str, where: Where, needle: str) -> None:
-    """The tool checker must re-derive the label (for policy rows: the semantic one)."""
-    data = {**row, "split": "train"}
-    if data["verification_method"] == POLICY_NO_CACHE:
-        p = data["verification_payload"]
-        probe = {"kind": "tool_call", "call_a": p["call_a"], "call_b": p["call_b"]}
-        data = {**data, "verification_method": "canonical_tool_call", "verification_payload": probe}
-    got = toolcheck.check(Row.from_dict(data))
+def _self_check(row: DraftRow, label: str, where: Where, needle: str) -> None:
+    """The checkers must re-derive the row: the calls alone must give the verdict
+    of the semantic label, and the row's own checker its binary label."""
+    data = row.to_row()
+    p = row.verification_payload
+    calls = {k: v for k, v in p.items() if k.startswith(("call_", "no_call_"))}
+    got = toolcheck.decide(data, calls)
     want = HIT if label in HIT_LABELS else MISS
     if got.binary != want:
         raise _fail(
             where.path, needle, f"{where.key}: {label} row checks as {got.binary} ({got.detail})"
+        )
+    verdict = check_row(data)
+    if verdict.binary != row.binary_label:
+        raise _fail(
+            where.path,
+            needle,
+            f"{where.key}: the {row.verification_method} checker gives {verdict.binary} "
+            f"for a {row.binary_label} row ({verdict.detail})",
         )
 
 
@@ -497,13 +500,13 @@ def _oriented(a: Side, b: Side, *seed: str | int) -> tuple[Side, Side]:
     return (b, a) if rng(DOMAIN, "orient", *seed).random() < 0.5 else (a, b)
 
 
-def generate(sources_dir: Path) -> list[dict[str, Any]]:
-    """All tool-domain rows, numbered ``cb-tool-0001`` ... in fixture order."""
-    lib = load_library(sources_dir)
+def generate(fixture_dir: Path) -> list[DraftRow]:
+    """All tool-domain rows of ``fixture_dir``, in fixture order."""
+    lib = load_library(fixture_dir)
     families: dict[str, tuple[dict[str, Any], Where, Side]] = {}
-    rows: list[dict[str, Any]] = []
+    rows: list[DraftRow] = []
     for name in FAMILY_FILES:
-        path = sources_dir / DOMAIN / name
+        path = fixture_dir / name
         data = _load(path)
         families_list = data.get("families") if isinstance(data, dict) else None
         if not isinstance(families_list, list):
@@ -519,7 +522,7 @@ def generate(sources_dir: Path) -> list[dict[str, Any]]:
             where = Where(path, key)
             base = _base_side(lib, fam, where)
             families[key] = (fam, where, base)
-            source = _source(path, key)
+            source = fixture_source(path, key)
             for i, v in enumerate(fam.get("variants", [])):
                 other = _variant_side(lib, base, v, where)
                 a, b = _oriented(base, other, key, i)
@@ -538,9 +541,9 @@ def generate(sources_dir: Path) -> list[dict[str, Any]]:
                         seed=(key, i),
                     )
                 )
-    rows.extend(_unrelated_rows(lib, sources_dir, families))
+    rows.extend(_unrelated_rows(lib, fixture_dir, families))
     _check_unique(rows)
-    return number_rows(DOMAIN, rows)
+    return rows
 
 
 def _pick(
@@ -563,10 +566,10 @@ def _pick(
 
 def _unrelated_rows(
     lib: Library,
-    sources_dir: Path,
+    fixture_dir: Path,
     families: dict[str, tuple[dict[str, Any], Where, Side]],
-) -> list[dict[str, Any]]:
-    path = sources_dir / DOMAIN / UNRELATED_FILE
+) -> list[DraftRow]:
+    path = fixture_dir / UNRELATED_FILE
     pairs = _load(path).get("pairs", [])
     out = []
     for j, pair in enumerate(pairs):
@@ -586,7 +589,7 @@ def _unrelated_rows(
                 b=b,
                 why=lib.axes["cross_intent"]["why"],
                 construction=CONSTRUCTION[UNRELATED],
-                source=_source(where_b.path, where_b.key),
+                source=fixture_source(where_b.path, where_b.key),
                 where=Where(path, str(pair)),
                 seed=("unrelated", j),
             )
@@ -594,21 +597,21 @@ def _unrelated_rows(
     return out
 
 
-def _check_unique(rows: list[dict[str, Any]]) -> None:
+def _check_unique(rows: list[DraftRow]) -> None:
     """No two rows may share a pair (in either order); rationales must differ."""
     seen: dict[str, int] = {}
     rationales: dict[str, int] = {}
     for i, r in enumerate(rows):
-        side_a = dumps([r["query_a"], r["context_a"], r["system_prompt_a"], r["tools_a"]])
-        side_b = dumps([r["query_b"], r["context_b"], r["system_prompt_b"], r["tools_b"]])
+        side_a = dumps([r.query_a, r.context_a, r.system_prompt_a, r.tools_a])
+        side_b = dumps([r.query_b, r.context_b, r.system_prompt_b, r.tools_b])
         key = dumps(sorted([side_a, side_b]))
         if key in seen:
             raise FixtureError(
-                f"{r['source']}: rows {seen[key] + 1} and {i + 1} repeat the pair "
-                f"{r['query_a']!r} / {r['query_b']!r}"
+                f"{r.source}: rows {seen[key] + 1} and {i + 1} repeat the pair "
+                f"{r.query_a!r} / {r.query_b!r}"
             )
         seen[key] = i
-        if r["rationale"] in rationales:
-            first = rationales[r["rationale"]] + 1
-            raise FixtureError(f"{r['source']}: rows {first} and {i + 1} share a rationale")
-        rationales[r["rationale"]] = i
+        if r.rationale in rationales:
+            first = rationales[r.rationale] + 1
+            raise FixtureError(f"{r.source}: rows {first} and {i + 1} share a rationale")
+        rationales[r.rationale] = i

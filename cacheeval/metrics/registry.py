@@ -125,6 +125,11 @@ _m("best_operating_point", "Best operating point", "higher",
    "max recall over thresholds with FP / (FP + TN) <= alpha",
    "Largest recall reachable under an FHR budget alpha, with its threshold.")
 
+_CAL = "Calibration"
+_m("ece", "ECE", "lower", "curves.ece", _CAL, "cacheeval.metrics.curves.expected_calibration_error",
+   "sum_b (n_b / N) |mean predicted P(HIT)_b - observed HIT share_b|, 10 equal-width bins",
+   "Expected calibration error of the predicted P(HIT) (confidence if served, else 1 - it).")
+
 _LAT_S = "Latency"
 _m("latency_mean_ms", "mean", "lower", "latency.mean_ms", _LAT_S, f"{_LAT}.latency_stats",
    "sum(latency) / n", "Mean decision latency (ms).")

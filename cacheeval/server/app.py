@@ -3,10 +3,11 @@
 Routes::
 
     GET  /                        leaderboard page (sortable table + upload form)
-    GET  /submissions/{id}        per-domain / per-label breakdown page
+    GET  /submissions/{id}        a submission's page (its Ladder answer)
     GET  /api/leaderboard         the board as JSON
     POST /api/submissions         grade and store an upload (bearer token)
     GET  /api/submissions/{id}    the caller's own submission (bearer token; 404 otherwise)
+    GET  /api/rounds, /rounds/{name}  closed private-slice rounds (per-domain breakdowns)
     GET  /healthz                 liveness, the test-set identity and the upload limit
     GET  /static/...              the page's script and stylesheet
 
@@ -21,395 +22,51 @@ counted once), rate limit (429), size (413), format and content (400/422), then
 grading; the rate limit and the key are checked again in the insert
 transaction. Nothing is written unless the upload is accepted. Errors are
 ``{"error": message}``. A body over the size limit is read to its end (up to
-:data:`DRAIN_FACTOR` times the limit) and dropped, so the client, still
+:data:`~cacheeval.server.handlers.DRAIN_FACTOR` times the limit) and dropped, so the client, still
 sending, gets the 413 and its message instead of a reset connection.
 Submission ids in paths above SQLite's integer range are simply absent (404).
+Feedback is the Ladder's answer on the public half of the test rows
+(:mod:`cacheeval.server.ladder`, :func:`~cacheeval.server.grading.public_feedback`);
+the stored exact counts never leave the server.
 
-Blocking work (SQLite, grading) runs in Starlette's thread pool.
+The handlers live in :mod:`cacheeval.server.handlers`; this module only
+routes. Blocking work (SQLite, grading) runs in Starlette's thread pool.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import AsyncGenerator, Callable, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
-from starlette.formparsers import MultiPartException, MultiPartParser
-from starlette.requests import ClientDisconnect, Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ..jsonio import sha256_bytes
-from . import pages
-from .grading import (
-    MAX_NAME,
-    MAX_TRAINING_DATA,
-    SubmissionError,
-    TestSet,
-    Upload,
-    check_text,
-    grade,
-    parse_upload,
-)
-from .ratelimit import Decision, RateLimit
-from .store import NewSubmission, RateLimited, Store, Submission, Submitter
-from .tokens import bearer_token
+from .handlers import Handlers, ServerConfig
+
+__all__ = ["STATIC_DIR", "ServerConfig", "create_app", "routes"]
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
-DEFAULT_MAX_BODY = 5 * 1024 * 1024
-#: An oversized body is read and dropped up to this many times the limit.
-DRAIN_FACTOR = 8
-#: Largest id SQLite stores (a larger path parameter names no submission).
-MAX_ID = 2**63 - 1
-IDEMPOTENCY_HEADER = "Idempotency-Key"
-MAX_IDEMPOTENCY_KEY = 200
-
-#: Headers on every page: only our own script and stylesheet may load.
-_PAGE_HEADERS = {
-    "Content-Security-Policy": (
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
-        "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
-    ),
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-}
 
 
-@dataclass(frozen=True)
-class ServerConfig:
-    """What the app serves: the store, the labelled test set, the limits, a clock."""
-
-    store: Store
-    test: TestSet
-    rate_limit: RateLimit = field(default_factory=RateLimit)
-    max_body_bytes: int = DEFAULT_MAX_BODY
-    clock: Callable[[], float] = time.time
-
-
-class _ApiError(Exception):
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
-        self.status = status
-        self.message = message
-        self.headers = headers or {}
-        super().__init__(message)
-
-
-def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status, headers=headers)
-
-
-def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _rate_headers(limit: RateLimit, decision: Decision) -> dict[str, str]:
-    headers = {
-        "X-RateLimit-Limit": str(limit.limit),
-        "X-RateLimit-Remaining": str(decision.remaining),
-    }
-    if decision.retry_after_s is not None:
-        headers["Retry-After"] = str(decision.retry_after_s)
-    return headers
-
-
-def _too_many(limit: RateLimit, decision: Decision) -> _ApiError:
-    return _ApiError(
-        429,
-        f"rate limit reached: {limit.describe()} graded submissions per submitter; "
-        f"retry in {decision.retry_after_s} s",
-        _rate_headers(limit, decision),
-    )
-
-
-def _submission_json(sub: Submission) -> dict[str, Any]:
-    """A stored submission as the API shows it to its owner."""
-    return {
-        "id": sub.id,
-        "name": sub.name,
-        "submitter": sub.submitter,
-        "created": sub.created,
-        "training_data": sub.training_data,
-        "cache_name": sub.cache_name,
-        "sha256": sub.body_sha256,
-        "format": sub.body_format,
-        "n_predictions": sub.n_predictions,
-        "labels_sha256": sub.labels_sha256,
-        "graded": sub.graded,
-        "status": sub.status,
-        "status_detail": sub.status_detail,
-        "url": f"/submissions/{sub.id}",
-        "scores": sub.scores,
-    }
-
-
-def _idempotency_key(request: Request) -> str | None:
-    """The upload's ``Idempotency-Key`` header (None when absent); 400 when it is
-    not 1-200 printable ASCII characters."""
-    raw = request.headers.get(IDEMPOTENCY_HEADER)
-    if raw is None:
-        return None
-    key = raw.strip()
-    if not 0 < len(key) <= MAX_IDEMPOTENCY_KEY or not all(" " <= c <= "~" for c in key):
-        raise _ApiError(
-            400, f"{IDEMPOTENCY_HEADER} must be 1-{MAX_IDEMPOTENCY_KEY} printable ASCII characters"
-        )
-    return key
+def routes(h: Handlers) -> list[BaseRoute]:
+    """The route table (see the module docstring)."""
+    return [
+        Route("/", h.index, methods=["GET"]),
+        Route("/submissions/{sid:int}", h.submission_page, methods=["GET"]),
+        Route("/api/leaderboard", h.get_leaderboard, methods=["GET"]),
+        Route("/api/submissions", h.post_submission, methods=["POST"]),
+        Route("/api/submissions/{sid:int}", h.get_submission, methods=["GET"]),
+        Route("/api/rounds", h.get_rounds, methods=["GET"]),
+        Route("/rounds/{name}", h.round_page, methods=["GET"]),
+        Route("/healthz", h.healthz, methods=["GET"]),
+        Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="static"),
+    ]
 
 
 def create_app(config: ServerConfig) -> Starlette:
     """The ASGI app serving ``config``."""
-    store, test, limit = config.store, config.test, config.rate_limit
-    test_order = tuple(r.id for r in test.rows)
-
-    async def authenticate(request: Request) -> Submitter:
-        token = bearer_token(request.headers.get("authorization"))
-        if token is None:
-            raise _ApiError(
-                401,
-                "missing bearer token: send 'Authorization: Bearer <token>' "
-                "(tokens come from `cacheeval serve --add-submitter`)",
-                {"WWW-Authenticate": "Bearer"},
-            )
-        submitter = await run_in_threadpool(store.submitter_by_token, token)
-        if submitter is None:
-            raise _ApiError(
-                401, "unknown token", {"WWW-Authenticate": 'Bearer error="invalid_token"'}
-            )
-        return submitter
-
-    async def read_body(request: Request) -> bytes:
-        cap = config.max_body_bytes
-        declared = request.headers.get("content-length")
-        over = declared is not None and declared.isdigit() and int(declared) > cap
-        chunks: list[bytes] = []
-        size = 0
-        try:
-            async for chunk in request.stream():
-                size += len(chunk)
-                if size > cap:
-                    over = True
-                if over:  # keep reading (and dropping) so the client sees the 413
-                    chunks.clear()
-                    if size > DRAIN_FACTOR * cap:
-                        break
-                    continue
-                chunks.append(chunk)
-        except ClientDisconnect:
-            if not over:
-                raise _ApiError(400, "the client disconnected during the upload") from None
-        if over:
-            raise _ApiError(413, f"upload larger than the {cap} byte limit")
-        return b"".join(chunks)
-
-    async def split_upload(request: Request, body: bytes) -> tuple[bytes, dict[str, str]]:
-        """(document bytes, form fields) of the request body."""
-        ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        fields = {k: v for k, v in request.query_params.items() if k in ("name", "training_data")}
-        # Any other content type is the document itself: curl and urllib label
-        # raw bodies application/x-www-form-urlencoded unless told otherwise.
-        if ctype != "multipart/form-data":
-            return body, fields
-
-        async def one_chunk() -> AsyncGenerator[bytes, None]:
-            yield body
-            yield b""
-
-        parser = MultiPartParser(
-            request.headers,
-            one_chunk(),
-            max_files=1,
-            max_fields=10,
-            max_part_size=config.max_body_bytes,
-        )
-        try:
-            form = await parser.parse()
-        except MultiPartException as e:
-            raise _ApiError(400, f"bad multipart upload: {e.message}") from None
-        try:
-            upload = form.get("file")
-            if not isinstance(upload, UploadFile):
-                raise _ApiError(422, "the multipart upload needs a file field named 'file'")
-            data = await upload.read()
-            for key in ("name", "training_data"):  # form fields win over query parameters
-                value = form.get(key)
-                if isinstance(value, str):
-                    fields[key] = value
-            return data, fields
-        finally:
-            await form.close()
-
-    def accept(
-        submitter: Submitter, body: bytes, fields: dict[str, str], key: str | None
-    ) -> tuple[int, Decision, dict[str, Any], NewSubmission, bool]:
-        """Parse, grade and store (runs in the thread pool)."""
-        upload: Upload = parse_upload(body, test.ids, test_order)
-        raw_name = fields.get("name", "")
-        name = check_text(raw_name, "name", MAX_NAME) if raw_name.strip() else ""
-        training = check_text(
-            fields.get("training_data") or upload.training_data or "",
-            "training_data",
-            MAX_TRAINING_DATA,
-        )
-        name = name or upload.name or (upload.cache_name or "").strip()[:MAX_NAME] or "unnamed"
-        scores = grade(upload, test, cache_name=name)
-        now = config.clock()
-        new = NewSubmission(
-            submitter_id=submitter.id,
-            name=name,
-            training_data=training,
-            created=_iso(now),
-            created_at=now,
-            body=body,
-            body_sha256=sha256_bytes(body),
-            body_format=upload.body_format,
-            cache_name=upload.cache_name,
-            n_predictions=len(upload.predictions),
-            labels_sha256=test.labels_sha256,
-            scores=scores,
-            idempotency_key=key,
-        )
-        sid, decision, stored = store.insert_submission(new, limit)
-        return sid, decision, scores, new, stored
-
-    async def replay(submitter: Submitter, first: Submission, document: bytes) -> Response:
-        """The answer to a retried upload: its first submission (200), when the
-        document is the same bytes; 422 when the key was used for another one."""
-        if sha256_bytes(document) != first.body_sha256:
-            raise _ApiError(
-                422,
-                f"{IDEMPOTENCY_HEADER} already used for a different upload "
-                f"(submission {first.id}); send a new key with new predictions",
-            )
-        decision = await run_in_threadpool(store.rate_decision, submitter.id, limit, config.clock())
-        headers = {  # the slots left now: the replay itself takes none
-            "Location": f"/api/submissions/{first.id}",
-            "Idempotent-Replayed": "true",
-            "X-RateLimit-Limit": str(limit.limit),
-            "X-RateLimit-Remaining": str(max(0, limit.limit - decision.used)),
-        }
-        return JSONResponse(_submission_json(first), status_code=200, headers=headers)
-
-    async def post_submission(request: Request) -> Response:
-        try:
-            submitter = await authenticate(request)
-            key = _idempotency_key(request)
-            first = None
-            if key is not None:
-                first = await run_in_threadpool(store.submission_by_key, submitter.id, key)
-            if first is None:  # a retry never counts against the limit
-                early = await run_in_threadpool(
-                    store.rate_decision, submitter.id, limit, config.clock()
-                )
-                if not early.allowed:
-                    raise _too_many(limit, early)
-            body = await read_body(request)
-            document, fields = await split_upload(request, body)
-            if first is not None:
-                return await replay(submitter, first, document)
-            try:
-                sid, decision, scores, new, stored = await run_in_threadpool(
-                    accept, submitter, document, fields, key
-                )
-            except SubmissionError as e:
-                raise _ApiError(e.status, str(e)) from None
-            except RateLimited as e:
-                raise _too_many(limit, e.decision) from None
-            if not stored:  # a concurrent retry with the same key stored it first
-                first = await run_in_threadpool(store.submission, sid)
-                assert first is not None
-                return await replay(submitter, first, document)
-        except _ApiError as e:
-            return _error(e.status, e.message, e.headers)
-        payload = {
-            "id": sid,
-            "name": new.name,
-            "submitter": submitter.name,
-            "created": new.created,
-            "training_data": new.training_data,
-            "cache_name": new.cache_name,
-            "sha256": new.body_sha256,
-            "format": new.body_format,
-            "n_predictions": new.n_predictions,
-            "labels_sha256": new.labels_sha256,
-            "url": f"/submissions/{sid}",
-            "scores": scores,
-        }
-        headers = {"Location": f"/api/submissions/{sid}", **_rate_headers(limit, decision)}
-        return JSONResponse(payload, status_code=201, headers=headers)
-
-    async def get_submission(request: Request) -> Response:
-        try:
-            submitter = await authenticate(request)
-        except _ApiError as e:
-            return _error(e.status, e.message, e.headers)
-        sid = request.path_params["sid"]
-        sub = await run_in_threadpool(store.submission, sid) if sid <= MAX_ID else None
-        if sub is None or sub.submitter_id != submitter.id:
-            # The same answer for "absent" and "someone else's": ids reveal nothing.
-            return _error(404, f"no submission {sid} for this token")
-        return JSONResponse(_submission_json(sub))
-
-    async def get_leaderboard(request: Request) -> Response:
-        subs = await run_in_threadpool(store.submissions)
-        return JSONResponse(
-            {
-                "sort": "fhr ascending, then f1 descending",
-                "n_test_rows": len(test.rows),
-                "labels_sha256": test.labels_sha256,
-                "entries": pages.board(subs),
-            }
-        )
-
-    async def index(request: Request) -> Response:
-        subs = await run_in_threadpool(store.submissions)
-        html = pages.leaderboard_page(
-            pages.board(subs), n_test_rows=len(test.rows), rate_limit=limit.describe()
-        )
-        return HTMLResponse(html, headers=_PAGE_HEADERS)
-
-    async def submission_page(request: Request) -> Response:
-        sid = request.path_params["sid"]
-        sub = await run_in_threadpool(store.submission, sid) if sid <= MAX_ID else None
-        if sub is None:
-            html = pages.not_found_page(f"There is no submission {sid}.")
-            return HTMLResponse(html, status_code=404, headers=_PAGE_HEADERS)
-        return HTMLResponse(pages.submission_page(sub), headers=_PAGE_HEADERS)
-
-    async def healthz(request: Request) -> Response:
-        return JSONResponse(
-            {
-                "status": "ok",
-                "n_test_rows": len(test.rows),
-                "dataset_sha256": test.dataset_sha256,
-                "labels_sha256": test.labels_sha256,
-                "max_upload_bytes": config.max_body_bytes,
-            }
-        )
-
-    async def http_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, HTTPException)
-        if request.url.path.startswith("/api/"):
-            return _error(exc.status_code, str(exc.detail), exc.headers)
-        if exc.status_code == 404:
-            html = pages.not_found_page(f"No page at {request.url.path}.")
-            return HTMLResponse(html, status_code=404, headers=_PAGE_HEADERS)
-        return Response(str(exc.detail), status_code=exc.status_code, headers=exc.headers)
-
-    routes = [
-        Route("/", index, methods=["GET"]),
-        Route("/submissions/{sid:int}", submission_page, methods=["GET"]),
-        Route("/api/leaderboard", get_leaderboard, methods=["GET"]),
-        Route("/api/submissions", post_submission, methods=["POST"]),
-        Route("/api/submissions/{sid:int}", get_submission, methods=["GET"]),
-        Route("/healthz", healthz, methods=["GET"]),
-        Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="static"),
-    ]
-    return Starlette(routes=routes, exception_handlers={HTTPException: http_error})
+    handlers = Handlers(config)
+    return Starlette(
+        routes=routes(handlers), exception_handlers={HTTPException: handlers.http_error}
+    )

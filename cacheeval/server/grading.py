@@ -1,4 +1,4 @@
-"""Grading uploads against the hidden test labels, with aggregate-only feedback.
+"""Grading uploads against the hidden test labels, with leak-bounded feedback.
 
 Loading (:func:`load_test_set`): the labels file's sha256 must equal
 ``test_labels.sha256`` of the manifest and the benchmark's sha256 must equal
@@ -21,12 +21,19 @@ name a test id, appear once, and every test id must have one. Any problem is a
 422: a well-formed body with bad content) and a message naming the line
 (JSONL) or item (JSON array).
 
-Scoring is :func:`cacheeval.harness.score` on those rows, so the numbers are
-exactly those of ``cacheeval score --labels``. :func:`feedback` keeps only
-aggregates: the headline rates with 95% Wilson intervals, the confusion
-counts, per-domain FHR and F1, per-label FHR on the MISS classes, latency
-percentiles, tier shares and error counts - never a row id or a per-row
-outcome, so labels cannot be read back one row at a time.
+Grading (:func:`grade`) stores, server side only, the confusion counts of the
+upload on the public and the private half of the test rows
+(:func:`cacheeval.server.ladder.split_halves`, keyed by a server secret) and
+the public half's level (:func:`cacheeval.server.ladder.level_of`), plus the
+label-free facts of the upload (latency it reported, tier shares, errors).
+
+What anyone gets back (:func:`public_feedback`, :func:`ladder_states`) is the
+Ladder's answer: the level of the submission on the public half when it is
+strictly above the best level its submitter has been shown, else "not above
+your best" - never a count, a rate, a per-domain or per-label number, or a row
+id. ``docs/leaderboard.md`` gives the leak bound of this feedback. The
+per-domain breakdowns of a closed round come from the private slice only
+(:func:`load_round`).
 """
 
 from __future__ import annotations
@@ -40,25 +47,19 @@ from typing import Any
 
 from ..dataset import load_bench
 from ..jsonio import loads, sha256_file
-from ..metrics.classification import Estimate
 from ..predictions import HEADER_KEY, Prediction, prediction_problem
 from ..report import Report
-from ..schema import MISS_LABELS, Row
-from .store import GRADED, INVALID, Store
+from ..schema import HIT, Row
+from .ladder import FHR_BUDGET, LEVELS, Level, ladder, level_of, split_halves
+from .store import GRADED, INVALID, Store, Submission
 
 #: Longest submission name and training-data description accepted.
 MAX_NAME = 100
 MAX_TRAINING_DATA = 2000
 #: Longest text field of an upload's predictions header (cache_name, ...).
 MAX_HEADER_TEXT = 200
-HEADLINE_METRICS: tuple[str, ...] = (
-    "accuracy",
-    "precision",
-    "recall",
-    "f1",
-    "fhr",
-    "adversarial_fhr",
-)
+#: Version tag of the stored grade (the internal ``scores`` object).
+MECHANISM = "ladder-1"
 _OBJECT_KEYS = frozenset({"predictions", "header", "name", "training_data"})
 
 
@@ -82,6 +83,24 @@ class TestSet:
     ids: frozenset[str]
     dataset_sha256: str
     labels_sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class Halves:
+    """The fixed public/private split of the test rows (server side only)."""
+
+    public: frozenset[str]
+    private: frozenset[str]
+
+
+def halves_of(test: TestSet, salt: str | None = None) -> Halves:
+    """Split ``test`` with ``salt`` (default: the labels' sha256, which is
+    public; a server should pass a secret, see ``cacheeval serve --salt-file``)."""
+    by_label: dict[str, list[str]] = {}
+    for r in test.rows:
+        by_label.setdefault(r.binary_label or "", []).append(r.id)
+    public, private = split_halves(by_label, salt or test.labels_sha256)
+    return Halves(public, private)
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,43 +339,142 @@ def score_upload(upload: Upload, test: TestSet, *, cache_name: str) -> Report:
     )
 
 
-def _estimate(e: Estimate) -> dict[str, Any]:
+def _half(preds: dict[str, bool], rows: Sequence[Row], ids: frozenset[str]) -> dict[str, Any]:
+    tp = fp = fn = tn = 0
+    for r in rows:
+        if r.id not in ids:
+            continue
+        hit, y = preds[r.id], r.binary_label == HIT
+        tp += hit and y
+        fp += hit and not y
+        fn += (not hit) and y
+        tn += (not hit) and not y
     return {
-        "value": e.value,
-        "ci_low": e.ci_low,
-        "ci_high": e.ci_high,
-        "numerator": e.numerator,
-        "denominator": e.denominator,
+        "n": tp + fp + fn + tn,
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "tn": tn,
+        "level": level_of(tp, fp, fn, tn).rank,
     }
 
 
-def feedback(report: Report) -> dict[str, Any]:
-    """The aggregate-only view of a report (see the module doc). Key order fixed."""
-    h = report.headline
-    c = report.confusion
+def label_free(report: Report) -> dict[str, Any]:
+    """What an upload says about itself, whatever the labels: the latency it
+    reported, its tier shares and its error rows."""
     lat = report.latency
     return {
-        "n_rows": report.provenance.n_rows,
-        "headline": {m: _estimate(getattr(h, m)) for m in HEADLINE_METRICS},
-        "confusion": {"tp": c.tp, "fp": c.fp, "fn": c.fn, "tn": c.tn},
-        "per_domain": [
-            {"domain": s.key, "n": s.n, "fhr": _estimate(s.fhr), "f1": _estimate(s.f1)}
-            for s in report.per_domain
-        ],
-        "per_label": [
-            {"label": s.key, "n": s.n, "fhr": _estimate(s.fhr)}
-            for s in report.per_label
-            if s.key in MISS_LABELS
-        ],
         "latency_ms": {"n": lat.n, "p50": lat.p50_ms, "p95": lat.p95_ms, "p99": lat.p99_ms},
         "tiers": [{"tier": t.tier, "count": t.count, "share": t.share} for t in report.tiers],
         "errors": {"n_errors": report.errors.n_errors, "n_timeouts": report.errors.n_timeouts},
     }
 
 
-def grade(upload: Upload, test: TestSet, *, cache_name: str) -> dict[str, Any]:
-    """:func:`feedback` of :func:`score_upload`."""
-    return feedback(score_upload(upload, test, cache_name=cache_name))
+def grade(upload: Upload, test: TestSet, halves: Halves, *, cache_name: str) -> dict[str, Any]:
+    """The stored (server-side) grade of an upload; key order fixed. Holds the
+    exact counts per half: never send it to a client (:func:`public_feedback`)."""
+    report = score_upload(upload, test, cache_name=cache_name)
+    preds = {p.id: bool(p.is_hit) for p in upload.predictions}
+    return {
+        "mechanism": MECHANISM,
+        "n_rows": report.provenance.n_rows,
+        "public_half": _half(preds, test.rows, halves.public),
+        "private_half": _half(preds, test.rows, halves.private),
+        **label_free(report),
+    }
+
+
+def level_json(lv: Level | None) -> dict[str, Any] | None:
+    """A level as the API shows it."""
+    if lv is None:
+        return None
+    return {
+        "rank": lv.rank,
+        "name": lv.name,
+        "within_budget": lv.within_budget,
+        "fhr_interval": list(lv.fhr),
+        "recall_interval": None if lv.recall is None else list(lv.recall),
+    }
+
+
+def stored_level(scores: dict[str, Any], half: str = "public_half") -> Level | None:
+    """The level recorded in a stored grade (None for a grade of another version)."""
+    if scores.get("mechanism") != MECHANISM:
+        return None
+    rank = scores.get(half, {}).get("level")
+    return LEVELS[rank] if isinstance(rank, int) and 0 <= rank < len(LEVELS) else None
+
+
+@dataclass(frozen=True, slots=True)
+class LadderState:
+    """A submission under the Ladder: its released level (None: not above its
+    submitter's best so far), the submitter's best after it, and its number
+    among the submitter's graded submissions (1-based)."""
+
+    released: Level | None
+    best: Level | None
+    number: int
+
+
+def ladder_states(subs: Sequence[Submission]) -> dict[int, LadderState]:
+    """:class:`LadderState` of every graded submission, per submitter in id order."""
+    by_submitter: dict[int, list[Submission]] = {}
+    for sub in sorted(subs, key=lambda x: x.id):
+        if sub.status == GRADED and stored_level(sub.scores) is not None:
+            by_submitter.setdefault(sub.submitter_id, []).append(sub)
+    out: dict[int, LadderState] = {}
+    for mine in by_submitter.values():
+        levels = [stored_level(x.scores) for x in mine]
+        best: Level | None = None
+        for n, (sub, released) in enumerate(
+            zip(mine, ladder(lv for lv in levels if lv is not None), strict=True), 1
+        ):
+            if released is not None:
+                best = released
+            out[sub.id] = LadderState(released, best, n)
+    return out
+
+
+def public_feedback(scores: dict[str, Any], state: LadderState | None) -> dict[str, Any]:
+    """Everything a client may see of a grade (key order fixed)."""
+    return {
+        "mechanism": "ladder",
+        "fhr_budget": FHR_BUDGET,
+        "n_rows": scores.get("n_rows"),
+        "n_public_rows": scores.get("public_half", {}).get("n"),
+        "released": state is not None and state.released is not None,
+        "level": level_json(state.released if state else None),
+        "best_level": level_json(state.best if state else None),
+        "submission_number": state.number if state else None,
+        "latency_ms": scores.get("latency_ms"),
+        "tiers": scores.get("tiers"),
+        "errors": scores.get("errors"),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """A fixed reference row of the board: a committed predictions file graded
+    like any upload (its level is always shown: the file is public)."""
+
+    name: str
+    path: str
+    scores: dict[str, Any]
+
+
+def load_references(folder: Path, test: TestSet, halves: Halves) -> tuple[Reference, ...]:
+    """Grade every ``*.jsonl`` predictions file of ``folder`` (name: the file's
+    cache name). A file that does not cover the test split is a SetupError."""
+    out = []
+    order = [r.id for r in test.rows]
+    for path in sorted(folder.glob("*.jsonl")):
+        try:
+            upload = parse_upload(path.read_bytes(), test.ids, order)
+        except (OSError, SubmissionError) as e:
+            raise SetupError(f"{path}: not a predictions file for this test split: {e}") from None
+        name = upload.cache_name or path.stem
+        out.append(Reference(name, path.name, grade(upload, test, halves, cache_name=name)))
+    return tuple(out)
 
 
 # --- regrading --------------------------------------------------------------------------------
@@ -364,17 +482,18 @@ def grade(upload: Upload, test: TestSet, *, cache_name: str) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class Regraded:
-    """One submission after a regrade: its FHR before and after, or why it no
-    longer grades (then it leaves the board with status ``invalid``)."""
+    """One submission after a regrade: its public-half level before and after
+    (server side), or why it no longer grades (then it leaves the board with
+    status ``invalid``)."""
 
     id: int
     name: str
-    fhr_before: float | None
-    fhr_after: float | None
+    level_before: str | None
+    level_after: str | None
     problem: str | None
 
 
-def regrade(store: Store, test: TestSet, graded: str) -> list[Regraded]:
+def regrade(store: Store, test: TestSet, halves: Halves, graded: str) -> list[Regraded]:
     """Re-grade every stored submission from its stored bytes against ``test``.
 
     Scores, ``labels_sha256`` and ``graded`` are replaced; a body that no longer
@@ -384,7 +503,8 @@ def regrade(store: Store, test: TestSet, graded: str) -> list[Regraded]:
     out: list[Regraded] = []
     for sub in store.submissions():
         body = store.body(sub.id) or b""
-        before = sub.scores.get("headline", {}).get("fhr", {}).get("value")
+        lv = stored_level(sub.scores)
+        before = lv.name if lv else None
         try:
             upload = parse_upload(body, test.ids, order)
         except SubmissionError as e:
@@ -398,7 +518,7 @@ def regrade(store: Store, test: TestSet, graded: str) -> list[Regraded]:
             )
             out.append(Regraded(sub.id, sub.name, before, None, str(e)))
             continue
-        scores = grade(upload, test, cache_name=sub.cache_name or sub.name)
+        scores = grade(upload, test, halves, cache_name=sub.cache_name or sub.name)
         store.update_grade(
             sub.id,
             scores=scores,
@@ -407,5 +527,59 @@ def regrade(store: Store, test: TestSet, graded: str) -> list[Regraded]:
             status=GRADED,
             status_detail=None,
         )
-        out.append(Regraded(sub.id, sub.name, before, scores["headline"]["fhr"]["value"], None))
+        after = stored_level(scores)
+        out.append(Regraded(sub.id, sub.name, before, after.name if after else None, None))
     return out
+
+
+# --- closed rounds of the private slice ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Round:
+    """A closed round: its revealed seed matches the slice's commitment, so
+    per-domain breakdowns of the entrants' slice reports may be shown."""
+
+    name: str
+    seed: str
+    slice_sha256: str
+    n_rows: int
+    reports: tuple[dict[str, Any], ...]  # cacheeval eval --json outputs
+
+
+def load_round(folder: Path) -> Round | None:
+    """The round in ``folder`` (``slice.jsonl`` with its header, ``seed.txt``,
+    ``reports/*.json``), or None while it is open: the seed is not published
+    or does not hash to the slice header's ``seed_sha256``."""
+    from ..dataset import read_slice_header
+    from ..slice import seed_commitment
+
+    slice_path, seed_path = folder / "slice.jsonl", folder / "seed.txt"
+    if not slice_path.is_file() or not seed_path.is_file():
+        return None
+    try:
+        head = read_slice_header(slice_path)
+        seed = seed_path.read_text(encoding="utf-8").strip()
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if not head or not seed or head.get("seed_sha256") != seed_commitment(seed):
+        return None
+    reports = []
+    for path in sorted((folder / "reports").glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("per_domain"), list):
+            reports.append(data)
+    return Round(
+        folder.name, seed, sha256_file(slice_path), int(head.get("n_rows", 0)), tuple(reports)
+    )
+
+
+def closed_rounds(rounds_dir: Path | None) -> list[Round]:
+    """Every closed round under ``rounds_dir``, by name."""
+    if rounds_dir is None or not rounds_dir.is_dir():
+        return []
+    found = (load_round(p) for p in sorted(rounds_dir.iterdir()) if p.is_dir())
+    return [r for r in found if r is not None]

@@ -17,7 +17,7 @@ in its own side's alias set.
 from __future__ import annotations
 
 from ..schema import HIT, MISS, Row
-from . import Check
+from .result import Check
 from .textnorm import normalize_answer
 
 

@@ -53,7 +53,7 @@ import threading
 from collections.abc import Sequence
 
 from ..schema import HIT, MISS, Row
-from . import Check
+from .result import Check
 from .sandbox import SandboxResult, run_many
 
 LANGUAGES: tuple[str, ...] = (

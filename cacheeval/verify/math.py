@@ -76,13 +76,13 @@ and sympy is imported lazily, so importing :mod:`cacheeval.verify` stays cheap.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from ..schema import HIT, MISS, Row
-from . import Check
+from .result import Check
 
 DEFAULT_TOLERANCE = 1e-9
 
@@ -309,74 +309,15 @@ def compute(task: Any) -> Result:
         return Result("number", value, (), unit_k)
 
     if op in ("solve", "inequality"):
-        names = _names(task)
-        syms = [sympy.Symbol(n) for n in names]
-        exprs = task.get("expr")
-        exprs = [exprs] if isinstance(exprs, str) else exprs
-        if not isinstance(exprs, list) or not exprs:
-            raise TaskError("solve needs expr as an equation or a list of equations")
-        rels = [parse_relation(e) for e in exprs]
-        if op == "inequality":
-            if len(rels) != 1 or len(syms) != 1 or isinstance(rels[0], sympy.Eq):
-                raise TaskError("inequality needs one inequality in one variable")
-            return Result("set", sympy.solveset(rels[0], syms[0], sympy.S.Reals), names)
-        if not all(isinstance(r, sympy.Eq) for r in rels):
-            raise TaskError("solve needs equations (use op inequality for < <= > >=)")
-        sols = sympy.solve(rels, syms, dict=True)
-        real = [s for s in sols if all(v.is_real for v in s.values())]
-        if not real or any(set(s) != set(syms) for s in real):
-            raise TaskError(f"solve found no complete real solution for {exprs}")
-        if "target" in task:
-            if len(real) != 1:
-                raise TaskError("target needs a unique solution")
-            return number(sympy.simplify(parse(task["target"]).subs(real[0])))
-        return Result("solutions", _solution_tuple(real), tuple(sorted(names)))
+        return _solve(task, op, number)
 
     if op in ("simplify", "expand", "factor"):
         expr = parse(task.get("expr"))
         fn = {"simplify": sympy.simplify, "expand": sympy.expand, "factor": sympy.factor}[op]
         return _expr_result(fn(expr))
 
-    if op == "diff":
-        (name,) = _names(task)
-        order = task.get("order", 1)
-        if not isinstance(order, int) or isinstance(order, bool) or order < 1:
-            raise TaskError("diff order must be a positive integer")
-        d = sympy.diff(parse(task.get("expr")), sympy.Symbol(name), order)
-        at = task.get("at")
-        if at is not None:
-            if not isinstance(at, dict) or set(at) != {name}:
-                raise TaskError(f"diff at must be {{{name!r}: value}}")
-            return number(sympy.simplify(d.subs(sympy.Symbol(name), _number(at[name]))))
-        return _expr_result(d)
-
-    if op == "integrate":
-        (name,) = _names(task)
-        x = sympy.Symbol(name)
-        f = parse(task.get("expr"))
-        lower, upper = task.get("lower"), task.get("upper")
-        if (lower is None) != (upper is None):
-            raise TaskError("integrate needs both lower and upper, or neither")
-        if lower is not None:
-            lo, hi = _number(lower), _number(upper)
-            area = sympy.integrate(f, (x, lo, hi))
-            if task.get("average") is True:
-                if lo == hi:
-                    raise TaskError("average over an empty interval")
-                area = area / (hi - lo)
-            return number(sympy.simplify(area))
-        return Result("antiderivative", f, (name,))
-
-    if op == "limit":
-        (name,) = _names(task)
-        direction = task.get("dir", "+-")
-        if direction not in ("+", "-", "+-"):
-            raise TaskError("limit dir must be '+' or '-'")
-        point = task.get("point")
-        pt = sympy.oo if point == "oo" else -sympy.oo if point == "-oo" else _number(point)
-        if pt.is_infinite:
-            direction = "-" if pt == sympy.oo else "+"
-        return number(sympy.limit(parse(task.get("expr")), sympy.Symbol(name), pt, direction))
+    if op in ("diff", "integrate", "limit"):
+        return _calculus(task, op, number)
 
     if op == "evaluate":
         expr = parse(task.get("expr"))
@@ -404,6 +345,77 @@ def compute(task: Any) -> Result:
         return number(_statistic(task))
 
     raise TaskError(f"unknown op {op!r}")
+
+
+def _solve(task: dict[str, Any], op: str, number: Callable[[Any], Result]) -> Result:
+    """``solve`` (equations: every real solution, or ``target`` at the unique
+    one) and ``inequality`` (one inequality in one variable: its real set)."""
+    import sympy
+
+    names = _names(task)
+    syms = [sympy.Symbol(n) for n in names]
+    exprs = task.get("expr")
+    exprs = [exprs] if isinstance(exprs, str) else exprs
+    if not isinstance(exprs, list) or not exprs:
+        raise TaskError("solve needs expr as an equation or a list of equations")
+    rels = [parse_relation(e) for e in exprs]
+    if op == "inequality":
+        if len(rels) != 1 or len(syms) != 1 or isinstance(rels[0], sympy.Eq):
+            raise TaskError("inequality needs one inequality in one variable")
+        return Result("set", sympy.solveset(rels[0], syms[0], sympy.S.Reals), names)
+    if not all(isinstance(r, sympy.Eq) for r in rels):
+        raise TaskError("solve needs equations (use op inequality for < <= > >=)")
+    sols = sympy.solve(rels, syms, dict=True)
+    real = [s for s in sols if all(v.is_real for v in s.values())]
+    if not real or any(set(s) != set(syms) for s in real):
+        raise TaskError(f"solve found no complete real solution for {exprs}")
+    if "target" in task:
+        if len(real) != 1:
+            raise TaskError("target needs a unique solution")
+        return number(sympy.simplify(parse(task["target"]).subs(real[0])))
+    return Result("solutions", _solution_tuple(real), tuple(sorted(names)))
+
+
+def _calculus(task: dict[str, Any], op: str, number: Callable[[Any], Result]) -> Result:
+    """``diff`` (optionally at a point), ``integrate`` (antiderivative, definite,
+    or average over an interval) and ``limit`` (one- or two-sided)."""
+    import sympy
+
+    (name,) = _names(task)
+    x = sympy.Symbol(name)
+    if op == "diff":
+        order = task.get("order", 1)
+        if not isinstance(order, int) or isinstance(order, bool) or order < 1:
+            raise TaskError("diff order must be a positive integer")
+        d = sympy.diff(parse(task.get("expr")), x, order)
+        at = task.get("at")
+        if at is not None:
+            if not isinstance(at, dict) or set(at) != {name}:
+                raise TaskError(f"diff at must be {{{name!r}: value}}")
+            return number(sympy.simplify(d.subs(x, _number(at[name]))))
+        return _expr_result(d)
+    if op == "integrate":
+        f = parse(task.get("expr"))
+        lower, upper = task.get("lower"), task.get("upper")
+        if (lower is None) != (upper is None):
+            raise TaskError("integrate needs both lower and upper, or neither")
+        if lower is not None:
+            lo, hi = _number(lower), _number(upper)
+            area = sympy.integrate(f, (x, lo, hi))
+            if task.get("average") is True:
+                if lo == hi:
+                    raise TaskError("average over an empty interval")
+                area = area / (hi - lo)
+            return number(sympy.simplify(area))
+        return Result("antiderivative", f, (name,))
+    direction = task.get("dir", "+-")
+    if direction not in ("+", "-", "+-"):
+        raise TaskError("limit dir must be '+' or '-'")
+    point = task.get("point")
+    pt = sympy.oo if point == "oo" else -sympy.oo if point == "-oo" else _number(point)
+    if pt.is_infinite:
+        direction = "-" if pt == sympy.oo else "+"
+    return number(sympy.limit(parse(task.get("expr")), x, pt, direction))
 
 
 def _expr_result(expr: Any) -> Result:

@@ -60,7 +60,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..schema import HIT, MISS, Row
-from . import Check
+from .result import Check
 from .textnorm import normalize_answer
 
 METHODS = ("exact_match", "rubric")

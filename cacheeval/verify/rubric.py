@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from ..schema import HIT, MISS, Row
-from . import Check
+from .result import Check
 
 
 def _failed(answer: str, criteria: list[dict[str, str]]) -> list[str]:

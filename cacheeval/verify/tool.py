@@ -64,8 +64,21 @@ call into two, while every answer-determining value must survive):
   does (reminder text, event titles, search queries, contact names): NFKC,
   curly quotes straightened, whitespace collapsed, case-folded.
 
-Never-cache tool rows (mutations, live reads) use the ``policy`` payload kind
-instead; see :mod:`cacheeval.verify.policy`.
+Cache policy of a tool (one rule, read from the tool definition). Every tool
+definition carries ``"policy"``: ``"mutation"`` when calling it changes state
+(alarms, timers, reminders, calendar events, lights, thermostat, music
+playback, messages, bookings, payments, cancellations, deletions: the action
+must run again), ``"time_sensitive"`` when it reads the live state of the
+world (weather, prices and quotes, exchange rates, flight and hotel
+availability, web search, news, routes and listings: a stored answer goes
+stale), else ``"cacheable"`` (its result is a pure function of its arguments:
+unit and time-zone conversion, translation, definitions, calculators, static
+reference lookups, formatting). A row whose call on either side uses a
+``mutation`` or ``time_sensitive`` tool is never served from a cache: it must
+carry the ``policy`` payload (method ``policy_no_cache``, binary MISS), see
+:mod:`cacheeval.verify.policy`. This checker reports such a row as undecided
+when it arrives with a ``tool_call`` payload, and so does a call to a tool
+whose definition has no valid policy; no row can contradict its tools.
 """
 
 from __future__ import annotations
@@ -79,10 +92,17 @@ from typing import Any
 
 from ..jsonio import dumps
 from ..schema import HIT, MISS, Row
-from . import Check
+from .result import Check
 
 METHODS = ("json_schema", "canonical_tool_call")
 NO_CALL_KINDS = ("refusal", "direct")
+#: The values of a tool definition's ``policy`` field.
+CACHEABLE = "cacheable"
+MUTATION = "mutation"
+TIME_SENSITIVE = "time_sensitive"
+TOOL_POLICIES = (CACHEABLE, MUTATION, TIME_SENSITIVE)
+#: Never-cache policies, strongest first (a row touching both is a mutation row).
+NEVER_CACHE = (MUTATION, TIME_SENSITIVE)
 
 # unit -> (dimension, converter to the dimension's base unit)
 _TIME_FACTORS = {"seconds": 1, "minutes": 60, "hours": 3600}
@@ -345,6 +365,53 @@ def valid_canonical(
     return canon, ""
 
 
+def tool_policy(tool: dict[str, Any] | None) -> str | None:
+    """The ``policy`` of a tool definition, or None when it has no valid one.
+
+    >>> tool_policy({"name": "set_alarm", "policy": "mutation"})
+    'mutation'
+    >>> tool_policy({"name": "x"}) is None
+    True
+    """
+    policy = tool.get("policy") if isinstance(tool, dict) else None
+    return policy if policy in TOOL_POLICIES else None
+
+
+def called_policies(row: Row, calls: dict[str, Any]) -> tuple[list[tuple[str, str]], str | None]:
+    """``([(policy, tool name), ...], problem)`` for the calls ``calls["call_a"]``
+    and ``calls["call_b"]`` of ``row``, each looked up in its own side's tools.
+    ``problem`` names a call whose tool is not offered or whose definition
+    carries no valid policy."""
+    found: list[tuple[str, str]] = []
+    for side in ("a", "b"):
+        call = calls.get(f"call_{side}")
+        if call is None:
+            continue
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+            return found, f"call_{side} must be an object with a string name"
+        tool = find_tool(getattr(row, f"tools_{side}"), call["name"])
+        if tool is None:
+            return found, f"call_{side}: tool {call['name']!r} is not offered in tools_{side}"
+        policy = tool_policy(tool)
+        if policy is None:
+            return found, (
+                f"call_{side}: the definition of {call['name']!r} carries no policy "
+                f"(one of {', '.join(TOOL_POLICIES)})"
+            )
+        found.append((policy, call["name"]))
+    return found, None
+
+
+def never_cache(policies: Sequence[tuple[str, str]]) -> tuple[str, str] | None:
+    """The strongest never-cache ``(policy, tool name)`` among ``policies``
+    (mutation before time_sensitive, then call order), or None."""
+    for kind in NEVER_CACHE:
+        for policy, name in policies:
+            if policy == kind:
+                return policy, name
+    return None
+
+
 def _answer_key(text: str) -> str:
     return free_text(text)
 
@@ -372,11 +439,31 @@ def _side(row: Row, p: dict[str, Any], side: str) -> tuple[dict[str, Any] | None
 
 
 def check(row: Row) -> Check:
+    """Re-derive the label of a ``tool_call`` row; a row whose call uses a
+    never-cache tool is undecided (it must be a ``policy_no_cache`` row)."""
     p = row.verification_payload or {}
     if row.verification_method not in METHODS:
         return Check(None, f"tool_call payload on a {row.verification_method!r} row")
     if "call_a" not in p or "call_b" not in p:
         return Check(None, "tool_call payload needs call_a and call_b (null for no call)")
+    policies, problem = called_policies(row, p)
+    if problem:
+        return Check(None, problem)
+    strongest = never_cache(policies)
+    if strongest is not None:
+        return Check(
+            None,
+            f"{strongest[1]} is a {strongest[0]} tool: the row must be policy_no_cache (MISS), "
+            "not a tool_call row",
+        )
+    return decide(row, p)
+
+
+def decide(row: Row, p: dict[str, Any]) -> Check:
+    """The verdict the calls of payload ``p`` alone give, whatever the tools'
+    cache policy (the semantic relation of the two requests)."""
+    if "call_a" not in p or "call_b" not in p:
+        return Check(None, "the payload needs call_a and call_b (null for no call)")
     canon_a, problem = _side(row, p, "a")
     if problem:
         return Check(None, problem)

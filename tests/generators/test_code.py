@@ -15,15 +15,17 @@ from typing import Any
 import pytest
 
 from cacheeval.dataset import row_problem
+from cacheeval.domains import MATRIX
 from cacheeval.generators import code
-from cacheeval.generators.common import REPO_ROOT, SOURCES_DIR
-from cacheeval.schema import HIT, LABELS, MATRIX, MISS, Row
+from cacheeval.layout import REPO_ROOT, SOURCES_DIR
+from cacheeval.pipeline.generate import generate_shard
+from cacheeval.schema import HIT, LABELS, MISS, Row
 from cacheeval.verify import check_row
 
 
 @pytest.fixture(scope="module")
 def rows() -> list[dict[str, Any]]:
-    return code.generate(SOURCES_DIR)
+    return generate_shard("code")
 
 
 def test_label_counts_match_the_matrix(rows: list[dict[str, Any]]) -> None:
@@ -202,7 +204,7 @@ def _fixture_dir(tmp_path: Path, text: str) -> Path:
 def test_bad_json_names_file_and_line(tmp_path: Path) -> None:
     src = _fixture_dir(tmp_path, '{\n  "tasks": {},\n  "families": [,]\n}\n')
     with pytest.raises(code.FixtureError, match=r"broken\.json:3: not valid JSON"):
-        code.generate(src)
+        code.generate(src / "code")
 
 
 def test_unknown_request_names_file_and_line(tmp_path: Path) -> None:
@@ -232,7 +234,7 @@ def test_unknown_request_names_file_and_line(tmp_path: Path) -> None:
     line = text.splitlines().index('          "rationale": "the rationale line"') + 1
     src = _fixture_dir(tmp_path, text)
     with pytest.raises(code.FixtureError, match=rf"broken\.json:{line}: .*unknown request 'nope'"):
-        code.generate(src)
+        code.generate(src / "code")
 
 
 def test_answer_in_the_wrong_language_is_rejected(tmp_path: Path) -> None:
@@ -241,7 +243,7 @@ def test_answer_in_the_wrong_language_is_rejected(tmp_path: Path) -> None:
     with pytest.raises(
         code.FixtureError, match=r"broken\.json:3: task 't': answer reads as python"
     ):
-        code.generate(src)
+        code.generate(src / "code")
 
 
 def test_wrong_label_counts_are_rejected(tmp_path: Path) -> None:
@@ -251,18 +253,19 @@ def test_wrong_label_counts_are_rejected(tmp_path: Path) -> None:
     data["families"][0]["rows"].pop()
     path.write_text(json.dumps(data, indent=2), encoding="utf-8")
     with pytest.raises(code.FixtureError, match="label counts .* differ from MATRIX"):
-        code.generate(tmp_path)
+        generate_shard("code", tmp_path / "code")
 
 
 def test_script_reports_fixture_errors_without_a_traceback(tmp_path: Path) -> None:
     src = _fixture_dir(tmp_path, '{"tasks": {}, "families": [}\n')
     proc = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "scripts" / "gen_code.py"), "--sources-dir", str(src),
-         "--out", str(tmp_path / "out.jsonl")],
+        [sys.executable, "-m", "cacheeval", "generate", "code", "--sources-dir", str(src),
+         "--out-dir", str(tmp_path / "out")],
+        cwd=REPO_ROOT,
         capture_output=True,
         text=True,
     )  # fmt: skip
-    assert proc.returncode != 0
+    assert proc.returncode == 2
     assert "broken.json:1: not valid JSON" in proc.stderr
     assert "Traceback" not in proc.stderr
-    assert not (tmp_path / "out.jsonl").exists()
+    assert not (tmp_path / "out").exists()

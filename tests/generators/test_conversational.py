@@ -14,9 +14,11 @@ from typing import Any
 import pytest
 
 from cacheeval.dataset import row_problem
+from cacheeval.domains import MATRIX
 from cacheeval.generators import conversational
-from cacheeval.generators.common import REPO_ROOT, SOURCES_DIR
-from cacheeval.schema import HIT, LABELS, MATRIX, MISS, Row
+from cacheeval.layout import REPO_ROOT
+from cacheeval.pipeline.generate import generate_shard
+from cacheeval.schema import HIT, LABELS, MISS, Row
 from cacheeval.verify import check_row
 
 DOMAIN = "conversational"
@@ -24,7 +26,7 @@ DOMAIN = "conversational"
 
 @pytest.fixture(scope="module")
 def rows() -> list[dict[str, Any]]:
-    return conversational.generate(SOURCES_DIR)
+    return generate_shard("conversational")
 
 
 def _pair_key(r: dict[str, Any]) -> tuple[str, ...]:
@@ -186,7 +188,7 @@ def _line_of(path: Path, needle: str) -> int:
 def test_invalid_json_names_file_and_line(tmp_path: Path) -> None:
     src = _write(tmp_path, {}, text='{\n  "families": {\n    "x": [1,, 2]\n  }\n}\n')
     with pytest.raises(conversational.FixtureError, match=r"bad\.json:3: not valid JSON"):
-        conversational.generate(src)
+        conversational.generate(src / "conversational")
 
 
 def test_unknown_reference_names_the_row_line(tmp_path: Path) -> None:
@@ -198,7 +200,7 @@ def test_unknown_reference_names_the_row_line(tmp_path: Path) -> None:
     with pytest.raises(
         conversational.FixtureError, match=rf"bad\.json:{line}: reference 'oolong\.base'"
     ):
-        conversational.generate(src)
+        conversational.generate(src / "conversational")
 
 
 def test_label_the_checker_contradicts_is_refused(tmp_path: Path) -> None:
@@ -209,18 +211,18 @@ def test_label_the_checker_contradicts_is_refused(tmp_path: Path) -> None:
     src = _write(tmp_path, fam)
     line = _line_of(src / DOMAIN / "bad.json", '"ADVERSARIAL"')
     with pytest.raises(conversational.FixtureError, match=rf"bad\.json:{line}: .*checker says HIT"):
-        conversational.generate(src)
+        conversational.generate(src / "conversational")
 
 
 def test_wrong_counts_and_bad_subcategory_are_reported(tmp_path: Path) -> None:
     src = _write(tmp_path, _GOOD_FAMILY)
     with pytest.raises(conversational.FixtureError, match=r"label counts .* differ from MATRIX"):
-        conversational.generate(src)
+        generate_shard("conversational", src / "conversational")
     fam = json.loads(json.dumps(_GOOD_FAMILY))
     fam["rows"][0][1] = "entity_swap"
     src = _write(tmp_path, fam)
     with pytest.raises(conversational.FixtureError, match=r"belongs to ADVERSARIAL, not EQUIV"):
-        conversational.generate(src)
+        conversational.generate(src / "conversational")
 
 
 def test_script_reports_fixture_errors_without_traceback(tmp_path: Path) -> None:
@@ -230,17 +232,21 @@ def test_script_reports_fixture_errors_without_traceback(tmp_path: Path) -> None
     proc = subprocess.run(
         [
             sys.executable,
-            str(REPO_ROOT / "scripts" / "gen_conversational.py"),
+            "-m",
+            "cacheeval",
+            "generate",
+            DOMAIN,
             "--sources-dir",
             str(src),
-            "--out",
-            str(tmp_path / "out.jsonl"),
+            "--out-dir",
+            str(tmp_path / "out"),
         ],
+        cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         check=False,
     )
-    assert proc.returncode != 0
+    assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert re.search(r"bad\.json:\d+: the two sides are identical", proc.stderr)
-    assert not (tmp_path / "out.jsonl").exists()
+    assert not (tmp_path / "out").exists()

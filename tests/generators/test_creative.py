@@ -12,9 +12,11 @@ from typing import Any
 import pytest
 
 from cacheeval.dataset import row_problem
+from cacheeval.domains import MATRIX
 from cacheeval.generators import creative as gen
-from cacheeval.generators.common import REPO_ROOT, SOURCES_DIR
-from cacheeval.schema import LABELS, MATRIX, MISS, POLICY_NO_CACHE, Row
+from cacheeval.layout import REPO_ROOT, SOURCES_DIR
+from cacheeval.pipeline.generate import generate_shard
+from cacheeval.schema import LABELS, MISS, POLICY_NO_CACHE, Row
 from cacheeval.verify import check_row
 from cacheeval.verify.textnorm import normalize_answer
 
@@ -23,7 +25,7 @@ DOMAIN = "creative"
 
 @pytest.fixture(scope="module")
 def rows() -> list[dict[str, Any]]:
-    return gen.generate(SOURCES_DIR)
+    return generate_shard("creative")
 
 
 # --- shape ------------------------------------------------------------------------------------
@@ -79,7 +81,7 @@ def test_every_side_has_an_example_output(rows: list[dict[str, Any]]) -> None:
 
 
 def test_forms_cover_the_brief() -> None:
-    forms = " ".join(f.form.casefold() for f in gen.load_families(SOURCES_DIR))
+    forms = " ".join(f.form.casefold() for f in gen.load_families(SOURCES_DIR / "creative"))
     for kind in ("haiku", "poem", "story", "slogan", "joke", "names", "toast"):
         assert kind in forms, kind
 
@@ -97,7 +99,7 @@ def test_rationales_unique(rows: list[dict[str, Any]]) -> None:
 def test_base_request_sits_on_both_sides(rows: list[dict[str, Any]]) -> None:
     """The seeded coin puts the family's plain request on side a about half the
     time, so query_b alone does not tell variant rows from base rows."""
-    requests = {f.request for f in gen.load_families(SOURCES_DIR)}
+    requests = {f.request for f in gen.load_families(SOURCES_DIR / "creative")}
     for label in ("EQUIV", "PARA_SAFE", "RELATED_UNSAFE", "ADVERSARIAL"):
         sides = Counter(
             "a" if r["query_a"] in requests else "b" for r in rows if r["label"] == label
@@ -121,13 +123,15 @@ def test_fixture_errors_are_located(sources: Path) -> None:
     assert key is not None
     broken = text.replace(f'"key": "{key.group(1)}",', f'"key": "{key.group(1)}",,', 1)
     path.write_text(broken, encoding="utf-8")
-    with pytest.raises(gen.FixtureError, match=rf"{re.escape(str(path))}:\d+:\d+: not valid JSON"):
-        gen.generate(sources)
+    with pytest.raises(
+        gen.FixtureError, match=rf"{re.escape(str(path))}:\d+: not valid JSON \(.* at column \d+\)"
+    ):
+        gen.generate(sources / "creative")
     path.write_text(text.replace('"unrelated_with": [', '"unrelated_with": ["no_such_family", ', 1))
     with pytest.raises(
         gen.FixtureError, match=r"\.json:\d+: item .*unknown family 'no_such_family'"
     ):
-        gen.generate(sources)
+        gen.generate(sources / "creative")
 
 
 def test_indefinite_articles_agree_with_the_form(rows: list[dict[str, Any]]) -> None:

@@ -12,16 +12,18 @@ from typing import Any
 import pytest
 
 from cacheeval.dataset import row_problem
+from cacheeval.domains import MATRIX
 from cacheeval.generators import math as gen
-from cacheeval.generators.common import REPO_ROOT, SOURCES_DIR
-from cacheeval.schema import HIT, LABELS, MATRIX, Row
+from cacheeval.layout import REPO_ROOT, SOURCES_DIR
+from cacheeval.pipeline.generate import generate_shard
+from cacheeval.schema import HIT, LABELS, Row
 from cacheeval.verify import check_row
 from cacheeval.verify import math as checker
 
 
 @pytest.fixture(scope="module")
 def rows() -> list[dict[str, Any]]:
-    return gen.generate(SOURCES_DIR)
+    return generate_shard("math")
 
 
 def sides(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str, dict[str, Any]]]:
@@ -138,10 +140,10 @@ def test_orientation_is_mixed() -> None:
     """The derived request sits on the query_b side in roughly half of the HIT
     rows and half of the MISS rows, so the perturbed wording is no cue."""
     flipped: dict[str, list[bool]] = {"HIT": [], "MISS": []}
-    for fam in gen.load_families(SOURCES_DIR):
+    for fam in gen.load_families(SOURCES_DIR / "math"):
         for v in fam.variants:
             row = gen.variant_row(fam, v)
-            flipped[row["binary_label"]].append(row["query_a"] == v.request.q)
+            flipped[row.binary_label].append(row.query_a == v.request.q)
     for binary, flags in flipped.items():
         assert 0.35 <= sum(flags) / len(flags) <= 0.65, (binary, sum(flags), len(flags))
 
@@ -253,7 +255,7 @@ def test_bad_fixture_names_file_and_line(tmp_path: Path) -> None:
     )
     (src / "calculus.json").write_text(broken, "utf-8")
     with pytest.raises(gen.FixtureError, match=r"calculus\.json:\d+: family 'derivative-cubic'"):
-        gen.generate(tmp_path)
+        gen.generate(tmp_path / "math")
     (src / "calculus.json").write_text(text[:200], "utf-8")
     with pytest.raises(gen.FixtureError, match=r"calculus\.json:\d+: not valid JSON"):
-        gen.generate(tmp_path)
+        gen.generate(tmp_path / "math")

@@ -11,12 +11,15 @@ from typing import Any
 
 import pytest
 
+from cacheeval import cli
 from cacheeval.audit import audit_domain
 from cacheeval.dataset import row_problem
+from cacheeval.domains import MATRIX
 from cacheeval.generators import multi_turn as gen
-from cacheeval.generators.common import REPO_ROOT, SOURCES_DIR, run_generator
 from cacheeval.generators.creative import FixtureError
-from cacheeval.schema import HIT, LABELS, MATRIX, MISS, Row
+from cacheeval.layout import REPO_ROOT, SOURCES_DIR
+from cacheeval.pipeline.generate import generate_shard
+from cacheeval.schema import HIT, LABELS, MISS, Row
 from cacheeval.verify import check_row
 from cacheeval.verify.textnorm import normalize_answer
 
@@ -25,7 +28,7 @@ DOMAIN = "multi_turn"
 
 @pytest.fixture(scope="module")
 def rows() -> list[dict[str, Any]]:
-    return gen.generate(SOURCES_DIR)
+    return generate_shard("multi_turn")
 
 
 # --- shape ----------------------------------------------------------------------------------
@@ -164,7 +167,7 @@ def test_expected_answers_name_their_referent(rows: list[dict[str, Any]]) -> Non
 
 
 def test_topics_are_varied() -> None:
-    families = gen.load_families(SOURCES_DIR)
+    families = gen.load_families(SOURCES_DIR / "multi_turn")
     assert len({f.topic for f in families}) == 30
     assert Counter(len(f.values) for f in families) == {2: 20, 3: 10}
     assert Counter(f.para for f in families) == {"final": 15, "small_talk": 15}
@@ -184,7 +187,7 @@ def test_hit_finals_also_end_miss_rows(rows: list[dict[str, Any]]) -> None:
 
 
 def test_side_coin_is_balanced(rows: list[dict[str, Any]]) -> None:
-    families = gen.load_families(SOURCES_DIR)
+    families = gen.load_families(SOURCES_DIR / "multi_turn")
     base = {f.final.text for f in families}
     for label in ("EQUIV", "PARA_SAFE"):
         sides = Counter(
@@ -228,8 +231,10 @@ def _line_of(path: Path, needle: str) -> int:
 
 def test_invalid_json_names_file_line_and_column(sources: Path) -> None:
     path = _edit(sources, "coding.json", '"key": "git_undo",', '"key": "git_undo",,')
-    with pytest.raises(FixtureError, match=rf"{re.escape(str(path))}:\d+:\d+: not valid JSON"):
-        gen.generate(sources)
+    with pytest.raises(
+        FixtureError, match=rf"{re.escape(str(path))}:\d+: not valid JSON \(.* at column \d+\)"
+    ):
+        gen.generate(sources / "multi_turn")
 
 
 def test_answer_without_its_referent_is_located(sources: Path) -> None:
@@ -241,29 +246,37 @@ def test_answer_without_its_referent_is_located(sources: Path) -> None:
     )
     line = _line_of(path, '"key": "clear_cache"')
     with pytest.raises(FixtureError, match=rf":{line}: item 'clear_cache': answer .* 'Safari'"):
-        gen.generate(sources)
+        gen.generate(sources / "multi_turn")
 
 
-def test_unknown_slot_and_mutual_partners_are_located(sources: Path) -> None:
+def test_unknown_slot_and_self_partner_are_located(sources: Path) -> None:
     _edit(sources, "coding.json", "onto main instead", "onto {{branch}} instead")
     with pytest.raises(FixtureError, match=r"item 'git_undo': template slot \{\{branch\}\}"):
-        gen.generate(sources)
+        gen.generate(sources / "multi_turn")
     shutil.rmtree(sources / DOMAIN)
     shutil.copytree(SOURCES_DIR / DOMAIN, sources / DOMAIN)
     _edit(
         sources,
         "coding.json",
         '"unrelated_with": "tipping_country"',
-        '"unrelated_with": "bake_time"',
+        '"unrelated_with": "sort_rows"',
     )
-    with pytest.raises(FixtureError, match=r"item 'sort_rows': mutual unrelated_with"):
-        gen.generate(sources)
+    with pytest.raises(FixtureError, match=r"item 'sort_rows': unrelated_with names 'sort_rows'"):
+        gen.generate(sources / "multi_turn")
+
+
+def test_partners_pair_up() -> None:
+    """UNRELATED partners name each other, so linked families form pairs (the
+    split packer keeps a linked pair in one split) and still give distinct rows."""
+    families = {f.key: f for f in gen.load_families(SOURCES_DIR / "multi_turn")}
+    for key, fam in families.items():
+        assert families[fam.unrelated_with].unrelated_with == key
 
 
 def test_constraint_already_in_the_plain_history_is_rejected(sources: Path) -> None:
     _edit(sources, "study_money.json", "I jog a bit,", "I jog twice a week,")
     with pytest.raises(FixtureError, match=r"plain history already says 'twice a week'"):
-        gen.generate(sources)
+        gen.generate(sources / "multi_turn")
 
 
 def test_generator_script_reports_errors_without_traceback(
@@ -272,11 +285,11 @@ def test_generator_script_reports_errors_without_traceback(
     _edit(
         sources,
         "cooking_home.json",
-        '"para": "final",\n      "unrelated_with": "sort_rows"',
-        '"para": "both",\n      "unrelated_with": "sort_rows"',
+        '"para": "final",\n      "unrelated_with": "shoe_size"',
+        '"para": "both",\n      "unrelated_with": "shoe_size"',
     )
-    out = tmp_path / "out.jsonl"
-    code = run_generator(DOMAIN, gen.generate, ["--sources-dir", str(sources), "--out", str(out)])
+    out = tmp_path / "out"
+    code = cli.main(["generate", DOMAIN, "--sources-dir", str(sources), "--out-dir", str(out)])
     assert code == 2
     err = capsys.readouterr().err
     assert "cooking_home.json:" in err and "item 'bake_time'" in err and "para" in err

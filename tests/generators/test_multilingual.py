@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from cacheeval.dataset import row_problem
+from cacheeval.domains import MATRIX
 from cacheeval.generators import multilingual
-from cacheeval.generators.common import SOURCES_DIR
-from cacheeval.schema import ADVERSARIAL, HIT, LABELS, MATRIX, MISS, Row
+from cacheeval.pipeline.generate import generate_shard
+from cacheeval.schema import ADVERSARIAL, HIT, LABELS, MISS, Row
 from cacheeval.verify import check_row
 from cacheeval.verify.textnorm import normalize_answer
 
@@ -24,7 +25,7 @@ DOMAIN = "multilingual"
 
 @pytest.fixture(scope="module")
 def rows() -> list[dict[str, Any]]:
-    return multilingual.generate(SOURCES_DIR)
+    return generate_shard("multilingual")
 
 
 def _langs(r: dict[str, Any]) -> tuple[str, str]:
@@ -122,7 +123,7 @@ def test_code_switching_appears_in_hit_and_miss_rows(rows: list[dict[str, Any]])
 def test_swapped_entities_and_numbers_also_appear_in_hit_rows(rows: list[dict[str, Any]]) -> None:
     """A token that an ADVERSARIAL edit swaps in or out also sits, unchanged on
     both sides, in some HIT row."""
-    cues = ("300", "4 stunden", "austria", "piccolo", "fahrenheit", "银", "insecto", "built")
+    cues = ("300", "4 stunden", "austria", "piccolo", "fahrenheit", "银", "insecto", "construit")
     for cue in cues:
         in_hit = [
             r
@@ -167,13 +168,16 @@ def _family() -> dict[str, Any]:
                     },
                     "es": {
                         "answers": ["La capital de Perú es Lima."],
-                        "phrasings": {"base": "¿Cuál es la capital de Perú?"},
+                        "phrasings": {
+                            "base": "¿Cuál es la capital de Perú?",
+                            "surf": ["cual es la capital de peru", "drops accents and marks"],
+                        },
                     },
                 },
             }
         },
         "rows": [
-            ["EQUIV", "case_punctuation_variant", "cap.en.base", "cap.en.surf"],
+            ["EQUIV", "accent_punctuation_variant", "cap.es.base", "cap.es.surf"],
             ["ADVERSARIAL", "cross_language_same_question", "cap.en.base", "cap.es.base"],
         ],
     }
@@ -201,7 +205,7 @@ def test_unknown_language_code_is_reported_with_line(tmp_path: Path) -> None:
     with pytest.raises(
         multilingual.FixtureError, match=rf"bad\.json:{line}: unknown language code 'xx'"
     ):
-        multilingual.generate(src)
+        multilingual.generate(src / "multilingual")
 
 
 def test_subcategory_must_fit_the_languages(tmp_path: Path) -> None:
@@ -212,15 +216,15 @@ def test_subcategory_must_fit_the_languages(tmp_path: Path) -> None:
     with pytest.raises(
         multilingual.FixtureError, match=rf"bad\.json:{line}: entity_swap needs two"
     ):
-        multilingual.generate(src)
+        multilingual.generate(src / "multilingual")
 
 
 def test_hit_row_across_languages_is_refused(tmp_path: Path) -> None:
     fam = _family()
-    fam["rows"][1] = ["EQUIV", "case_punctuation_variant", "cap.en.surf", "cap.es.base"]
+    fam["rows"][1] = ["EQUIV", "case_punctuation_variant", "cap.en.surf", "cap.es.surf"]
     src = _write(tmp_path, fam)
     with pytest.raises(multilingual.FixtureError, match=r"needs one answer language"):
-        multilingual.generate(src)
+        multilingual.generate(src / "multilingual")
 
 
 def test_miss_label_the_checker_contradicts_is_refused(tmp_path: Path) -> None:
@@ -229,20 +233,31 @@ def test_miss_label_the_checker_contradicts_is_refused(tmp_path: Path) -> None:
     fam["questions"]["seat"] = {
         "gist": "the seat of government of Peru",
         "langs": {
-            "en": {
-                "answers": ["The capital of Peru is Lima."],
-                "phrasings": {"base": "Where is Peru's seat of government?"},
+            "es": {
+                "answers": ["La capital de Perú es Lima."],
+                "phrasings": {"base": "¿Dónde está la sede del gobierno de Perú?"},
             }
         },
     }
-    fam["rows"][1] = ["ADVERSARIAL", "entity_swap", "cap.en.base", "seat.en.base"]
+    fam["rows"][1] = ["ADVERSARIAL", "entity_swap", "cap.es.base", "seat.es.base"]
     src = _write(tmp_path, fam)
     line = _line_of(src / DOMAIN / "bad.json", '"ADVERSARIAL"')
     with pytest.raises(multilingual.FixtureError, match=rf"bad\.json:{line}: .*checker says HIT"):
-        multilingual.generate(src)
+        multilingual.generate(src / "multilingual")
+
+
+def test_a_row_with_two_plain_english_sides_is_refused(tmp_path: Path) -> None:
+    fam = _family()
+    fam["rows"][0] = ["EQUIV", "case_punctuation_variant", "cap.en.base", "cap.en.surf"]
+    src = _write(tmp_path, fam)
+    line = _line_of(src / DOMAIN / "bad.json", '"EQUIV"')
+    with pytest.raises(
+        multilingual.FixtureError, match=rf"bad\.json:{line}: both sides are plain English"
+    ):
+        multilingual.generate(src / "multilingual")
 
 
 def test_valid_fixture_with_wrong_counts_is_refused(tmp_path: Path) -> None:
     src = _write(tmp_path, _family())
     with pytest.raises(multilingual.FixtureError, match=r"label counts .* differ from MATRIX"):
-        multilingual.generate(src)
+        generate_shard("multilingual", src / "multilingual")

@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 
 from cacheeval.dataset import row_problem
+from cacheeval.domains import MATRIX
 from cacheeval.generators import personalized as gen
-from cacheeval.generators.common import REPO_ROOT, SOURCES_DIR
 from cacheeval.generators.creative import FixtureError
-from cacheeval.schema import LABELS, MATRIX, MISS, POLICY_NO_CACHE, Row
+from cacheeval.layout import REPO_ROOT, SOURCES_DIR
+from cacheeval.pipeline.generate import generate_shard
+from cacheeval.schema import LABELS, MISS, POLICY_NO_CACHE, Row
 from cacheeval.verify import check_row
 from cacheeval.verify.textnorm import normalize_answer
 
@@ -24,12 +26,12 @@ DOMAIN = "personalized"
 
 @pytest.fixture(scope="module")
 def rows() -> list[dict[str, Any]]:
-    return gen.generate(SOURCES_DIR)
+    return generate_shard("personalized")
 
 
 @pytest.fixture(scope="module")
 def families() -> list[gen.Family]:
-    return gen.load_families(SOURCES_DIR)
+    return gen.load_families(SOURCES_DIR / "personalized")
 
 
 # --- shape ------------------------------------------------------------------------------------
@@ -143,8 +145,10 @@ def test_invalid_json_is_located(sources: Path) -> None:
     path = sorted((sources / DOMAIN).glob("*.json"))[0]
     text = path.read_text(encoding="utf-8")
     path.write_text(text.replace('"topic":', '"topic"', 1), encoding="utf-8")
-    with pytest.raises(FixtureError, match=rf"{re.escape(str(path))}:\d+:\d+: not valid JSON"):
-        gen.generate(sources)
+    with pytest.raises(
+        FixtureError, match=rf"{re.escape(str(path))}:\d+: not valid JSON \(.* at column \d+\)"
+    ):
+        gen.generate(sources / "personalized")
 
 
 def test_missing_template_slot_is_located(sources: Path) -> None:
@@ -157,4 +161,4 @@ def test_missing_template_slot_is_located(sources: Path) -> None:
     path.write_text(text[:start] + "{no_such_slot} " + text[start:], encoding="utf-8")
     line = next(n for n, s in enumerate(text.splitlines(), 1) if f'"key": "{key}"' in s)
     with pytest.raises(FixtureError, match=rf":{line}: item '{key}': .*\{{no_such_slot\}}"):
-        gen.generate(sources)
+        gen.generate(sources / "personalized")

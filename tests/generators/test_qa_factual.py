@@ -11,11 +11,14 @@ from typing import Any
 
 import pytest
 
+from cacheeval import cli
 from cacheeval.dataset import row_problem
+from cacheeval.domains import MATRIX
 from cacheeval.generators import qa_factual
-from cacheeval.generators.common import REPO_ROOT, SOURCES_DIR, run_generator
 from cacheeval.generators.qa_factual import FixtureError, describe_edit, new_wording
-from cacheeval.schema import HIT, HIT_LABELS, LABELS, MATRIX, Row
+from cacheeval.layout import REPO_ROOT
+from cacheeval.pipeline.generate import generate_shard
+from cacheeval.schema import HIT, HIT_LABELS, LABELS, Row
 from cacheeval.verify import check_row
 from cacheeval.verify.textnorm import normalize_answer
 
@@ -25,7 +28,7 @@ WORD = re.compile(r"[\w°]+(?:[-.,'’/][\w°]+)*")
 
 @pytest.fixture(scope="module")
 def rows() -> list[dict[str, Any]]:
-    return qa_factual.generate(SOURCES_DIR)
+    return generate_shard("qa_factual")
 
 
 def _words(text: str) -> set[str]:
@@ -208,7 +211,7 @@ def _line_of(path: Path, needle: str) -> int:
 
 def test_a_small_valid_fixture_generates(tmp_path: Path) -> None:
     _write(tmp_path)
-    got = qa_factual.generate(tmp_path)
+    got = generate_shard(DOMAIN, tmp_path / DOMAIN, check_matrix=False)
     assert [(r["label"], r["expected_answer_b"]) for r in got] in (
         [("EQUIV", "Canberra"), ("ADVERSARIAL", "Vienna")],
         [("ADVERSARIAL", "Vienna"), ("EQUIV", "Canberra")],
@@ -219,14 +222,14 @@ def test_a_small_valid_fixture_generates(tmp_path: Path) -> None:
 def test_invalid_json_names_the_line(tmp_path: Path) -> None:
     path = _write(tmp_path, pair=GOOD_PAIR + ",")  # trailing comma before "]"
     with pytest.raises(FixtureError) as err:
-        qa_factual.generate(tmp_path)
+        qa_factual.generate(tmp_path / "qa_factual")
     assert str(err.value).startswith(f"{path}:{_line_of(path, 'near_homonym') + 1}: not valid JSON")
 
 
 def test_unknown_label_names_the_pair_line(tmp_path: Path) -> None:
     path = _write(tmp_path, pair='["australia.base", "austria.base", "SIMILAR", "near_homonym"]')
     with pytest.raises(FixtureError, match=r"unknown label 'SIMILAR'") as err:
-        qa_factual.generate(tmp_path)
+        qa_factual.generate(tmp_path / "qa_factual")
     assert str(err.value).startswith(f"{path}:{_line_of(path, 'SIMILAR')}:")
 
 
@@ -235,14 +238,14 @@ def test_hit_pair_across_two_questions_is_rejected(tmp_path: Path) -> None:
         tmp_path, pair='["australia.base", "austria.base", "PARA_SAFE", "lexical_paraphrase"]'
     )
     with pytest.raises(FixtureError, match="joins two forms of ONE question") as err:
-        qa_factual.generate(tmp_path)
+        qa_factual.generate(tmp_path / "qa_factual")
     assert err.value.line == _line_of(path, "PARA_SAFE")
 
 
 def test_subcategory_of_another_label_is_rejected(tmp_path: Path) -> None:
     _write(tmp_path, pair='["australia.base", "austria.base", "ADVERSARIAL", "typo"]')
     with pytest.raises(FixtureError, match="belongs to EQUIV, not ADVERSARIAL"):
-        qa_factual.generate(tmp_path)
+        qa_factual.generate(tmp_path / "qa_factual")
 
 
 def test_miss_pair_whose_answers_coincide_is_rejected(tmp_path: Path) -> None:
@@ -250,9 +253,9 @@ def test_miss_pair_whose_answers_coincide_is_rejected(tmp_path: Path) -> None:
     with pytest.raises(
         FixtureError, match="labelled ADVERSARIAL \\(MISS\\) but the checker says HIT"
     ):
-        qa_factual.generate(tmp_path)
+        qa_factual.generate(tmp_path / "qa_factual")
     with pytest.raises(FixtureError) as err:
-        qa_factual.generate(tmp_path)
+        qa_factual.generate(tmp_path / "qa_factual")
     assert err.value.line == _line_of(path, "near_homonym")
 
 
@@ -265,14 +268,14 @@ def test_unused_form_is_rejected(tmp_path: Path) -> None:
     )
     path.write_text(text)
     with pytest.raises(FixtureError, match=r"form capitals\.austria\.spare is never used"):
-        qa_factual.generate(tmp_path)
+        qa_factual.generate(tmp_path / "qa_factual")
 
 
 def test_answer_outside_its_aliases_is_rejected(tmp_path: Path) -> None:
     path = _write(tmp_path)
     path.write_text(path.read_text().replace('"aliases": ["Vienna"]', '"aliases": ["Wien"]'))
     with pytest.raises(FixtureError, match="answer 'Vienna' is not among its aliases") as err:
-        qa_factual.generate(tmp_path)
+        qa_factual.generate(tmp_path / "qa_factual")
     assert err.value.line == _line_of(path, '"austria"')
 
 
@@ -282,8 +285,8 @@ def test_script_reports_fixture_errors_without_traceback(
     path = _write(
         tmp_path, pair='["australia.base", "nowhere.base", "ADVERSARIAL", "near_homonym"]'
     )
-    code = run_generator(
-        DOMAIN, qa_factual.generate, ["--sources-dir", str(tmp_path), "--out", str(tmp_path / "x")]
+    code = cli.main(
+        ["generate", DOMAIN, "--sources-dir", str(tmp_path), "--out-dir", str(tmp_path / "x")]
     )
     err = capsys.readouterr().err
     assert code == 2

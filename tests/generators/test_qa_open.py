@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 
 from cacheeval.dataset import row_problem
+from cacheeval.domains import MATRIX
 from cacheeval.generators import qa_factual, qa_open
-from cacheeval.generators.common import REPO_ROOT, SOURCES_DIR
 from cacheeval.generators.qa_factual import FixtureError
-from cacheeval.schema import HIT, HIT_LABELS, LABELS, MATRIX, MISS, Row
+from cacheeval.layout import REPO_ROOT
+from cacheeval.pipeline.generate import generate_shard
+from cacheeval.schema import HIT, HIT_LABELS, LABELS, MISS, Row
 from cacheeval.verify import check_row, tier_of
 
 DOMAIN = "qa_open"
@@ -24,7 +26,7 @@ WORD = re.compile(r"[\w°]+(?:[-.,'’/][\w°]+)*")
 
 @pytest.fixture(scope="module")
 def rows() -> list[dict[str, Any]]:
-    return qa_open.generate(SOURCES_DIR)
+    return generate_shard("qa_open")
 
 
 def _words(text: str) -> set[str]:
@@ -201,7 +203,7 @@ def _line_of(path: Path, needle: str) -> int:
 
 def test_a_small_valid_fixture_generates(tmp_path: Path) -> None:
     _write(tmp_path)
-    got = qa_open.generate(tmp_path)
+    got = generate_shard(DOMAIN, tmp_path / DOMAIN, check_matrix=False)
     assert sorted(r["binary_label"] for r in got) == ["HIT", "MISS"]
     miss = next(r for r in got if r["binary_label"] == MISS)
     # the pros paragraph fails all three disadvantage criteria, and says so
@@ -211,7 +213,7 @@ def test_a_small_valid_fixture_generates(tmp_path: Path) -> None:
 def test_answer_failing_its_own_criteria_is_rejected(tmp_path: Path) -> None:
     path = _write(tmp_path, pattern="photovoltaic")
     with pytest.raises(FixtureError, match="solar.pros: the answer fails its own criteria") as err:
-        qa_open.generate(tmp_path)
+        qa_open.generate(tmp_path / "qa_open")
     line = _line_of(path, '"pros"')
     assert str(err.value).startswith(f"{path}:{line}:")
 
@@ -219,7 +221,7 @@ def test_answer_failing_its_own_criteria_is_rejected(tmp_path: Path) -> None:
 def test_pattern_that_does_not_compile_is_rejected(tmp_path: Path) -> None:
     path = _write(tmp_path, pattern="panel(")
     with pytest.raises(FixtureError, match="does not compile") as err:
-        qa_open.generate(tmp_path)
+        qa_open.generate(tmp_path / "qa_open")
     assert err.value.line == _line_of(path, "mentions panels")
 
 
@@ -232,7 +234,7 @@ def test_wrong_number_of_criteria_is_rejected(tmp_path: Path) -> None:
     )
     path.write_text(text)
     with pytest.raises(FixtureError, match="exactly three items"):
-        qa_open.generate(tmp_path)
+        qa_open.generate(tmp_path / "qa_open")
 
 
 def test_miss_pair_that_the_rubric_calls_a_hit_is_rejected(tmp_path: Path) -> None:
@@ -251,5 +253,5 @@ def test_miss_pair_that_the_rubric_calls_a_hit_is_rejected(tmp_path: Path) -> No
     )
     path.write_text(text)
     with pytest.raises(FixtureError, match="checker says HIT") as err:
-        qa_open.generate(tmp_path)
+        qa_open.generate(tmp_path / "qa_open")
     assert err.value.line == _line_of(path, "polarity_flip")

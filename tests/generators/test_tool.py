@@ -16,21 +16,24 @@ from typing import Any
 import pytest
 
 from cacheeval.dataset import row_problem
+from cacheeval.domains import MATRIX
 from cacheeval.generators import tool
-from cacheeval.generators.common import REPO_ROOT, SOURCES_DIR
-from cacheeval.schema import HIT, HIT_LABELS, LABELS, MATRIX, MISS, POLICY_NO_CACHE, Row
+from cacheeval.layout import REPO_ROOT, SOURCES_DIR
+from cacheeval.pipeline.generate import generate_shard
+from cacheeval.schema import HIT, HIT_LABELS, LABELS, MISS, POLICY_NO_CACHE, Row
 from cacheeval.verify import check_row
 from cacheeval.verify.textnorm import normalize_answer
+from cacheeval.verify.tool import NEVER_CACHE, TOOL_POLICIES
 
 
 @pytest.fixture(scope="module")
 def rows() -> list[dict[str, Any]]:
-    return tool.generate(SOURCES_DIR)
+    return generate_shard("tool")
 
 
 @pytest.fixture(scope="module")
 def library() -> tool.Library:
-    return tool.load_library(SOURCES_DIR)
+    return tool.load_library(SOURCES_DIR / "tool")
 
 
 def side(r: dict[str, Any], s: str) -> str:
@@ -47,18 +50,22 @@ def test_label_counts_match_the_matrix(rows: list[dict[str, Any]]) -> None:
 
 def test_binary_balance_and_policy_rows(rows: list[dict[str, Any]]) -> None:
     binary = collections.Counter(r["binary_label"] for r in rows)
-    assert binary == {HIT: 105, MISS: 175}
+    assert binary == {HIT: 90, MISS: 190}
     policy_hit_class = [
         r for r in rows if r["verification_method"] == POLICY_NO_CACHE and r["label"] in HIT_LABELS
     ]
-    assert len(policy_hit_class) == 15  # keeps the dataset-wide HIT count near 675
+    # 30 same-request mutation/live-read rows show the rule; the other 90 EQUIV and
+    # PARA_SAFE rows use cacheable tools, keeping the dataset at >= 640 HIT rows.
+    assert len(policy_hit_class) == 30
 
 
 def test_policy_rows_are_exactly_the_rows_with_a_never_cache_call(
     rows: list[dict[str, Any]], library: tool.Library
 ) -> None:
     policy_names = {
-        e["definition"]["name"]: e["policy"] for e in library.tools.values() if e.get("policy")
+        e["definition"]["name"]: e["definition"]["policy"]
+        for e in library.tools.values()
+        if e["definition"]["policy"] in NEVER_CACHE
     }
     for r in rows:
         p = r["verification_payload"]
@@ -150,7 +157,8 @@ def test_tool_definitions_are_valid_json_schema(rows: list[dict[str, Any]]) -> N
     assert len(distinct) >= 15
     for text in sorted(distinct):
         t = json.loads(text)
-        assert set(t) == {"name", "description", "parameters"}
+        assert set(t) == {"name", "description", "policy", "parameters"}
+        assert t["policy"] in TOOL_POLICIES
         jsonschema.Draft202012Validator.check_schema(t["parameters"])
 
 
@@ -170,28 +178,31 @@ def test_the_authored_request_sits_on_both_sides(rows: list[dict[str, Any]]) -> 
 
 
 def test_flip_cues_also_appear_on_both_sides_of_hit_rows(rows: list[dict[str, Any]]) -> None:
-    """Counterbalance: what flips MISS rows also occurs unchanged in HIT rows."""
+    """Counterbalance: what flips MISS rows also occurs unchanged in HIT rows.
+
+    Only rows whose verdict the calls decide count: a policy row is MISS
+    because of its tool's definition, whatever its text."""
 
     def tokens(text: str) -> set[str]:
         return set(re.findall(r"[\w$%']+", text.lower()))
 
+    decided = [r for r in rows if r["verification_method"] != POLICY_NO_CACHE]
     shared_in_hits: set[str] = set()
-    for r in rows:
+    for r in decided:
         if r["binary_label"] == HIT:
             shared_in_hits |= tokens(r["query_a"]) & tokens(r["query_b"])
     cues = [
-        "pm", "am", "off", "on", "fahrenheit", "celsius", "miami", "new", "york", "tomorrow",
-        "after", "day", "$500", "shuffle", "without", "no", "spanish", "tolls", "economy",
-        "rating", "today", "minutes", "2", "weekdays", "upstairs", "kitchen",
+        "pm", "am", "20%", "2025", "spanish", "tokyo", "ireland", "brazil", "japan", "iron",
+        "neon", "double", "three", "us", "90", "celsius", "miles", "german", "london", "chicago",
     ]  # fmt: skip
     missing = [c for c in cues if c not in shared_in_hits]
     assert missing == []
     # and those cues do flip MISS rows somewhere
     flipped: set[str] = set()
-    for r in rows:
+    for r in decided:
         if r["label"] == "ADVERSARIAL":
             flipped |= tokens(r["query_a"]) ^ tokens(r["query_b"])
-    assert {"pm", "am", "off", "on", "fahrenheit", "celsius", "after", "without"} <= flipped
+    assert {"pm", "am", "20%", "2025", "double", "spanish", "ireland", "neon"} <= flipped
 
 
 def test_tool_sets_and_system_prompts_vary_on_both_binary_labels(
@@ -255,7 +266,7 @@ def test_unknown_bundle_names_file_and_line(tmp_path: Path) -> None:
     with pytest.raises(
         tool.FixtureError, match=r"home\.json:\d+: timer_eggs: unknown bundle 'kitchn'"
     ):
-        tool.generate(root)
+        tool.generate(root / "tool")
 
 
 def test_bad_json_names_file_and_line(tmp_path: Path) -> None:
@@ -263,7 +274,7 @@ def test_bad_json_names_file_and_line(tmp_path: Path) -> None:
         tmp_path, "travel.json", '"key": "hotels_tokyo",', '"key": "hotels_tokyo"'
     )
     with pytest.raises(tool.FixtureError, match=r"travel\.json:\d+: not valid JSON"):
-        tool.generate(root)
+        tool.generate(root / "tool")
 
 
 def test_invalid_call_names_file_and_line(tmp_path: Path) -> None:
@@ -276,7 +287,7 @@ def test_invalid_call_names_file_and_line(tmp_path: Path) -> None:
     with pytest.raises(
         tool.FixtureError, match=r"errands\.json:\d+: units_km_mi: call .* is invalid"
     ):
-        tool.generate(root)
+        tool.generate(root / "tool")
 
 
 def test_label_contradicting_the_calls_is_refused(tmp_path: Path) -> None:
@@ -291,7 +302,7 @@ def test_label_contradicting_the_calls_is_refused(tmp_path: Path) -> None:
         tool.FixtureError,
         match=r"home\.json:\d+: lights_kitchen_off: ADVERSARIAL row checks as HIT",
     ):
-        tool.generate(root)
+        tool.generate(root / "tool")
 
 
 def test_script_reports_fixture_errors_without_a_traceback(tmp_path: Path) -> None:
@@ -301,20 +312,15 @@ def test_script_reports_fixture_errors_without_a_traceback(tmp_path: Path) -> No
         '"key": "stock_msft", "bundle": "finance"',
         '"key": "stock_msft", "bundle": 7',
     )
-    out = tmp_path / "tool.jsonl"
+    out = tmp_path / "out"
     done = subprocess.run(
-        [
-            sys.executable,
-            str(REPO_ROOT / "scripts" / "gen_tool.py"),
-            "--sources-dir",
-            str(root),
-            "--out",
-            str(out),
-        ],
+        [sys.executable, "-m", "cacheeval", "generate", "tool", "--sources-dir", str(root),
+         "--out-dir", str(out)],
+        cwd=REPO_ROOT,
         capture_output=True,
         text=True,
-    )
-    assert done.returncode != 0
+    )  # fmt: skip
+    assert done.returncode == 2
     assert re.search(r"policy\.json:\d+: stock_msft: tools must be a bundle name", done.stderr)
     assert "Traceback" not in done.stderr
     assert not out.exists()

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from cacheeval.build.assemble import label_record, public_row
 from cacheeval.dataset import load_bench
 from cacheeval.jsonio import sha256_file, write_json, write_jsonl
+from cacheeval.pipeline.assemble import label_record, public_row
 from cacheeval.predictions import Prediction, make_header, write_predictions
 from cacheeval.schema import Row
 from tests.conftest import MINI_BENCH, MINI_LABELS, REPO_ROOT

@@ -1,6 +1,7 @@
-"""The grading API in-process (Starlette TestClient): scores equal to
-``cacheeval score``, every bad input refused with its 4xx and no change to the
-database, the rate limit, owner-only results, aggregate-only feedback,
+"""The grading API in-process (Starlette TestClient): stored grades that
+agree with ``cacheeval score``, the Ladder's public feedback, every bad input
+refused with its 4xx and no change to the database, the rate limit,
+owner-only results, the board's order (level, reference rows), closed rounds,
 escaping, the manifest check and regrading."""
 
 from __future__ import annotations
@@ -23,9 +24,18 @@ from starlette.testclient import TestClient  # noqa: E402
 
 from cacheeval import cli as cacheeval_cli  # noqa: E402
 from cacheeval.jsonio import sha256_bytes, write_json  # noqa: E402
-from cacheeval.schema import LABELS, MISS_LABELS  # noqa: E402
+from cacheeval.schema import LABELS  # noqa: E402
 from cacheeval.server.app import ServerConfig, create_app  # noqa: E402
-from cacheeval.server.grading import SetupError, load_test_set  # noqa: E402
+from cacheeval.server.grading import (  # noqa: E402
+    Halves,
+    SetupError,
+    grade,
+    halves_of,
+    load_references,
+    load_test_set,
+    parse_upload,
+)
+from cacheeval.server.ladder import LEVELS, level_of  # noqa: E402
 from cacheeval.server.ratelimit import Decision, RateLimit  # noqa: E402
 from cacheeval.server.store import Store  # noqa: E402
 from cacheeval.server.tokens import bearer_token  # noqa: E402
@@ -58,6 +68,7 @@ class Env:
     store: Store
     clock: Clock
     tokens: dict[str, str]
+    halves: Halves
 
     def auth(self, who: str = "alice") -> dict[str, str]:
         return {"Authorization": f"Bearer {self.tokens[who]}"}
@@ -70,20 +81,29 @@ def make_env(
     limit: int = 50,
     window_h: float = 24.0,
     max_body: int = 1 << 20,
+    references: tuple[Any, ...] = (),
+    rounds_dir: Path | None = None,
 ) -> Iterator[Env]:
     db = tmp_path / "board.sqlite"
     store = Store(db)
-    tokens = {who: store.add_submitter(who, "2026-01-01T00:00:00Z") for who in ("alice", "bob")}
+    tokens = {
+        who: store.add_submitter(who, "2026-01-01T00:00:00Z") for who in ("alice", "bob", "carol")
+    }
     clock = Clock()
+    test = load_test_set(build.bench, build.labels, build.manifest)
+    halves = halves_of(test, "test-salt")
     config = ServerConfig(
         store=store,
-        test=load_test_set(build.bench, build.labels, build.manifest),
+        test=test,
         rate_limit=RateLimit(limit, window_h * 3600),
         max_body_bytes=max_body,
         clock=clock,
+        halves=halves,
+        references=references,
+        rounds_dir=rounds_dir,
     )
     with TestClient(create_app(config)) as client:
-        yield Env(client, db, store, clock, tokens)
+        yield Env(client, db, store, clock, tokens, halves)
 
 
 @pytest.fixture
@@ -115,22 +135,49 @@ def score_json(
     return data
 
 
-def assert_same_numbers(scores: dict[str, Any], report: dict[str, Any]) -> None:
-    """Every number of the feedback equals the one `cacheeval score` computed."""
-    for metric, est in scores["headline"].items():
-        assert est == report["headline"][metric], metric
-    assert scores["confusion"] == report["confusion"]
+#: Every key of the public feedback, in order: no count, rate or breakdown.
+FEEDBACK_KEYS = [
+    "mechanism",
+    "fhr_budget",
+    "n_rows",
+    "n_public_rows",
+    "released",
+    "level",
+    "best_level",
+    "submission_number",
+    "latency_ms",
+    "tiers",
+    "errors",
+]
+
+
+def assert_grade_agrees(
+    scores: dict[str, Any], build: MiniBuild, preds: Path, halves: Halves, report: dict[str, Any]
+) -> None:
+    """The stored grade: per-half confusion counts recomputed here row by row,
+    their sum equal to `cacheeval score`'s confusion, levels from the counts,
+    the label-free facts equal to the report's."""
+    decided = {
+        json.loads(line)["id"]: json.loads(line)["is_hit"]
+        for line in preds.read_text().splitlines()
+        if "is_hit" in line
+    }
+    total = dict.fromkeys(("tp", "fp", "fn", "tn"), 0)
+    for half, ids in (("public_half", halves.public), ("private_half", halves.private)):
+        want = dict.fromkeys(("tp", "fp", "fn", "tn"), 0)
+        for r in build.rows:
+            if r.id in ids:
+                hit, y = decided[r.id], r.binary_label == "HIT"
+                key = ("tp" if y else "fp") if hit else ("fn" if y else "tn")
+                want[key] += 1
+        got = scores[half]
+        assert {k: got[k] for k in want} == want, half
+        assert got["n"] == len(ids)
+        assert got["level"] == level_of(**want).rank
+        for k in total:
+            total[k] += want[k]
+    assert total == report["confusion"]
     assert scores["n_rows"] == report["provenance"]["n_rows"]
-    by_domain = {s["key"]: s for s in report["per_domain"]}
-    assert [d["domain"] for d in scores["per_domain"]] == list(by_domain)
-    for d in scores["per_domain"]:
-        assert d["n"] == by_domain[d["domain"]]["n"]
-        assert d["fhr"] == by_domain[d["domain"]]["fhr"]
-        assert d["f1"] == by_domain[d["domain"]]["f1"]
-    by_label = {s["key"]: s for s in report["per_label"]}
-    assert [x["label"] for x in scores["per_label"]] == [k for k in by_label if k in MISS_LABELS]
-    for x in scores["per_label"]:
-        assert x["fhr"] == by_label[x["label"]]["fhr"]
     assert scores["latency_ms"]["p95"] == report["latency"]["p95_ms"]
     assert scores["errors"]["n_errors"] == report["errors"]["n_errors"]
 
@@ -158,18 +205,26 @@ def test_good_submission_scores_equal_cacheeval_score(
     resp = env.client.post("/api/submissions", content=body, headers=env.auth())
     assert resp.status_code == 201, resp.text
     answer = resp.json()
-    assert_same_numbers(answer["scores"], report)
     assert answer["name"] == ("random" if source == "random" else source)  # header cache_name
     assert answer["sha256"] == sha256_bytes(body)
     assert answer["n_predictions"] == len(build.rows)
-    # Stored: the exact bytes, their sha256, and the same scores.
+    # Stored: the exact bytes, their sha256, and a grade that agrees with `cacheeval score`.
     sub = env.store.submission(answer["id"])
-    assert sub is not None and sub.scores == answer["scores"]
+    assert sub is not None
+    assert_grade_agrees(sub.scores, build, preds, env.halves, report)
     assert env.store.body(answer["id"]) == body
     assert sub.body_sha256 == sha256_bytes(body) and sub.body_format == "jsonl"
+    # Public: the Ladder's answer only - a first submission's level is released.
+    fb = answer["feedback"]
+    assert list(fb) == FEEDBACK_KEYS
+    assert fb["released"] is True and fb["submission_number"] == 1
+    assert fb["level"] == fb["best_level"]
+    assert fb["level"]["rank"] == sub.scores["public_half"]["level"]
+    assert fb["level"]["name"] == LEVELS[fb["level"]["rank"]].name
+    assert fb["n_public_rows"] == len(env.halves.public)
     own = env.client.get(f"/api/submissions/{answer['id']}", headers=env.auth())
     assert own.status_code == 200
-    assert own.json()["scores"] == answer["scores"]
+    assert own.json()["feedback"] == fb
 
 
 def test_random_predictions_give_nontrivial_scores(
@@ -177,13 +232,14 @@ def test_random_predictions_give_nontrivial_scores(
 ) -> None:
     # Guards the comparison above: the fixture really exercises every cell.
     preds = write_prediction_file(tmp_path / "p.jsonl", random_predictions(build.ids, 7))
-    scores = env.client.post(
+    sid = env.client.post(
         "/api/submissions", content=preds.read_bytes(), headers=env.auth()
-    ).json()["scores"]
-    c = scores["confusion"]
-    assert min(c.values()) > 0 and sum(c.values()) == 32
-    assert len(scores["per_domain"]) == 10
-    assert [x["label"] for x in scores["per_label"]] == list(MISS_LABELS)
+    ).json()["id"]
+    scores = env.store.submission(sid).scores  # type: ignore[union-attr]
+    for half in ("public_half", "private_half"):
+        c = {k: scores[half][k] for k in ("tp", "fp", "fn", "tn")}
+        assert min(c.values()) > 0, (half, c)
+    assert scores["public_half"]["n"] + scores["private_half"]["n"] == 32
 
 
 def test_every_upload_form_grades_the_same(env: Env, build: MiniBuild, tmp_path: Path) -> None:
@@ -216,7 +272,11 @@ def test_every_upload_form_grades_the_same(env: Env, build: MiniBuild, tmp_path:
     ]
     assert [a.status_code for a in answers] == [201] * 5, [a.text for a in answers]
     data = [a.json() for a in answers]
-    assert all(d["scores"] == data[0]["scores"] for d in data)
+    stored = [env.store.submission(d["id"]).scores for d in data]  # type: ignore[union-attr]
+    assert all(x == stored[0] for x in stored)
+    # The same predictions again are never above the first: only the first is released.
+    assert [d["feedback"]["released"] for d in data] == [True, False, False, False, False]
+    assert all(d["feedback"]["best_level"] == data[0]["feedback"]["level"] for d in data)
     assert [d["format"] for d in data] == ["jsonl", "json", "json", "jsonl", "jsonl"]
     assert [d["name"] for d in data] == [
         "random",  # the header's cache_name
@@ -478,53 +538,148 @@ def test_results_are_the_submitters_own(env: Env, build: MiniBuild) -> None:
 # --- the board and its pages ----------------------------------------------------------------
 
 
+def _perfect(build: MiniBuild) -> list[Any]:
+    truth = {r.id: r.binary_label == "HIT" for r in build.rows}
+    return [dataclasses.replace(p, is_hit=truth[p.id]) for p in random_predictions(build.ids, 3)]
+
+
 def test_board_order_page_and_escaping(env: Env, build: MiniBuild) -> None:
     evil = '<script>alert("x")</script>'
     uploads = [
         (
+            "alice",
             "all hit",
             [dataclasses.replace(p, is_hit=True) for p in random_predictions(build.ids, 1)],
         ),
         (
+            "bob",
             "all miss",
             [dataclasses.replace(p, is_hit=False) for p in random_predictions(build.ids, 1)],
         ),
-        (evil, random_predictions(build.ids, 2)),
+        ("carol", evil, _perfect(build)),
     ]
-    for name, preds in uploads:
+    for who, name, preds in uploads:
         body = "".join(json.dumps(p.to_dict()) + "\n" for p in preds).encode()
         resp = env.client.post(
             "/api/submissions",
             content=body,
             params={"name": name, "training_data": "a & b <i>"},
-            headers=env.auth(),
+            headers=env.auth(who),
         )
         assert resp.status_code == 201, resp.text
-    entries = env.client.get("/api/leaderboard").json()["entries"]
+    board = env.client.get("/api/leaderboard").json()
+    assert board["n_public_rows"] == len(env.halves.public)
+    entries = board["entries"]
     assert [e["rank"] for e in entries] == [1, 2, 3]
-    fhrs = [e["fhr"] for e in entries]
-    assert fhrs == sorted(fhrs) and fhrs[0] == 0.0 and fhrs[-1] == 1.0
-    assert entries[0]["name"] == "all miss" and entries[-1]["name"] == "all hit"
+    # Serving nothing is within budget but below a cache that serves well within it;
+    # serving everything is over budget, below both, with its FHR band shown.
+    assert [e["name"] for e in entries] == [evil, "all miss", "all hit"]
+    assert [e["level"] for e in entries] == [LEVELS[5].name, LEVELS[2].name, LEVELS[0].name]
+    assert entries[2]["within_budget"] is False and entries[2]["fhr_interval"] == [0.2, 1.0]
+    assert entries[1]["recall_interval"] == [0.0, 0.5]
+    for e in entries:
+        assert e["kind"] == "submission" and e["n_submissions"] == 1
+        assert not {"fhr", "recall", "f1", "confusion", "per_domain"} & set(e)
     page = env.client.get("/")
     assert page.status_code == 200
     assert "default-src 'none'" in page.headers["Content-Security-Policy"]
     html = page.text
     assert evil not in html and "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
     assert "a &amp; b &lt;i&gt;" in html
-    for key in ("fhr", "adversarial_fhr", "f1", "precision", "recall", "p95_latency_ms"):
+    for key in ("level_rank", "fhr_high", "recall_low", "p95_latency_ms"):
         assert f'data-sort="{key}"' in html
     assert html.count("<tr data-id=") == 3
+    assert "(20%, 100%]" in html  # the over-budget entry's FHR band
     assert 'id="upload-form"' in html and 'type="file"' in html
     assert "http://" not in html and "https://" not in html  # no CDN, nothing external
     for e in entries:
         assert f'href="/submissions/{e["id"]}"' in html
         detail = env.client.get(e["url"])
         assert detail.status_code == 200
+        assert e["level"] in detail.text
         for domain in {r.domain for r in build.rows}:
-            assert f"<th scope='row'>{domain}</th>" in detail.text
+            # no per-domain breakdown of the test split
+            assert f"<th scope='row'>{domain}</th>" not in detail.text
     assert env.client.get("/submissions/999").status_code == 404
     assert env.client.get("/static/leaderboard.js").status_code == 200
     assert env.client.get("/static/style.css").status_code == 200
+
+
+def test_the_ladder_releases_only_improvements(env: Env, build: MiniBuild) -> None:
+    def post(preds: list[Any]) -> dict[str, Any]:
+        body = "".join(json.dumps(p.to_dict()) + "\n" for p in preds).encode()
+        resp = env.client.post("/api/submissions", content=body, headers=env.auth())
+        assert resp.status_code == 201, resp.text
+        fb: dict[str, Any] = resp.json()["feedback"]
+        return fb
+
+    base = random_predictions(build.ids, 1)
+    miss = post([dataclasses.replace(p, is_hit=False) for p in base])
+    hit = post([dataclasses.replace(p, is_hit=True) for p in base])
+    perfect = post(_perfect(build))
+    again = post([dataclasses.replace(p, is_hit=False) for p in base])
+    assert miss["released"] and miss["level"]["rank"] == 2
+    assert not hit["released"] and hit["level"] is None and hit["best_level"]["rank"] == 2
+    assert perfect["released"] and perfect["level"]["rank"] == 5
+    assert not again["released"] and again["best_level"]["rank"] == 5
+    assert [f["submission_number"] for f in (miss, hit, perfect, again)] == [1, 2, 3, 4]
+    # The board shows the submitter once, at the best released level.
+    entries = env.client.get("/api/leaderboard").json()["entries"]
+    assert len(entries) == 1 and entries[0]["level_rank"] == 5
+    assert entries[0]["n_submissions"] == 4
+
+
+def test_reference_rows_and_closed_rounds(tmp_path: Path, build: MiniBuild) -> None:
+    refs = tmp_path / "refs"
+    refs.mkdir()
+    all_miss = [dataclasses.replace(p, is_hit=False) for p in random_predictions(build.ids, 4)]
+    write_prediction_file(refs / "always-miss.jsonl", all_miss, name="always_miss")
+    write_prediction_file(refs / "perfect.jsonl", _perfect(build), name="oracle")
+    test = load_test_set(build.bench, build.labels, build.manifest)
+    references = load_references(refs, test, halves_of(test, "test-salt"))
+    # A round: open until its seed, hashing to the slice's commitment, is published.
+    rounds = tmp_path / "rounds"
+    (rounds / "2026q1" / "reports").mkdir(parents=True)
+    slice_file = rounds / "2026q1" / "slice.jsonl"
+    assert (
+        run_cli(
+            "generate-slice", "--seed", "round-seed", "--per-domain", "5",
+            "--domain", "math", "--out", str(slice_file),
+        )
+        == 0
+    )  # fmt: skip
+    assert (
+        run_cli(
+            "eval", "--bench", str(slice_file), "--baseline", "always_hit",
+            "--out", str(tmp_path / "r.md"),
+            "--json", str(rounds / "2026q1" / "reports" / "always_hit.json"),
+        )
+        == 0
+    )  # fmt: skip
+    envs = make_env(tmp_path / "a", build, references=references, rounds_dir=rounds)
+    (tmp_path / "a").mkdir()
+    env = next(envs)
+    try:
+        entries = env.client.get("/api/leaderboard").json()["entries"]
+        assert [(e["name"], e["kind"], e["level_rank"]) for e in entries] == [
+            ("oracle", "reference", 5),
+            ("always_miss", "reference", 2),
+        ]
+        assert "fixed predictions file" in env.client.get("/").text
+        assert env.client.get("/api/rounds").json() == {"rounds": []}
+        assert env.client.get("/rounds/2026q1").status_code == 404
+        (rounds / "2026q1" / "seed.txt").write_text("not the seed\n")
+        assert env.client.get("/api/rounds").json() == {"rounds": []}
+        (rounds / "2026q1" / "seed.txt").write_text("round-seed\n")
+        closed = env.client.get("/api/rounds").json()["rounds"]
+        assert [r["name"] for r in closed] == ["2026q1"] and closed[0]["seed"] == "round-seed"
+        math = closed[0]["reports"][0]["per_domain"]
+        assert [d["domain"] for d in math] == ["math"] and math[0]["fhr"] == 1.0
+        page = env.client.get("/rounds/2026q1")
+        assert page.status_code == 200 and "<th scope='row'>math</th>" in page.text
+        assert 'href="/rounds/2026q1"' in env.client.get("/").text
+    finally:
+        envs.close()
 
 
 # --- the manifest check, regrading, submitters ----------------------------------------------
@@ -588,7 +743,14 @@ def test_regrade_after_a_labels_fix(env: Env, build: MiniBuild, tmp_path: Path) 
     after = env.store.submission(sid)
     assert after is not None
     assert after.scores != before.scores
-    assert_same_numbers(after.scores, report)
+    fixed_test = load_test_set(fixed.bench, fixed.labels, fixed.manifest)
+    salt = Path(f"{env.db}.salt").read_text().strip()
+    assert len(salt) == 32  # created on first use, next to the database
+    assert_grade_agrees(after.scores, fixed, preds, halves_of(fixed_test, salt), report)
+    upload = parse_upload(preds.read_bytes(), fixed_test.ids, [r.id for r in fixed_test.rows])
+    assert after.scores == grade(
+        upload, fixed_test, halves_of(fixed_test, salt), cache_name="random"
+    )
     assert (
         after.labels_sha256
         == load_test_set(fixed.bench, fixed.labels, fixed.manifest).labels_sha256

@@ -1,7 +1,7 @@
 """A real ``cacheeval serve`` process: 50 concurrent submissions from 10
-submitters are each stored exactly once and the board agrees with local
-scoring; the rate limit holds under concurrent uploads; ``cacheeval submit``
-talks to it."""
+submitters are each stored exactly once and the board agrees with the Ladder
+computed locally; the rate limit holds under concurrent uploads; ``cacheeval
+submit`` talks to it."""
 
 from __future__ import annotations
 
@@ -19,8 +19,13 @@ import pytest
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
-from cacheeval.harness import score  # noqa: E402
 from cacheeval.jsonio import sha256_bytes  # noqa: E402
+from cacheeval.server.grading import (  # noqa: E402
+    grade,
+    halves_of,
+    load_test_set,
+    parse_upload,
+)
 from tests.server.conftest import (  # noqa: E402
     MiniBuild,
     add_submitter,
@@ -58,26 +63,17 @@ def test_fifty_concurrent_submissions_are_each_stored_once(
 ) -> None:
     db = tmp_path / "board.sqlite"
     tokens = [add_submitter(db, f"team-{k}") for k in range(N_SUBMITTERS)]
-    jobs = []  # (token, name, body, expected FHR, expected F1)
+    jobs = []  # (token, name, body)
     for k, token in enumerate(tokens):
         for j in range(PER_SUBMITTER):
             i = k * PER_SUBMITTER + j
             preds = random_predictions(build.ids, 1000 + i)
             path = write_prediction_file(tmp_path / f"p{i}.jsonl", preds, name=f"cache-{i}")
-            report = score(preds, build.rows)
-            jobs.append(
-                (
-                    token,
-                    f"run-{i:02d}",
-                    path.read_bytes(),
-                    report.headline.fhr.value,
-                    report.headline.f1.value,
-                )
-            )
+            jobs.append((token, f"run-{i:02d}", path.read_bytes()))
     with running_server(build, db, "--rate-limit", "100") as base:
         barrier = threading.Barrier(len(jobs))
 
-        def fire(job: tuple[str, str, bytes, float, float]) -> tuple[int, dict[str, Any]]:
+        def fire(job: tuple[str, str, bytes]) -> tuple[int, dict[str, Any]]:
             barrier.wait(timeout=30)  # all 50 requests leave together
             return post(base, job[0], job[2], job[1])
 
@@ -101,7 +97,7 @@ def test_fifty_concurrent_submissions_are_each_stored_once(
     assert sorted(r[0] for r in rows) == sorted(ids)
     by_name = {r[1]: r for r in rows}
     assert len(by_name) == len(jobs)
-    for (token, name, body, _, _), (_, answer) in zip(jobs, results, strict=True):
+    for (token, name, body), (_, answer) in zip(jobs, results, strict=True):
         sid, stored_name, submitter, stored_body, sha = by_name[name]
         assert sid == answer["id"] and stored_body == body and sha == sha256_bytes(body)
         assert submitter == f"team-{tokens.index(token)}"
@@ -109,14 +105,25 @@ def test_fifty_concurrent_submissions_are_each_stored_once(
     assert all(
         sum(1 for r in rows if r[2] == f"team-{k}") == PER_SUBMITTER for k in range(N_SUBMITTERS)
     )
-    # The board lists every submission once, ranked, with the locally computed scores.
-    assert sorted(e["id"] for e in board) == sorted(ids)
-    assert [e["rank"] for e in board] == list(range(1, len(jobs) + 1))
-    keys = [(e["fhr"], -e["f1"], e["id"]) for e in board]
-    assert keys == sorted(keys)
-    expected = {name: (fhr, f1) for _, name, _, fhr, f1 in jobs}
-    for e in board:
-        assert (e["fhr"], e["f1"]) == expected[e["name"]]
+    # The board lists each submitter once, at the best level the Ladder released
+    # to it, computed here from the stored order, the salt file and the labels.
+    salt = Path(f"{db}.salt").read_text().strip()
+    test = load_test_set(build.bench, build.labels, build.manifest)
+    halves = halves_of(test, salt)
+    bodies = {r[0]: r[3] for r in rows}
+    best: dict[str, tuple[int, int]] = {}  # submitter -> (level, id of first reaching it)
+    for sid, _, submitter, _, _ in sorted(rows):
+        upload = parse_upload(bodies[sid], test.ids, [r.id for r in test.rows])
+        level = grade(upload, test, halves, cache_name="x")["public_half"]["level"]
+        if submitter not in best or level > best[submitter][0]:
+            best[submitter] = (level, sid)
+    assert len(board) == N_SUBMITTERS
+    assert [e["rank"] for e in board] == list(range(1, N_SUBMITTERS + 1))
+    assert {e["submitter"]: (e["level_rank"], e["id"]) for e in board} == best
+    assert [e["level_rank"] for e in board] == sorted(
+        (e["level_rank"] for e in board), reverse=True
+    )
+    assert all(e["n_submissions"] == PER_SUBMITTER for e in board)
 
 
 def test_rate_limit_holds_under_concurrent_uploads(build: MiniBuild, tmp_path: Path) -> None:
@@ -156,8 +163,7 @@ def test_submit_command_against_a_live_server(build: MiniBuild, tmp_path: Path) 
         board = get_json(f"{base}/api/leaderboard")["entries"]
     assert ok.returncode == 0, ok.stderr
     assert "submission #1 'exact baseline' by cli-user" in ok.stdout
-    fhr = board[0]["fhr"]
-    assert f"FHR              {fhr:.3f}" in ok.stdout
+    assert f"level: {board[0]['level']} (your best so far)" in ok.stdout
     assert bad.returncode == 1 and "(401): unknown token" in bad.stderr
     assert [e["name"] for e in board] == ["exact baseline"]
     assert board[0]["training_data"] == "none"

@@ -159,7 +159,7 @@ def test_a_retry_with_the_same_key_returns_the_first_submission(env: Env, build:
     assert again.status_code == 200, again.text
     assert again.headers["Idempotent-Replayed"] == "true"
     assert again.json()["id"] == first.json()["id"]
-    assert again.json()["scores"] == first.json()["scores"]
+    assert again.json()["feedback"] == first.json()["feedback"]
     assert count_submissions(env.db) == 1
     # It cost no slot: the limit is 3, two more uploads fit, the third does not.
     assert again.headers["X-RateLimit-Remaining"] == "2"

@@ -22,7 +22,7 @@ from cacheeval.verify.engine import (
     tier_counts,
     verify_rows,
 )
-from tests.build.synthetic import make_shard
+from tests.pipeline.synthetic import make_shard
 
 from .rows import make
 
@@ -115,14 +115,22 @@ def test_progress_callback_and_terminal_detection() -> None:
     assert terminal_progress(io.StringIO()) is None
 
 
-def test_missing_checker_module_is_undecided_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(verify.CHECKERS, "ghost", "no_such_checker_module")
+def test_a_checker_that_raises_is_undecided_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    def ghost(row: Row) -> Check:
+        raise ModuleNotFoundError("no module named 'sympy'")
+
+    monkeypatch.setitem(verify.CHECKERS, "ghost", ghost)
     row = make(payload={"kind": "ghost"})
-    direct = verify.check_row(row)  # a missing checker module is undecided, not a crash
+    direct = verify.check_row(row)  # a checker that raises is undecided, not a crash
     assert direct.binary is None and "ModuleNotFoundError" in direct.detail
     c = safe_check(row)
     assert c == Check(None, c.detail)
     assert "ModuleNotFoundError" in c.detail
+
+
+def test_an_unknown_payload_kind_is_undecided() -> None:
+    c = verify.check_row(make(payload={"kind": "no_such_kind"}))
+    assert c == Check(None, "no checker for payload kind 'no_such_kind'")
 
 
 def test_hidden_rows_are_refused() -> None:

@@ -1,5 +1,11 @@
 """The tool-call checker on small hand-made rows: canonical forms, schema
-validation, HIT/MISS decisions and inconsistent payloads (undecided)."""
+validation, HIT/MISS decisions, inconsistent payloads (undecided) and the
+cache policy read from the tool definitions.
+
+The canonicalisation and decision tests use everyday tools (alarms, timers,
+thermostat, flights) whose definitions are marked, as in the dataset, as
+mutation or time-sensitive tools: :func:`decide` gives the verdict the calls
+alone give, and :func:`check` refuses such rows (they must be policy rows)."""
 
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ from cacheeval.verify import tool as T
 ALARM: dict[str, Any] = {
     "name": "set_alarm",
     "description": "Create an alarm.",
+    "policy": "mutation",
     "parameters": {
         "type": "object",
         "properties": {
@@ -33,6 +40,7 @@ ALARM: dict[str, Any] = {
 TIMER: dict[str, Any] = {
     "name": "set_timer",
     "description": "Start a timer.",
+    "policy": "mutation",
     "parameters": {
         "type": "object",
         "properties": {
@@ -50,6 +58,7 @@ TIMER: dict[str, Any] = {
 THERMOSTAT: dict[str, Any] = {
     "name": "set_thermostat",
     "description": "Set the thermostat.",
+    "policy": "mutation",
     "parameters": {
         "type": "object",
         "properties": {
@@ -65,6 +74,7 @@ THERMOSTAT: dict[str, Any] = {
 FLIGHTS: dict[str, Any] = {
     "name": "search_flights",
     "description": "Search flights.",
+    "policy": "time_sensitive",
     "parameters": {
         "type": "object",
         "properties": {
@@ -78,8 +88,37 @@ FLIGHTS: dict[str, Any] = {
 }
 
 
+CONVERT: dict[str, Any] = {
+    "name": "convert_units",
+    "description": "Convert a measurement.",
+    "policy": "cacheable",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "value": {"type": "number"},
+            "from_unit": {"type": "string", "enum": ["km", "mi"]},
+            "to_unit": {"type": "string", "enum": ["km", "mi"]},
+        },
+        "required": ["value", "from_unit", "to_unit"],
+        "additionalProperties": False,
+    },
+}
+
+
 def alarm(**args: Any) -> dict[str, Any]:
     return {"name": "set_alarm", "arguments": args}
+
+
+def convert(value: float, src: str, dst: str) -> dict[str, Any]:
+    return {
+        "name": "convert_units",
+        "arguments": {"value": value, "from_unit": src, "to_unit": dst},
+    }
+
+
+def decide(r: Row) -> T.Check:
+    """The verdict of the calls alone (the tools here are never-cache tools)."""
+    return T.decide(r, r.verification_payload or {})
 
 
 def expected(call: dict[str, Any] | None, tools: list[dict[str, Any]], no_call: str | None) -> str:
@@ -252,20 +291,19 @@ def test_free_text_is_case_and_space_insensitive_patterned_is_not() -> None:
 
 def test_hit_on_equal_canonical_calls() -> None:
     r = row(alarm(time="7 am"), alarm(time="07:00"))
-    got = T.check(r)
+    got = decide(r)
     assert got.binary == HIT, got.detail
     assert r.expected_answer_a == r.expected_answer_b
-    assert check_row(r) == got  # the registry dispatches kind tool_call here
 
 
 def test_miss_on_different_argument() -> None:
-    got = T.check(row(alarm(time="7 am"), alarm(time="7 pm")))
+    got = decide(row(alarm(time="7 am"), alarm(time="7 pm")))
     assert got.binary == MISS
     assert "19:00" in got.detail
 
 
 def test_miss_when_query_b_lacks_the_tool() -> None:
-    got = T.check(
+    got = decide(
         row(alarm(time="7 am"), None, tools_b=[TIMER], method="json_schema", no_call_b="refusal")
     )
     assert got.binary == MISS
@@ -277,7 +315,7 @@ def test_miss_when_query_b_tool_is_stricter() -> None:
         "type": "string",
         "pattern": "^[0-9]{2}:[0-9]{2}$",
     }
-    got = T.check(
+    got = decide(
         row(alarm(time="7 am"), alarm(time="07:00"), tools_b=[strict], method="json_schema")
     )
     assert got.binary == MISS
@@ -285,7 +323,7 @@ def test_miss_when_query_b_tool_is_stricter() -> None:
 
 
 def test_extra_tools_on_query_b_do_not_matter() -> None:
-    got = T.check(
+    got = decide(
         row(
             alarm(time="7 am"),
             alarm(time="07:00"),
@@ -298,17 +336,17 @@ def test_extra_tools_on_query_b_do_not_matter() -> None:
 
 def test_refusals_hit_only_with_the_same_tool_set() -> None:
     same = row(None, None, method="json_schema", no_call_a="refusal", no_call_b="refusal")
-    assert T.check(same).binary == HIT
+    assert decide(same).binary == HIT
     other = row(
         None, None, tools_b=[TIMER], method="json_schema", no_call_a="refusal", no_call_b="refusal"
     )
-    assert T.check(other).binary == MISS
+    assert decide(other).binary == MISS
     assert T.refusal_text([ALARM, TIMER]) != T.refusal_text([TIMER])
 
 
 def test_direct_answers_compare_text() -> None:
     same = row(None, None, method="json_schema", no_call_a="direct", no_call_b="direct")
-    assert T.check(same).binary == HIT
+    assert decide(same).binary == HIT
     differ = row(
         None,
         None,
@@ -317,11 +355,11 @@ def test_direct_answers_compare_text() -> None:
         no_call_b="direct",
         expected_b="Sydney.",
     )
-    assert T.check(differ).binary == MISS
+    assert decide(differ).binary == MISS
 
 
 def test_one_null_call_is_miss() -> None:
-    got = T.check(row(None, alarm(time="7 am"), method="json_schema", no_call_a="refusal"))
+    got = decide(row(None, alarm(time="7 am"), method="json_schema", no_call_a="refusal"))
     assert got.binary == MISS
 
 
@@ -334,23 +372,21 @@ def test_expected_answer_must_be_the_canonical_call() -> None:
         alarm(time="07:00"),
         expected_a='{"name": "set_alarm", "arguments": {"time": "7 am"}}',
     )
-    got = T.check(r)
+    got = decide(r)
     assert got.binary is None and "canonical JSON" in got.detail
 
 
 def test_invalid_call_is_undecided() -> None:
-    missing = T.check(
-        row({"name": "set_alarm", "arguments": {"label": "gym"}}, alarm(time="07:00"))
-    )
+    missing = decide(row({"name": "set_alarm", "arguments": {"label": "gym"}}, alarm(time="07:00")))
     assert missing.binary is None and "schema" in missing.detail
-    extra = T.check(row(alarm(time="07:00", snooze=True), alarm(time="07:00")))
+    extra = decide(row(alarm(time="07:00", snooze=True), alarm(time="07:00")))
     assert extra.binary is None
-    bad_time = T.check(row(alarm(time="seven-ish"), alarm(time="07:00")))
+    bad_time = decide(row(alarm(time="seven-ish"), alarm(time="07:00")))
     assert bad_time.binary is None and "time of day" in bad_time.detail
 
 
 def test_call_for_a_tool_not_offered_on_its_own_side_is_undecided() -> None:
-    got = T.check(row(alarm(time="07:00"), alarm(time="07:00"), tools_a=[TIMER], tools_b=[ALARM]))
+    got = decide(row(alarm(time="07:00"), alarm(time="07:00"), tools_a=[TIMER], tools_b=[ALARM]))
     assert got.binary is None and "not offered" in got.detail
 
 
@@ -359,14 +395,14 @@ def test_payload_shape_problems_are_undecided() -> None:
         T.check(row(alarm(time="07:00"), alarm(time="07:00"), method="exact_match")).binary is None
     )
     no_kind = row(None, alarm(time="07:00"), method="json_schema")  # no no_call_a
-    assert T.check(no_kind).binary is None
+    assert decide(no_kind).binary is None
     wrong_refusal = row(
         None, None, method="json_schema", no_call_a="refusal", no_call_b="refusal", expected_a="No."
     )
-    assert T.check(wrong_refusal).binary is None
+    assert decide(wrong_refusal).binary is None
     broken = copy.deepcopy(ALARM)
     broken["parameters"]["properties"]["time"]["type"] = "clock"
-    got = T.check(row(alarm(time="07:00"), alarm(time="07:00"), tools_a=[broken], tools_b=[broken]))
+    got = decide(row(alarm(time="07:00"), alarm(time="07:00"), tools_a=[broken], tools_b=[broken]))
     assert got.binary is None and "invalid parameters schema" in got.detail
 
 
@@ -382,3 +418,73 @@ def test_integer_fields_keep_their_unit_when_conversion_is_fractional() -> None:
         "unit": "celsius",
     }
     assert T.valid_canonical(f72, [whole])[0] is not None
+
+
+# --- cache policy, from the tool definitions ---------------------------------------------
+
+
+def test_cacheable_tool_rows_are_decided_by_check() -> None:
+    same = row(convert(10, "km", "mi"), convert(10.0, "KM", "mi"), tools_a=[CONVERT, TIMER])
+    got = T.check(same)
+    assert got.binary == HIT, got.detail
+    assert check_row(same) == got  # the registry dispatches kind tool_call here
+    swapped = row(convert(10, "km", "mi"), convert(10, "mi", "km"), tools_a=[CONVERT])
+    assert T.check(swapped).binary == MISS
+
+
+@pytest.mark.parametrize(
+    ("call_a", "call_b", "named"),
+    [
+        (alarm(time="7 am"), alarm(time="07:00"), "set_alarm is a mutation tool"),
+        (
+            {
+                "name": "search_flights",
+                "arguments": {
+                    "origin": "NYC",
+                    "destination": "MIA",
+                    "departure_date": "2025-07-03",
+                },
+            },
+            {
+                "name": "search_flights",
+                "arguments": {
+                    "origin": "NYC",
+                    "destination": "MIA",
+                    "departure_date": "2025-07-03",
+                },
+            },
+            "search_flights is a time_sensitive tool",
+        ),
+        (convert(10, "km", "mi"), alarm(time="7 am"), "set_alarm is a mutation tool"),
+    ],
+)
+def test_never_cache_tools_make_a_tool_call_row_undecided(
+    call_a: dict[str, Any], call_b: dict[str, Any], named: str
+) -> None:
+    tools = [ALARM, FLIGHTS, CONVERT]
+    r = row(call_a, call_b, tools_a=tools)
+    got = T.check(r)
+    assert got.binary is None
+    assert named in got.detail and "policy_no_cache" in got.detail
+    # The calls alone still have a verdict; only the policy forbids serving it.
+    assert decide(r).binary in (HIT, MISS)
+
+
+def test_a_called_tool_without_a_policy_is_undecided() -> None:
+    bare = {k: v for k, v in CONVERT.items() if k != "policy"}
+    r = row(convert(10, "km", "mi"), convert(10, "km", "mi"), tools_a=[bare])
+    got = T.check(r)
+    assert got.binary is None and "carries no policy" in got.detail
+    wrong = {**CONVERT, "policy": "sometimes"}
+    assert (
+        T.check(row(convert(1, "km", "mi"), convert(1, "km", "mi"), tools_a=[wrong])).binary is None
+    )
+
+
+def test_strongest_never_cache_policy_wins() -> None:
+    assert T.never_cache([("cacheable", "a"), ("time_sensitive", "b"), ("mutation", "c")]) == (
+        "mutation",
+        "c",
+    )
+    assert T.never_cache([("time_sensitive", "b")]) == ("time_sensitive", "b")
+    assert T.never_cache([("cacheable", "a")]) is None

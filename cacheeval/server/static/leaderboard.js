@@ -8,7 +8,7 @@
   if (!table) {
     return;
   }
-  let current = { key: "fhr", dir: 1 }; // the server sends the board FHR-ascending
+  let current = { key: "level_rank", dir: -1 }; // the server sends the board best level first
 
   function valueOf(row, key) {
     const cell = row.querySelector('td[data-key="' + key + '"]');
@@ -19,14 +19,14 @@
   }
 
   // Sort the data rows by one numeric column; missing values always go last,
-  // ties keep submission order (by id) so the result is deterministic.
+  // ties keep the server's board order (by rank) so the result is deterministic.
   function sortBy(key, dir) {
     const tbody = table.tBodies[0];
     const rows = Array.from(tbody.rows).filter((r) => r.dataset.id);
     rows.sort((a, b) => {
       const x = valueOf(a, key);
       const y = valueOf(b, key);
-      const byId = Number(a.dataset.id) - Number(b.dataset.id);
+      const byId = Number(a.dataset.rank) - Number(b.dataset.rank);
       if (x === null || y === null) {
         return x === y ? byId : x === null ? 1 : -1;
       }
@@ -62,10 +62,6 @@
     if (row) {
       row.classList.add("new");
     }
-  }
-
-  function fmt(x) {
-    return x === null || x === undefined ? "n/a" : Number(x).toFixed(3);
   }
 
   const form = document.getElementById("upload-form");
@@ -119,11 +115,12 @@
         "Rejected (" + response.status + "): " + (body.error || response.statusText);
       return;
     }
-    const head = body.scores.headline;
+    const fb = body.feedback;
     status.className = "ok";
-    status.textContent =
-      "Submission #" + body.id + " graded: FHR " + fmt(head.fhr.value) +
-      ", ADVERSARIAL-FHR " + fmt(head.adversarial_fhr.value) + ", F1 " + fmt(head.f1.value) + ".";
+    status.textContent = fb.released
+      ? "Submission #" + body.id + " graded: " + fb.level.name + " (your best so far)."
+      : "Submission #" + body.id + " graded: not above your best level (" +
+        (fb.best_level ? fb.best_level.name : "none") + ").";
     form.elements.file.value = "";
     await refresh(body.id);
   });
