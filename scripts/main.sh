@@ -33,4 +33,13 @@ $py -m scripts.run_replay
 echo "== figures (reports/figures/) ==" >&2
 $py -m scripts.make_figures
 
+# External validity on real, human-labelled pair files kept outside the repository
+# (e.g. CACHEEVAL_EXTERNAL_DIR=../shared/ext): reports/EXTERNAL.md, figures only.
+if [ -n "${CACHEEVAL_EXTERNAL_DIR:-}" ] && [ -d "$CACHEEVAL_EXTERNAL_DIR" ]; then
+    echo "== external validity ($CACHEEVAL_EXTERNAL_DIR) ==" >&2
+    $py -m scripts.run_external --pairs "$CACHEEVAL_EXTERNAL_DIR"
+else
+    echo "== external validity: skipped (set CACHEEVAL_EXTERNAL_DIR to a directory of pair files) ==" >&2
+fi
+
 echo "main job done: see reports/" >&2

@@ -47,6 +47,7 @@ from cacheeval.metrics.latency import latency_stats
 from cacheeval.predictions import Prediction
 from cacheeval.report import Report
 from cacheeval.schema import DOMAINS
+from scripts.bench_verified_cache import cpu_model
 from scripts.train_verified_cache import dataset_id, load_labelled
 
 REPO = Path(__file__).resolve().parents[1]
@@ -80,6 +81,28 @@ def _f(x: float | None, digits: int = 3) -> str:
 
 def _ms(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.2f}"
+
+
+def embedding_floor(resources: Resources, queries: Sequence[str]) -> Any:
+    """Latency of one bare embedding call per query (the call ``get`` makes first),
+    timed in this run: the floor a cache built on that embedding cannot beat."""
+    times = []
+    for q in queries:
+        t0 = time.perf_counter_ns()
+        resources.query_embedding(q)
+        times.append((time.perf_counter_ns() - t0) / 1e6)
+    return latency_stats(times)
+
+
+def _tier_ratio(t: dict[str, Any], key: str) -> str:
+    """The verifier tier's latency over the embedding floor, as text."""
+    tier = t["tiers"].get("verifier", {}).get(key)
+    base = t["verified"].get("embedding_" + key)
+    return _f(_ratio(tier, base), 2)
+
+
+def _ratio(x: float | None, y: float | None) -> float | None:
+    return x / y if x is not None and y else None
 
 
 def headline(report: Report) -> dict[str, Any]:
@@ -206,10 +229,11 @@ def targets(v: dict[str, Any], g: dict[str, Any]) -> list[dict[str, Any]]:
             "pass": drop is not None and drop <= 0.10,
         }
     )
-    # per-call latency exists for the live run only (not for batch OOF scoring)
+    # per-call latency exists for the live run only (not for batch OOF scoring): as a
+    # ratio to one embedding call of the same queries timed in the same run
     for key, text, limit in (
-        ("latency_p50_ms", "decision latency p50 <= 5 ms", 5.0),
-        ("latency_p95_ms", "decision latency p95 <= 10 ms", 10.0),
+        ("latency_ratio_p50", "get p50 <= 1.3x one MiniLM embedding call (p50)", 1.3),
+        ("latency_ratio_p95", "get p95 <= 2x one MiniLM embedding call (p95)", 2.0),
     ):
         if v.get(key) is not None:
             out.append({"target": text, "value": v[key], "pass": v[key] <= limit})
@@ -254,6 +278,30 @@ HEAD = [
 ]
 
 
+def external_section(ext: dict[str, Any] | None) -> list[str]:
+    """The external-validity table: both caches on real, human-labelled pairs, beside
+    the MiniLM cosine's recall at the same FHR (empty without pair files)."""
+    if not ext:
+        return []
+    from cacheeval.external import Entry, markdown_table
+
+    fields = set(Entry.__dataclass_fields__)
+    entries = [Entry(**{k: v for k, v in e.items() if k in fields}) for e in ext["entries"]]
+    lines = [
+        "## Real, human-labelled pairs (external validity)",
+        "",
+        "Pair files nobody on CacheEval wrote (`scripts/run_external.py`, "
+        "`reports/EXTERNAL.md`; figures only, never the pairs), each cache at its shipped "
+        "operating point, beside the MiniLM cosine on the same rows: its best recall at "
+        "an FHR no higher than the cache's, and its ROC-AUC. 'keeps it': recall >= the "
+        "cosine's at the same FHR and ROC-AUC >= the cosine's - 0.02. The labels are "
+        "paraphrase judgements, not cache judgements.",
+        "",
+    ]
+    lines += markdown_table(entries, ext["reference"])
+    return lines + [""]
+
+
 def markdown(data: dict[str, Any]) -> str:
     t, o = data["test"], data["oof"]
     m = data["model"]
@@ -267,12 +315,16 @@ def markdown(data: dict[str, Any]) -> str:
         "The verified cache (`adapters/verified_cache/`) decides in tiers: **policy** (never "
         "serve mutations, live data, creative writing, per-user data; answers never cross "
         "system prompts), **exact** match, an **embedding** recall gate (MiniLM on ONNX "
-        f"Runtime, `{data['model']['embedder']}`), then the **verifier**: structured/lexical "
-        "features of what differs between the two requests, four MiniLM cosines (the "
-        "queries, their differing spans, the differing spans of the prior turns, and those "
-        "turns against the new query) and the word-piece alignment of the two queries "
-        "(each token's best cosine on the other side, from the same model run), into a "
-        "LightGBM model whose P(HIT) must clear a certified threshold. GPTCache is "
+        f"Runtime, `{data['model']['embedder']}`), then the **verifier**: a LightGBM model "
+        "over the MiniLM similarities of the two requests (queries, word-piece alignment, "
+        "the two words of a short substitution, prior turns) and features that say *what* "
+        "differs (numbers, operators, variables, names, negation, direction, languages, "
+        "units, dates, history, tools), every one under a monotone "
+        "constraint: a similarity can only raise P(HIT), a detected difference can only "
+        "lower it. With nothing detected the verifier follows the embedding; it can only "
+        "veto. P(HIT) must clear a threshold certified on dev. A refused pair's score is "
+        "0.99 x threshold x its cosine: the verifier decides what is served, refusals keep "
+        "the embedding's order. GPTCache is "
         "`minilm@0.80` on the real package, fp32 MiniLM "
         "(per-pair isolation, its own decision rule).",
         "",
@@ -324,6 +376,13 @@ def markdown(data: dict[str, Any]) -> str:
                 "",
             ],
             [
+                "one embedding call of side b's query (the floor)",
+                str(t["verified"]["n"]),
+                _ms(t["verified"].get("embedding_p50_ms")),
+                _ms(t["verified"].get("embedding_p95_ms")),
+                "",
+            ],
+            [
                 "put (side a, in prepare)",
                 str(t["put_latency"]["n"]),
                 _ms(t["put_latency"]["p50_ms"]),
@@ -335,13 +394,20 @@ def markdown(data: dict[str, Any]) -> str:
     lines += [
         "",
         "Latency is single-call, no batching, on this machine "
-        f"({data['machine']}). The verifier tier embeds the new query "
+        f"({data['machine']}); machines of this kind differ 2-3x in speed, so the targets "
+        "are ratios to one bare embedding call of the same queries in the same run: get p50 "
+        f"= {_f(t['verified'].get('latency_ratio_p50'), 2)}x the embedding's p50, p95 = "
+        f"{_f(t['verified'].get('latency_ratio_p95'), 2)}x its p95 (the policy tier answers "
+        "without embedding anything; the verifier tier alone - embedding, features, model - "
+        f"is {_tier_ratio(t, 'p50_ms')}x at p50 and {_tier_ratio(t, 'p95_ms')}x at p95). "
+        "The verifier tier embeds the new query "
         f"({data['model']['embedder_version']}, {data['model']['onnx_threads']} intra-op "
         "threads) and, "
         "for differing spans and prior turns, reuses an LRU memo of short texts (spans like "
         '"Python"/"JavaScript" recur); `scripts/bench_verified_cache.py` also measures '
         "a cold memo.",
         "",
+        *external_section(data.get("external")),
         "## All rows, 5-fold out of fold (grouped by family)",
         "",
         f"Every labelled row scored by a model that never saw its family (the `source` of "
@@ -425,6 +491,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--no-save-model", action="store_true", help="never write a retrained model back"
     )
+    parser.add_argument(
+        "--pairs",
+        type=Path,
+        default=Path(os.environ["CACHEEVAL_EXTERNAL_DIR"])
+        if os.environ.get("CACHEEVAL_EXTERNAL_DIR")
+        else None,
+        help="directory of labelled pair files for the external table "
+        "(default $CACHEEVAL_EXTERNAL_DIR; none: no external table)",
+    )
     args = parser.parse_args(argv)
 
     import platform
@@ -462,6 +537,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     _log(f"verified cache: live run over {len(test_rows)} test rows ...")
     v_preds = predict(live, test_rows, progress=_progress("verified cache"))
+    floor = embedding_floor(resources, [r.query_b for r in test_rows])
     v_report = score(v_preds, test_rows, cache_name="verified-cache", dataset_path=args.bench)
     put_lat = latency_stats(live.put_latencies_ms)
 
@@ -493,6 +569,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     o_report = score(oof_predictions(oof), rows, cache_name="verified-cache (OOF)")
 
     vt, gt = headline(v_report), headline(g_test)
+    vt["embedding_p50_ms"], vt["embedding_p95_ms"] = floor.p50_ms, floor.p95_ms
+    vt["latency_ratio_p50"] = _ratio(vt["latency_p50_ms"], floor.p50_ms)
+    vt["latency_ratio_p95"] = _ratio(vt["latency_p95_ms"], floor.p95_ms)
     vo, go = headline(o_report), headline(g_all)
     # batch scoring (OOF) and the fast path have no meaningful per-call latency
     for h in (vo, go):
@@ -501,7 +580,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     data: dict[str, Any] = {
         "created": v_report.provenance.created,
         "dataset": data_id,
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, "
+        "machine": f"{cpu_model()}, {platform.machine()}, {os.cpu_count()} CPUs, "
         f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f} "
         "at the end of the run",
         "gptcache_config": GPTCACHE_CONFIG,
@@ -554,6 +633,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             "importances": verifier.importances(),
         },
     }
+    data["external"] = None
+    if args.pairs is not None and args.pairs.is_dir():
+        from scripts.run_external import run_external
+
+        _log(f"external validity on {args.pairs} ...")
+        ext_caches = {
+            "verified-cache": VerifiedCacheAdapter(
+                verifier=verifier, embedder=resources.embedder, embedder_name=args.embedder
+            ),
+            f"gptcache {GPTCACHE_CONFIG}": GPTCacheAdapter.from_config(
+                GPTCACHE_CONFIG, path="fast"
+            ),
+        }
+        data["external"] = run_external(args.pairs, ext_caches).to_dict()
     out_md: Path = args.out
     out_json = out_md.with_name(out_md.stem + ".json")
     write_bytes_atomic(out_md, markdown(data).encode("utf-8"))

@@ -4,9 +4,11 @@ A stored answer is served only when every tier agrees the new request needs
 exactly that answer: the **policy** tier (never mutations, live data, creative
 writing, per-user data, or answers across system prompts), an **exact** match,
 an **embedding** recall gate (MiniLM on ONNX Runtime), and a **verifier** - a
-LightGBM model over structured and lexical features of what differs between the
-two requests - whose P(HIT) must clear a threshold certified so that the
-Clopper-Pearson 95% upper bound of the false-hit rate on held-out data is <= 5%.
+LightGBM model over the embedding's similarities and features of what differs
+between the two requests, monotone in every one of them, so that it follows the
+embedding unless a detected difference vetoes the hit - whose P(HIT) must clear
+a threshold certified so that the Clopper-Pearson 95% upper bound of the
+false-hit rate on held-out data is <= 5%.
 
 Modules: :mod:`.cache` (the cache: ``put``/``get``/``lookup``), :mod:`.policy`,
 :mod:`.features` (pure feature extractors), :mod:`.model` (training, inference,

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from cacheeval.jsonio import dumps_pretty, write_bytes_atomic
 
-from .features import FEATURE_NAMES
+from .features import FEATURE_NAMES, direction
 
 if TYPE_CHECKING:
     import lightgbm
@@ -159,6 +159,33 @@ def max_false_hits(
     return best
 
 
+# --- the served score -----------------------------------------------------------------
+
+#: A refused pair's score is this share of the threshold times its query cosine
+#: (see :func:`served_score`).
+FLOOR = 0.99
+
+
+def served_score(p: float | None, cosine: float, threshold: float) -> float:
+    """The score a cache reports for a pair the verifier gave P(HIT) ``p`` (None:
+    it never reached the verifier, e.g. below the recall gate):
+
+        served = p                                      if p >= threshold
+                 FLOOR * threshold * clip(cosine, 0, 1)  otherwise
+
+    The verifier decides what is served; what it refuses keeps the embedding's
+    order, strictly below every served pair (``FLOOR * threshold * cosine <
+    threshold``): a vetoed near-duplicate stays above an unrelated pair, and the
+    score ranks as the embedding does wherever the verifier does not serve.
+
+    >>> served_score(0.9, 0.5, 0.7), served_score(0.65, 0.8, 0.7) == 0.99 * 0.7 * 0.8
+    (0.9, True)
+    """
+    if p is not None and p >= threshold:
+        return p
+    return FLOOR * threshold * min(max(cosine, 0.0), 1.0)
+
+
 # --- the operating point ----------------------------------------------------------------
 
 #: A threshold above every possible score: serve nothing.
@@ -249,13 +276,16 @@ def certify_threshold(
 SEED = 20250610
 
 
-#: Monotone constraints: P(HIT) never falls as the cosine of the differing spans
-#: rises. Besides being the intended direction, this lets the cache skip
-#: embedding the spans whenever P(HIT) at cos_diff = -1 and at +1 fall on the
-#: same side of the threshold (see VerifiedCache.lookup). (Constraining every
-#: "difference" feature was tried: it cost about 4 points of recall in grouped
-#: cross-validation on train+dev, so only this one is kept.)
-MONOTONE: dict[str, int] = {"cos_diff": 1}
+def monotone_constraints() -> list[int]:
+    """LightGBM's monotone constraints, one per feature in :data:`FEATURE_NAMES`
+    order: +1 on every similarity, -1 on every detected difference, 0 on the rest
+    (:func:`~.features.direction`). With no difference detected, P(HIT) is then a
+    non-decreasing function of the similarities - the verifier follows the
+    embedding - and a detected difference can only lower it: a veto. (It also
+    lets the cache skip embedding the differing spans whenever P(HIT) at
+    cos_diff = -1 and at +1 fall on the same side of the threshold, see
+    VerifiedCache.lookup.)"""
+    return [direction(n) for n in FEATURE_NAMES]
 
 
 def default_params() -> dict[str, Any]:
@@ -270,11 +300,12 @@ def default_params() -> dict[str, Any]:
         "bagging_fraction": 0.8,
         "bagging_freq": 1,
         "lambda_l2": 1.0,
-        # randomised split thresholds: +4 to +6 points of recall at the certified
-        # FHR in grouped cross-validation on train+dev (the small model overfits
-        # exact thresholds otherwise)
-        "extra_trees": True,
-        "monotone_constraints": [MONOTONE.get(n, 0) for n in FEATURE_NAMES],
+        # exact split thresholds: with every feature monotone the trees cannot
+        # overfit a template the way the unconstrained model could (randomised
+        # thresholds cost 2-13 points of CacheEval recall here, see
+        # reports/VERIFIED_vs_GPTCACHE.md, ablations)
+        "extra_trees": False,
+        "monotone_constraints": monotone_constraints(),
         "seed": SEED,
         "bagging_seed": SEED + 1,
         "feature_fraction_seed": SEED + 2,

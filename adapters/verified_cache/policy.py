@@ -192,9 +192,36 @@ def _currencies(text: str) -> set[str]:
     return found
 
 
+#: First words of a request that asks for something: question words, auxiliaries
+#: opening a yes/no question, and imperative verbs.
+_ASKING_START = frozenset(
+    """what what's whats which who who's whom whose when where where's why how how's is are
+    was were will would can could should shall do does did has have may might any show get
+    give tell find check convert look fetch list give pull bring display send read let
+    please""".split()
+)
+#: A bare keyword request ("Top headlines in Canada", "AAPL stock price").
+_SHORT_REQUEST_WORDS = 6
+
+
+def asks(query: str) -> bool:
+    """Whether ``query`` asks for something (a question, an imperative, or a short
+    keyword request) rather than reporting it: "What's the Nasdaq at?", "Latest
+    news about Apple" ask; "The Nasdaq closed 10.73 points higher on Friday." does
+    not (a statement about a past figure needs no live data)."""
+    words = re.findall(r"[^\W_]+(?:'[^\W_]+)?", query.lower())
+    if "?" in query or len(words) <= _SHORT_REQUEST_WORDS:
+        return True
+    return bool(words) and words[0] in _ASKING_START
+
+
 def time_sensitive(request: Request) -> PolicyVerdict:
-    """Never serve live data: weather, markets, exchange rates, news, live events."""
+    """Never serve a request for live data: weather, markets, exchange rates, news,
+    live events. A statement that reports such a figure (a past market close, a
+    forecast someone made) asks for nothing live and is left to the other tiers."""
     q = normalise_text(request.query)
+    if not asks(q):
+        return ALLOWED
     if _WEATHER.search(q) or _WEATHER_STATE.search(q):
         return PolicyVerdict(False, "time_sensitive", "weather changes by the hour")
     if _MARKET.search(q):

@@ -19,6 +19,7 @@ pytest.importorskip("lightgbm")
 np = pytest.importorskip("numpy")
 
 from adapters.verified_cache.adapter import (  # noqa: E402
+    GATE_CEILING,
     VerifiedCacheAdapter,
     build_cases,
     choose_gate,
@@ -266,9 +267,19 @@ def test_training_is_deterministic(synthetic) -> None:
 
 
 def test_shipped_model_learns_the_synthetic_rules(shipped) -> None:
-    dev = [s for s in shipped.scored if s.case.split == "dev" and s.tier == "verifier"]
-    correct = sum(1 for s in dev if (s.score >= 0.5) == bool(s.case.y))
-    assert correct >= 0.8 * len(dev)
+    # the rules a detected difference carries: surface variants (EQUIV) pass, a
+    # changed number, variable or name (ADVERSARIAL) is vetoed; a reworded
+    # question (RELATED_UNSAFE vs PARA_SAFE) is the embedding's call, and the
+    # hash embedder of these tests knows no meaning
+    dev = [
+        s
+        for s in shipped.scored
+        if s.case.split == "dev"
+        and s.tier == "verifier"
+        and s.case.label in ("EQUIV", "ADVERSARIAL")
+    ]
+    correct = sum(1 for s in dev if (s.raw >= 0.5) == bool(s.case.y))
+    assert len(dev) >= 10 and correct >= 0.9 * len(dev)
     # 40 dev rows hold too few must-miss rows to certify FHR <= 5%: serve nothing
     op = shipped.operating_point
     assert op.n_negative < 59 and op.threshold == NEVER and not op.certified
@@ -301,7 +312,7 @@ def test_choose_gate_keeps_the_servable_rows(synthetic) -> None:
     assert 0.10 <= gate <= 0.60
     assert sum(1 for v in hit_cos if v < gate) <= 0.005 * len(hit_cos)
     fake = [dataclasses.replace(cases[0], y=1, settled="", cos_query=0.97)] * 10
-    assert choose_gate(fake) == 0.60  # never above the ceiling
+    assert choose_gate(fake) == GATE_CEILING == 0.40  # never above the ceiling
 
 
 # --- the cache API ----------------------------------------------------------------------
@@ -496,11 +507,12 @@ def test_token_alignment_by_hand() -> None:
     # a = tokens (e0, e1), b = tokens (e0, e2): e1 and e2 have no partner (cosine 0)
     got = token_alignment(e[[0, 1]], e[[0, 2]])
     assert got is not None and len(got) == len(TOKEN_ALIGN_FEATURES)
-    p, r, f, low, low_other, low2, n_low = got
-    assert (p, r, f) == (0.5, 0.5, 0.5)
-    assert (low, low_other, low2, n_low) == (0.0, 0.0, 0.5, 2.0)
+    assert got == (0.5, 0.5, 0.5)
+    # a = (e0, e1, e2), b = (e0,): p = 1/3 (e1, e2 unmatched), r = 1, f = 2 * 1/3 / (4/3)
+    p, r, f = token_alignment(e, e[[0]]) or (0.0, 0.0, 0.0)
+    assert (p, r) == (pytest.approx(1 / 3), 1.0) and f == pytest.approx(0.5)
     same = token_alignment(e[[0, 1]], e[[1, 0]])  # the same tokens, reordered
-    assert same == (1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0)
+    assert same == (1.0, 1.0, 1.0)
     assert token_alignment(None, e) is None
     assert token_alignment(e[:0], e) is None
 

@@ -1,0 +1,178 @@
+"""``cacheeval external``: grade a cache on labelled pair files that CacheEval did
+not write (your own downloads of QQP, PAWS, MRPC, SemEval STS, or any file in
+the ``import-pairs`` formats), next to its CacheEval result, with the MiniLM
+cosine's recall at the cache's own FHR and ROC-AUC on every set.
+
+    cacheeval external quora_dev.tsv --format qqp --cache-module my_cache.py \\
+        --bench cachebench.jsonl --split dev --out external.md --json external.json
+    cacheeval external sts.tsv --format sts --hit-min 4 --miss-max 2 --baseline exact_match \\
+        --out external.md
+
+See :mod:`cacheeval.pair_formats` for the layouts and :mod:`cacheeval.external`
+for the figures. Exit codes: 0 written; 1 the cache failed under ``--on-error
+raise``; 2 bad input (``file:LINE: what is wrong``) or usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+NAME = "external"
+HELP = (
+    "Grade a cache on labelled pair files in public layouts (qqp, paws, mrpc, sts) or the "
+    "import-pairs formats, beside CacheEval, against the MiniLM cosine's recall at the same FHR."
+)
+#: The reference cache: the plain MiniLM cosine (needs the adapters/ package).
+DEFAULT_REFERENCE = "adapters.cosine_baseline:MiniLMCosine"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..pair_formats import FORMATS, PairFileSpec
+    from ..schema import DOMAINS, SPLITS
+    from .eval import add_cache_arguments
+
+    d = PairFileSpec()
+    parser.add_argument("files", nargs="+", type=Path, metavar="FILE", help="labelled pair files")
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="auto",
+        help="layout of every FILE (default auto: from its header or extension)",
+    )
+    g = parser.add_argument_group("import-pairs formats (csv, tsv, jsonl)")
+    g.add_argument("--text-a", default=d.text_a, metavar="COL")
+    g.add_argument("--text-b", default=d.text_b, metavar="COL")
+    g.add_argument("--label", default=d.label, metavar="COL")
+    g.add_argument("--positive", default=d.positive, metavar="VALUE", help="label value = HIT")
+    g.add_argument("--negative", default=d.negative, metavar="VALUE", help="label value = MISS")
+    s = parser.add_argument_group("SemEval STS (score<TAB>s1<TAB>s2)")
+    s.add_argument("--hit-min", type=float, default=d.hit_min, help="score >= this is HIT")
+    s.add_argument("--miss-max", type=float, default=d.miss_max, help="score <= this is MISS")
+    parser.add_argument("--domain", choices=DOMAINS, default=d.domain, help="domain of every row")
+    parser.add_argument(
+        "--max-pairs",
+        type=int,
+        default=d.max_pairs,
+        help="sample a larger file down to this many pairs (seeded)",
+    )
+    parser.add_argument("--seed", type=int, default=d.seed, help="seed of that sample")
+    add_cache_arguments(parser)
+    parser.add_argument(
+        "--reference",
+        default=DEFAULT_REFERENCE,
+        metavar="MOD:CLS",
+        help=f"reference cache giving the score to compare with (default {DEFAULT_REFERENCE})",
+    )
+    parser.add_argument("--no-reference", action="store_true", help="grade without a reference")
+    b = parser.add_argument_group("the CacheEval result beside them (optional)")
+    b.add_argument("--bench", type=Path, help="benchmark JSONL to grade the cache on as well")
+    b.add_argument("--labels", type=Path, help="private labels file (for the test split)")
+    b.add_argument("--split", choices=SPLITS, help="only rows of this split")
+    parser.add_argument("--out", required=True, type=Path, help="Markdown report to write")
+    parser.add_argument("--json", type=Path, help="also write the report as JSON")
+    parser.set_defaults(_prog=parser.prog)  # fmt: skip
+
+
+def load_sets(args: argparse.Namespace) -> list[Any]:
+    """The labelled sets the options name: every file, then CacheEval's rows."""
+    from ..external import LabelledSet, from_pair_file
+    from ..pair_formats import PairFileSpec, read_pair_file
+    from .eval import UsageError, _one_line, drop_hidden, load_rows
+
+    spec = PairFileSpec(
+        format=args.format, text_a=args.text_a, text_b=args.text_b, label=args.label,
+        positive=args.positive, negative=args.negative, hit_min=args.hit_min,
+        miss_max=args.miss_max, domain=args.domain, max_pairs=args.max_pairs, seed=args.seed,
+    )  # fmt: skip
+    problems = spec.problems()
+    if problems:
+        raise UsageError("; ".join(problems))
+    sets = []
+    for path in args.files:
+        if not path.is_file():
+            raise UsageError(f"{path}: no such file")
+        try:
+            sets.append(from_pair_file(read_pair_file(path, spec)))
+        except UnicodeDecodeError as e:
+            raise UsageError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+        except (OSError, ValueError) as e:  # JsonlError: "file:LINE: ..."
+            raise UsageError(_one_line(e)) from None
+    if args.bench is not None:
+        args.domains = None
+        rows, _ = drop_hidden(load_rows(args), args, prog_of(args))
+        name = f"CacheEval {args.split or 'all'}"
+        info = {"format": "cachebench", "pairs": len(rows), "positives": sum(r.y for r in rows)}
+        sets.append(LabelledSet(name, tuple(rows), info))
+    return sets
+
+
+def prog_of(args: argparse.Namespace) -> str:
+    prog = getattr(args, "_prog", None)
+    return prog if isinstance(prog, str) else f"cacheeval {NAME}"
+
+
+def load_reference(spec: str) -> Any:
+    from ..harness import CacheLoadError, load_cache
+    from .eval import UsageError
+
+    module, _, cls = spec.partition(":")
+    try:
+        return load_cache(module, cls or None)
+    except CacheLoadError as e:
+        raise UsageError(f"--reference {spec}: {e} (or pass --no-reference)") from None
+
+
+def summary(e: Any, reference: str) -> str:
+    """One line per set: the cache's operating point and its gaps to the reference."""
+
+    def f(x: float | None) -> str:
+        return "n/a" if x is None else f"{x:.3f}"
+
+    def g(x: float | None) -> str:
+        return "n/a" if x is None else f"{x:+.3f}"
+
+    return (
+        f"{e.set}: FHR {f(e.fhr)} recall {f(e.recall)} ROC-AUC {f(e.roc_auc)} | {reference}: "
+        f"recall at the same FHR {f(e.ref_recall_at_fhr)}, ROC-AUC {f(e.ref_roc_auc)} | "
+        f"gaps: recall {g(e.recall_gap)}, AUC {g(e.auc_gap)}"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..external import grade
+    from ..harness import CacheCallError, cache_name_of
+    from ..jsonio import dumps_pretty, write_bytes_atomic
+    from ..report import utc_now
+    from .eval import EXIT_CACHE_FAILED, EXIT_OK, UsageError, _one_line, fail, resolve_cache
+
+    prog = prog_of(args)
+    try:
+        sets = load_sets(args)
+        resolved = resolve_cache(args)
+        reference = None if args.no_reference else load_reference(args.reference)
+        report = grade(
+            {resolved.name: resolved.cache},
+            sets,
+            reference=reference,
+            reference_name=cache_name_of(reference) if reference is not None else "reference",
+            on_error=args.on_error,
+            progress=lambda msg: print(f"{prog}: {msg}", file=sys.stderr),
+        )
+        report = type(report)(report.reference, report.entries, report.sets, utc_now())
+        write_bytes_atomic(args.out, report.to_markdown().encode("utf-8"))
+        if args.json is not None:
+            write_bytes_atomic(args.json, dumps_pretty(report.to_dict()).encode("utf-8"))
+    except UsageError as e:
+        return fail(prog, str(e))
+    except CacheCallError as e:
+        return fail(prog, f"the cache failed: {e}", EXIT_CACHE_FAILED)
+    except OSError as e:
+        return fail(prog, _one_line(e))
+    for item in report.entries:
+        if item.cache == resolved.name:
+            print(summary(item, report.reference))
+    print(f"{prog}: wrote {args.out}", file=sys.stderr)
+    return EXIT_OK

@@ -1,0 +1,326 @@
+"""External validity: grade a cache on labelled pair files nobody on CacheEval
+wrote, next to its CacheEval result, against an embedding-cosine reference.
+
+A cache that does well on CacheEval's rows may still have learned what
+CacheEval's templates look like rather than what makes two requests need
+different answers. The check here is the one that tells: on every set, the
+cache's own operating point (its FHR and recall) beside a *reference* cache's
+recall at that same FHR - by default the plain MiniLM cosine, the signal most
+caches are built on - and both ROC-AUCs. A learned part that adds value keeps
+at least the reference's recall at its FHR; one that destroys value falls
+below it.
+
+Standard library only: the caches (and the reference) are whatever callables
+the caller passes; scores come from the harness (:func:`cacheeval.harness.predict`
+and :func:`~cacheeval.harness.score`).
+
+``recall_at_fhr`` - the reference's best recall among thresholds whose FHR on
+the set is at most the cache's measured FHR (rows sharing a score fire
+together; see :mod:`cacheeval.metrics.ranking`):
+
+    recall_at_fhr(y, s, f) = max { TP(t) / P : FP(t) / N <= f },  t over the distinct scores
+
+The report carries figures only, never the pairs' text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .metrics.ranking import threshold_free
+from .pair_formats import PairFile
+from .report import Report
+from .schema import Row
+
+if TYPE_CHECKING:
+    from .harness import OnError
+
+#: How far below the reference's ROC-AUC a cache may be and still "keep" it.
+AUC_TOLERANCE = 0.02
+
+
+def recall_at_fhr(
+    y_true: Sequence[int], scores: Sequence[float | None], fhr: float
+) -> float | None:
+    """The best recall of ``scores`` among thresholds with FHR <= ``fhr`` (None when
+    there are no HIT rows). Rows with a None score never fire.
+
+    >>> recall_at_fhr([1, 1, 0, 1, 0], [0.9, 0.8, 0.7, 0.6, 0.1], 0.0)
+    0.6666666666666666
+    >>> recall_at_fhr([1, 1, 0, 1, 0], [0.9, 0.8, 0.7, 0.6, 0.1], 0.5)
+    1.0
+    """
+    if not 0.0 <= fhr <= 1.0 or math.isnan(fhr):
+        raise ValueError(f"fhr must be in [0, 1], got {fhr}")
+    tf = threshold_free(list(y_true), list(scores), alphas=[fhr])
+    return tf.operating_points[0].recall
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One cache on one set: its operating point and ROC-AUC, and the reference's
+    recall at the cache's FHR and ROC-AUC on the same rows."""
+
+    set: str
+    cache: str
+    n: int
+    n_positive: int
+    fhr: float | None
+    recall: float | None
+    precision: float | None
+    roc_auc: float | None
+    errors: int
+    ref_recall_at_fhr: float | None
+    ref_roc_auc: float | None
+    is_reference: bool = False
+
+    @property
+    def recall_gap(self) -> float | None:
+        """recall - the reference's recall at the same FHR (>= 0: value kept)."""
+        if self.recall is None or self.ref_recall_at_fhr is None:
+            return None
+        return self.recall - self.ref_recall_at_fhr
+
+    @property
+    def auc_gap(self) -> float | None:
+        """ROC-AUC - the reference's ROC-AUC."""
+        if self.roc_auc is None or self.ref_roc_auc is None:
+            return None
+        return self.roc_auc - self.ref_roc_auc
+
+    @property
+    def keeps_reference(self) -> bool | None:
+        """recall >= the reference's at the same FHR and ROC-AUC >= the reference's
+        minus :data:`AUC_TOLERANCE` (None when either is undefined, and for the
+        reference's own row: its decision threshold need not be its best one)."""
+        r, a = self.recall_gap, self.auc_gap
+        if r is None or a is None or self.is_reference:
+            return None
+        return r >= -1e-12 and a >= -AUC_TOLERANCE - 1e-12
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["recall_gap"] = self.recall_gap
+        out["auc_gap"] = self.auc_gap
+        out["keeps_reference"] = self.keeps_reference
+        return out
+
+
+def labels(rows: Sequence[Row]) -> list[int]:
+    """1 for HIT rows, 0 for MISS (rows must be labelled)."""
+    return [r.y for r in rows]
+
+
+def entry(
+    set_name: str,
+    cache_name: str,
+    report: Report,
+    rows: Sequence[Row],
+    ref_scores: Sequence[float | None] | None,
+) -> Entry:
+    """The :class:`Entry` of a scored run (``report`` over ``rows``); the reference's
+    per-row scores (aligned with ``rows``) give its recall at the run's FHR."""
+    h = report.headline
+    tf = report.threshold_free
+    y = labels(rows)
+    ref_recall = ref_auc = None
+    if ref_scores is not None:
+        if len(ref_scores) != len(rows):
+            raise ValueError(f"{len(ref_scores)} reference scores for {len(rows)} rows")
+        if h.fhr.value is not None:
+            ref_recall = recall_at_fhr(y, ref_scores, h.fhr.value)
+        ref_auc = threshold_free(y, list(ref_scores)).roc_auc
+    return Entry(
+        set=set_name,
+        cache=cache_name,
+        n=len(rows),
+        n_positive=sum(y),
+        fhr=h.fhr.value,
+        recall=h.recall.value,
+        precision=h.precision.value,
+        roc_auc=tf.roc_auc if tf is not None else None,
+        errors=report.errors.n_errors + report.errors.n_timeouts,
+        ref_recall_at_fhr=ref_recall,
+        ref_roc_auc=ref_auc,
+    )
+
+
+def scores_by_row(predictions: Sequence[Any], rows: Sequence[Row]) -> list[float | None]:
+    """The predictions' scores in row order (None for an error or a missing row)."""
+    by_id: Mapping[str, Any] = {p.id: p for p in predictions}
+    out: list[float | None] = []
+    for r in rows:
+        p = by_id.get(r.id)
+        out.append(None if p is None or p.error is not None else p.score)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ExternalReport:
+    """Every entry of one run, with what the sets and the reference were."""
+
+    reference: str
+    entries: tuple[Entry, ...]
+    sets: tuple[dict[str, Any], ...] = ()
+    created: str = ""
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "reference": self.reference,
+            "auc_tolerance": AUC_TOLERANCE,
+            "created": self.created,
+            "sets": [dict(s) for s in self.sets],
+            "entries": [e.to_dict() for e in self.entries],
+            "notes": list(self.notes),
+        }
+
+    def to_markdown(self, title: str = "External validity") -> str:
+        lines = [f"# {title}", ""]
+        if self.created:
+            lines += [f"Generated {self.created}.", ""]
+        lines += markdown_table(self.entries, self.reference)
+        if self.sets:
+            lines += ["", "Sets:", ""] + [f"- {_set_line(s)}" for s in self.sets]
+        if self.notes:
+            lines += [""] + [f"{n}" for n in self.notes]
+        lines.append("")
+        return "\n".join(lines)
+
+
+def _set_line(s: Mapping[str, Any]) -> str:
+    """``name: N pairs, P HIT (layout, sampled/dropped)``."""
+    notes = [f"{s['format']} layout"]
+    if s.get("read", 0) > s["pairs"]:
+        notes.append(f"sampled {s['pairs']} of {s['read']}")
+    if s.get("dropped"):
+        notes.append(f"{s['dropped']} dropped between the STS cut-offs")
+    return f"`{s['name']}`: {s['pairs']} pairs, {s['positives']} HIT ({', '.join(notes)})"
+
+
+def _f(x: float | None, signed: bool = False) -> str:
+    if x is None:
+        return "n/a"
+    return f"{x:+.3f}" if signed else f"{x:.3f}"
+
+
+def markdown_table(entries: Sequence[Entry], reference: str) -> list[str]:
+    """One row per (set, cache): the operating point, ROC-AUC, the reference's
+    recall at the same FHR and ROC-AUC, the gaps and whether the cache keeps the
+    reference's value."""
+    header = [
+        "set",
+        "pairs (HIT)",
+        "cache",
+        "FHR",
+        "recall",
+        "ROC-AUC",
+        f"{reference} recall at same FHR",
+        f"{reference} ROC-AUC",
+        "recall gap",
+        "AUC gap",
+        "keeps it",
+    ]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for e in entries:
+        keeps = e.keeps_reference
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    e.set,
+                    f"{e.n} ({e.n_positive})",
+                    e.cache,
+                    _f(e.fhr),
+                    _f(e.recall),
+                    _f(e.roc_auc),
+                    _f(e.ref_recall_at_fhr),
+                    _f(e.ref_roc_auc),
+                    _f(e.recall_gap, signed=True),
+                    _f(e.auc_gap, signed=True),
+                    "(reference)"
+                    if e.is_reference
+                    else "n/a"
+                    if keeps is None
+                    else ("yes" if keeps else "**no**"),
+                ]
+            )
+            + " |"
+        )
+    return lines
+
+
+# --- running ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LabelledSet:
+    """Rows to grade on under a name (a pair file, or CacheEval's test split)."""
+
+    name: str
+    rows: tuple[Row, ...]
+    info: Mapping[str, Any]
+
+
+def grade(
+    caches: Mapping[str, Any],
+    sets: Sequence[LabelledSet],
+    *,
+    reference: Any | None = None,
+    reference_name: str = "reference",
+    on_error: OnError = "miss",
+    progress: Callable[[str], None] | None = None,
+) -> ExternalReport:
+    """Grade every cache on every set (through :func:`cacheeval.harness.evaluate`).
+
+    The reference (when given) runs once per set; its per-row scores give each
+    cache's ``ref_recall_at_fhr`` and ``ref_roc_auc``, and it gets an entry of its
+    own (its decisions at its own threshold). Entries come set by set, caches in
+    the given order, the reference last.
+    """
+    from .harness import evaluate, predict
+    from .harness import score as score_predictions
+
+    entries: list[Entry] = []
+    for s in sets:
+        rows = list(s.rows)
+        ref_scores = None
+        ref_entry = None
+        if reference is not None:
+            if progress:
+                progress(f"{s.name}: {reference_name} on {len(rows)} pairs")
+            preds = predict(reference, rows, on_error=on_error)
+            ref_scores = scores_by_row(preds, rows)
+            report = score_predictions(preds, rows, cache_name=reference_name)
+            ref_entry = dataclasses.replace(
+                entry(s.name, reference_name, report, rows, ref_scores), is_reference=True
+            )
+        for name, cache in caches.items():
+            if progress:
+                progress(f"{s.name}: {name} on {len(rows)} pairs")
+            report = evaluate(cache, rows, cache_name=name, on_error=on_error)
+            entries.append(entry(s.name, name, report, rows, ref_scores))
+        if ref_entry is not None:
+            entries.append(ref_entry)
+    return ExternalReport(
+        reference=reference_name,
+        entries=tuple(entries),
+        sets=tuple(dict(s.info, name=s.name) for s in sets),
+    )
+
+
+def from_pair_file(pf: PairFile) -> LabelledSet:
+    """A read pair file as a :class:`LabelledSet` named by its file name."""
+    info = {
+        "format": pf.format,
+        "pairs": len(pf.rows),
+        "positives": pf.n_positive,
+        "read": pf.n_read,
+        "dropped": pf.n_dropped,
+    }
+    return LabelledSet(Path(pf.path).name, pf.rows, info)

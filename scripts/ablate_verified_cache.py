@@ -1,0 +1,209 @@
+"""Leave-one-group-out ablation of the verified cache's features, on CacheEval and
+on real, human-labelled pair files (validation only: nothing is trained on them).
+
+    python -m scripts.ablate_verified_cache --pairs ../shared/ext   # or CACHEEVAL_EXTERNAL_DIR
+
+For the full feature set and for each feature group left out (its columns held
+constant, so no tree can split on them), the shipped pipeline runs unchanged:
+train on the train split, certify the threshold on dev, score the test split,
+5-fold grouped out-of-fold scores over every labelled row, and every pair file
+of the directory scored at the certified operating point beside the MiniLM
+cosine (its recall at the same FHR, its ROC-AUC). A group earns its place when
+leaving it out costs CacheEval recall or external value; the table says which.
+
+Writes ``reports/VERIFIED_ABLATION.md`` and ``.json`` (figures only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from adapters.verified_cache.adapter import (
+    PairCase,
+    Scored,
+    build_cases,
+    fit_shipped,
+    out_of_fold,
+    score_cases,
+    summarize,
+)
+from adapters.verified_cache.cache import DEFAULT_EMBEDDER, Resources
+from adapters.verified_cache.features import FEATURE_NAMES
+from cacheeval.external import recall_at_fhr
+from cacheeval.jsonio import dumps_pretty, write_bytes_atomic
+from cacheeval.metrics.ranking import threshold_free
+from scripts.run_external import ENV, pair_sets
+from scripts.train_verified_cache import load_labelled
+
+REPO = Path(__file__).resolve().parents[1]
+
+#: Feature groups, each left out in turn.
+GROUPS: dict[str, tuple[str, ...]] = {
+    "token alignment": ("tok_align_p", "tok_align_r", "tok_align_f"),
+    "short-substitution cosine": ("cos_diff",),
+    "numbers": ("num_diff", "num_any_diff", "num_order_swap", "ordinal_diff"),
+    "operators": ("op_diff",),
+    "contrast words": ("contrast_swap",),
+    "negation": ("neg_diff", "neg_scope_flip"),
+    "variables, identifiers": ("var_diff", "var_rename", "ident_diff"),
+    "names, quotes": ("entity_diff", "entity_both_changed", "quoted_diff"),
+    "direction": ("direction_swap",),
+    "languages": ("text_lang_diff", "nat_lang_conflict", "prog_lang_conflict",
+                  "prog_lang_one_sided"),
+    "units, currencies": ("unit_diff", "currency_diff"),
+    "dates, times": ("date_diff", "weekday_diff", "time_diff", "relative_diff"),
+    "history": ("cos_context", "cos_ctx_added", "ctx_equal", "ctx_present", "ctx_turns_diff",
+                "ctx_diff", "ctx_critical", "ctx_entity_diff", "ctx_num_diff", "ctx_seq_ratio",
+                "ctx_added_only"),
+    "system prompt": ("sys_equal", "sys_present"),
+    "tools": ("tools_present", "tools_equal", "tools_jaccard", "tool_intent_diff",
+              "tool_needed_changed"),
+    "content equal": ("content_equal",),
+    "pooled critical count": ("critical_diff",),
+}  # fmt: skip
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def without(cases: Sequence[PairCase], names: Sequence[str]) -> list[PairCase]:
+    """``cases`` with the columns ``names`` held at 0.0 (nothing to split on)."""
+    idx = [FEATURE_NAMES.index(n) for n in names]
+    out = []
+    for c in cases:
+        if c.features is None:
+            out.append(c)
+            continue
+        f = list(c.features)
+        for i in idx:
+            f[i] = 0.0
+        out.append(dataclasses.replace(c, features=tuple(f)))
+    return out
+
+
+def external_figures(scored: Sequence[Scored], cosines: Sequence[float]) -> dict[str, float | None]:
+    """The cache's FHR, recall and ROC-AUC on a pair file, the cosine's recall at
+    that FHR and its ROC-AUC."""
+    s = summarize(scored)
+    y = [x.case.y for x in scored]
+    auc = threshold_free(y, [x.score for x in scored]).roc_auc
+    cos_auc = threshold_free(y, list(cosines)).roc_auc
+    cos_recall = recall_at_fhr(y, list(cosines), s["fhr"]) if s["fhr"] is not None else None
+    return {"fhr": s["fhr"], "recall": s["recall"], "roc_auc": auc,
+            "cos_recall_at_fhr": cos_recall, "cos_roc_auc": cos_auc}  # fmt: skip
+
+
+def run_config(
+    name: str,
+    bench: list[PairCase],
+    ext: dict[str, tuple[list[PairCase], list[float]]],
+    drop: Sequence[str],
+) -> dict[str, Any]:
+    cases = without(bench, drop)
+    shipped = fit_shipped(cases)
+    test = summarize([s for s in shipped.scored if s.case.split == "test"])
+    oof = summarize(out_of_fold(cases).scored)
+    row: dict[str, Any] = {
+        "config": name,
+        "dropped": list(drop),
+        "test": {"fhr": test["fhr"], "recall": test["recall"],
+                 "adversarial_fhr": test["adversarial"]["fhr"]},
+        "oof": {"fhr": oof["fhr"], "recall": oof["recall"]},
+        "external": {},
+    }  # fmt: skip
+    v = shipped.verifier
+    for set_name, (ecases, cosines) in ext.items():
+        scored = score_cases(without(ecases, drop), v, v.gate_threshold, v.threshold)
+        row["external"][set_name] = external_figures(scored, cosines)
+    return row
+
+
+def _f(x: float | None, signed: bool = False) -> str:
+    if x is None:
+        return "n/a"
+    return f"{x:+.3f}" if signed else f"{x:.3f}"
+
+
+def markdown(rows: Sequence[dict[str, Any]], sets: Sequence[str], created: str) -> str:
+    base = rows[0]
+    header = ["left out", "test FHR", "test recall", "OOF recall", "d OOF recall"]
+    for s in sets:
+        header += [f"{s}: recall - cosine's", f"{s}: AUC - cosine's", f"{s}: d AUC"]
+    lines = [
+        "# Verified cache: feature ablation",
+        "",
+        f"Generated by `python -m scripts.ablate_verified_cache` ({created}). Each row "
+        "retrains the shipped pipeline (train split, threshold certified on dev) with one "
+        "feature group held constant. External files are validation only. 'recall - "
+        "cosine's': the cache's recall at its operating point minus the MiniLM cosine's "
+        "recall at the same FHR; 'AUC - cosine's': ROC-AUC gap; d: change against all "
+        "features.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    for r in rows:
+        cells = [r["config"], _f(r["test"]["fhr"]), _f(r["test"]["recall"]),
+                 _f(r["oof"]["recall"]),
+                 _f(r["oof"]["recall"] - base["oof"]["recall"], True)]  # fmt: skip
+        for s in sets:
+            e, b = r["external"][s], base["external"][s]
+            gap = (
+                e["recall"] - e["cos_recall_at_fhr"] if e["cos_recall_at_fhr"] is not None else None
+            )
+            cells += [_f(gap, True), _f(e["roc_auc"] - e["cos_roc_auc"], True),
+                      _f(e["roc_auc"] - b["roc_auc"], True)]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=Path, default=None, help=f"directory (default ${ENV})")
+    parser.add_argument("--bench", type=Path, default=REPO / "cachebench.jsonl")
+    parser.add_argument("--labels", type=Path, default=REPO / "private" / "test_labels.jsonl")
+    parser.add_argument("--out", type=Path, default=REPO / "reports" / "VERIFIED_ABLATION.md")
+    args = parser.parse_args(argv)
+    directory = args.pairs or (Path(os.environ[ENV]) if os.environ.get(ENV) else None)
+    if directory is None or not directory.is_dir():
+        _log(f"need a directory of pair files (--pairs or ${ENV})")
+        return 2
+    from adapters.cosine_baseline import MiniLMCosine
+    from cacheeval.report import utc_now
+
+    resources = Resources(embedder_name=DEFAULT_EMBEDDER)
+    t0 = time.perf_counter()
+    bench = build_cases(load_labelled(args.bench, args.labels), resources)
+    ext: dict[str, tuple[list[PairCase], list[float]]] = {}
+    cosine = MiniLMCosine()
+    for s in pair_sets(directory):
+        rows = list(s.rows)
+        cosine.prepare([r.pair for r in rows])
+        ext[s.name] = (build_cases(rows, resources), [cosine.cosine(r.pair) for r in rows])
+    cosine.close()
+    _log(f"features in {time.perf_counter() - t0:.0f} s")
+    results = [run_config("(none: all features)", bench, ext, ())]
+    for name, names in GROUPS.items():
+        results.append(run_config(name, bench, ext, names))
+        _log(f"  {name}: OOF recall {results[-1]['oof']['recall']:.3f}")
+    created = utc_now()
+    md = markdown(results, list(ext), created)
+    write_bytes_atomic(args.out, md.encode("utf-8"))
+    write_bytes_atomic(
+        args.out.with_suffix(".json"),
+        dumps_pretty({"created": created, "groups": GROUPS, "results": results}).encode(),
+    )
+    _log(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""External validity of the reference caches: every labelled pair file in a
+directory, beside CacheEval's test split, against the MiniLM cosine.
+
+    python -m scripts.run_external --pairs ../shared/ext      # or CACHEEVAL_EXTERNAL_DIR=...
+
+Grades the verified cache (the committed model), GPTCache ``minilm@0.80`` (its
+fast path: GPTCache's own decision rule on batch embeddings) and the
+``exact_match`` baseline on every file of the directory that reads as a pair
+file (``cacheeval.pair_formats``: layout from the header; ``.csv``/``.tsv``
+files with ``text_a``/``text_b``/``label`` columns and HIT/MISS values), and on
+CacheEval's test split (``cachebench.jsonl`` + ``private/test_labels.jsonl``).
+The MiniLM cosine (fp32 ONNX) is the reference: its recall at each cache's FHR
+and its ROC-AUC on the same rows. Writes ``reports/EXTERNAL.md`` and ``.json``:
+figures only, never the pairs' text. Exits 0 without writing anything when no
+directory is given (the main job runs this only when it exists).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from cacheeval.external import ExternalReport, LabelledSet, from_pair_file, grade
+from cacheeval.jsonio import dumps_pretty, write_bytes_atomic
+from cacheeval.pair_formats import read_pair_file
+from cacheeval.report import utc_now
+
+REPO = Path(__file__).resolve().parents[1]
+ENV = "CACHEEVAL_EXTERNAL_DIR"
+SUFFIXES = (".csv", ".tsv", ".txt", ".jsonl")
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def pair_sets(directory: Path) -> list[LabelledSet]:
+    """Every readable pair file of ``directory``, by file name."""
+    out = []
+    for path in sorted(directory.iterdir()):
+        if not path.is_file() or path.suffix.lower() not in SUFFIXES:
+            continue
+        try:
+            out.append(from_pair_file(read_pair_file(path)))
+        except ValueError as e:
+            _log(f"skipping {path.name}: {e}")
+    return out
+
+
+def cacheeval_test_set(bench: Path, labels: Path) -> LabelledSet | None:
+    """CacheEval's test split with its private labels (None when they are missing)."""
+    from cacheeval.dataset import load_bench
+
+    if not bench.is_file() or not labels.is_file():
+        _log(f"no {labels}: run scripts/assemble.py for the CacheEval test split")
+        return None
+    rows = load_bench(bench, split="test", labels_path=labels)
+    info = {"format": "cachebench", "pairs": len(rows), "positives": sum(r.y for r in rows)}
+    return LabelledSet("CacheEval test", tuple(rows), info)
+
+
+def reference_caches(model_dir: Path | None = None) -> dict[str, Any]:
+    """The caches graded: the verified cache, GPTCache minilm@0.80, exact match."""
+    from adapters.gptcache_adapter import GPTCacheAdapter
+    from adapters.verified_cache.adapter import VerifiedCacheAdapter
+    from cacheeval.baselines import ExactMatch
+
+    return {
+        "verified-cache": VerifiedCacheAdapter(model_dir=model_dir),
+        "gptcache minilm@0.80": GPTCacheAdapter.from_config("minilm@0.80", path="fast"),
+        "exact_match": ExactMatch(),
+    }
+
+
+def run_external(
+    directory: Path,
+    caches: dict[str, Any],
+    *,
+    bench: Path | None = None,
+    labels: Path | None = None,
+) -> ExternalReport:
+    """Grade ``caches`` on every pair file of ``directory`` (and CacheEval's test
+    split when ``bench`` and ``labels`` are given) against the MiniLM cosine."""
+    from adapters.cosine_baseline import MiniLMCosine
+
+    sets = pair_sets(directory)
+    if bench is not None and labels is not None:
+        test = cacheeval_test_set(bench, labels)
+        if test is not None:
+            sets.append(test)
+    reference = MiniLMCosine()
+    report = grade(caches, sets, reference=reference, reference_name=reference.name,
+                   progress=_log)  # fmt: skip
+    notes = (
+        "Each row: the cache at its shipped operating point on that set (FHR, recall), its "
+        "ROC-AUC from its own score, and the MiniLM cosine (fp32 ONNX, the queries only) on "
+        "the same rows: its best recall among thresholds whose FHR is at most the cache's "
+        "FHR, and its ROC-AUC. 'keeps it': recall >= the cosine's at the same FHR and "
+        "ROC-AUC >= the cosine's - 0.02. The cosine's own row is its decision at 0.60 "
+        "(GPTCache's similarity_threshold 0.80).",
+        "The pair files' labels are paraphrase judgements, not cache judgements: some HIT "
+        "pairs differ in a detail a strict cache refuses. Compare caches side by side.",
+    )
+    return ExternalReport(report.reference, report.entries, report.sets, utc_now(), notes)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=Path, default=None, help=f"directory (default ${ENV})")
+    parser.add_argument("--bench", type=Path, default=REPO / "cachebench.jsonl")
+    parser.add_argument("--labels", type=Path, default=REPO / "private" / "test_labels.jsonl")
+    parser.add_argument("--out", type=Path, default=REPO / "reports" / "EXTERNAL.md")
+    args = parser.parse_args(argv)
+    directory = args.pairs or (Path(os.environ[ENV]) if os.environ.get(ENV) else None)
+    if directory is None:
+        _log(f"no pair directory (--pairs or ${ENV}): nothing to do")
+        return 0
+    if not directory.is_dir():
+        _log(f"error: {directory} is not a directory")
+        return 2
+    report = run_external(directory, reference_caches(), bench=args.bench, labels=args.labels)
+    out_md: Path = args.out
+    write_bytes_atomic(out_md, report.to_markdown("External validity").encode("utf-8"))
+    write_bytes_atomic(out_md.with_suffix(".json"), dumps_pretty(report.to_dict()).encode())
+    for e in report.entries:
+        _log(f"{e.set:16s} {e.cache:22s} FHR {e.fhr} recall {e.recall} AUC {e.roc_auc} "
+             f"| cosine recall@FHR {e.ref_recall_at_fhr} AUC {e.ref_roc_auc}")  # fmt: skip
+    _log(f"wrote {out_md} and {out_md.with_suffix('.json')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

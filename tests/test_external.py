@@ -1,0 +1,254 @@
+"""``cacheeval external`` and the pair-file readers: every public layout read from a
+few lines the test writes itself, the reference's recall at a cache's FHR on
+hand-computed fixtures, and the command end to end (figures only in the report,
+``file:LINE`` and exit 2 on bad input)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cacheeval.baselines import ExactMatch
+from cacheeval.cli import main
+from cacheeval.external import Entry, LabelledSet, grade, recall_at_fhr
+from cacheeval.jsonio import JsonlError
+from cacheeval.pair_formats import PairFileSpec, read_pair_file, sniff_format
+from tests.conftest import MINI_BENCH
+
+QQP = (
+    "id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate\n"
+    "1\t1\t2\tHow do I reset my password?\tHow can I reset my password?\t1\n"
+    '2\t3\t4\tWhat is "ML"?\tWhat is the capital of Peru?\t0\n'
+    "3\t5\t6\tIs tea healthy?\tIs tea healthy?\t1\n"
+)
+PAWS = (
+    "id\tsentence1\tsentence2\tlabel\n"
+    "1\tThe cat sat on the mat .\tOn the mat , the cat sat .\t1\n"
+    "2\tParis is north of Lyon .\tLyon is north of Paris .\t0\n"
+)
+MRPC = (
+    "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+    "1\t11\t12\tShares rose 5 percent on Friday.\tThe shares gained 5 percent Friday.\n"
+    '0\t13\t14\tHe said "no" twice.\tShe left the room early.\n'
+)
+STS = (
+    "4.8\tA man is playing a guitar.\tA man plays the guitar.\n"
+    "3.0\tA dog runs.\tA dog is running fast in a park.\n"
+    "0.4\tA woman slices onions.\tThe stock market fell.\n"
+    "\n"
+    "5.0\tIt is raining.\tIt is raining.\n"
+)
+CSV = "text_a,text_b,label\nhello there,hi there,HIT\nsolve x+1=2,solve x+1=3,MISS\n"
+
+
+def write(tmp: Path, name: str, text: str) -> Path:
+    path = tmp / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "layout", "hits"),
+    [
+        ("quora.tsv", QQP, "qqp", ["HIT", "MISS", "HIT"]),
+        ("paws.tsv", PAWS, "paws", ["HIT", "MISS"]),
+        ("msr.txt", MRPC, "mrpc", ["HIT", "MISS"]),
+        ("sts.tsv", STS, "sts", ["HIT", "MISS", "HIT"]),
+        ("mine.csv", CSV, "csv", ["HIT", "MISS"]),
+    ],
+)
+def test_every_layout_reads_its_pairs(
+    tmp_path: Path, name: str, text: str, layout: str, hits: list[str]
+) -> None:
+    path = write(tmp_path, name, text)
+    assert sniff_format(path) == layout
+    pf = read_pair_file(path, PairFileSpec(format=layout))
+    assert pf.format == layout
+    assert [r.binary_label for r in pf.rows] == hits
+    assert [r.id for r in pf.rows] == [f"cb-qa_open-{i:04d}" for i in range(1, len(hits) + 1)]
+    assert all(r.source == name and r.split == "test" for r in pf.rows)
+    # the same through auto-detection
+    assert [r.query_b for r in read_pair_file(path).rows] == [r.query_b for r in pf.rows]
+
+
+def test_layout_texts_keep_quotes_and_sts_drops_the_middle(tmp_path: Path) -> None:
+    qqp = read_pair_file(write(tmp_path, "q.tsv", QQP), PairFileSpec(format="qqp"))
+    assert qqp.rows[1].query_a == 'What is "ML"?'  # bare quotes, no CSV quoting
+    assert "line 3" in (qqp.rows[1].rationale or "")
+    mrpc = read_pair_file(write(tmp_path, "m.tsv", MRPC), PairFileSpec(format="mrpc"))
+    assert mrpc.rows[0].query_a == "Shares rose 5 percent on Friday."  # BOM stripped
+    sts = read_pair_file(write(tmp_path, "s.tsv", STS), PairFileSpec(format="sts"))
+    assert (sts.n_read, sts.n_dropped) == (3, 1)  # the 3.0 pair is neither HIT nor MISS
+    assert [r.query_a for r in sts.rows][-1] == "It is raining."
+    strict = read_pair_file(
+        write(tmp_path, "s2.tsv", STS), PairFileSpec(format="sts", hit_min=2.5, miss_max=0.5)
+    )
+    assert [r.binary_label for r in strict.rows] == ["HIT", "HIT", "MISS", "HIT"]
+
+
+def test_sts_header_line_is_skipped(tmp_path: Path) -> None:
+    pf = read_pair_file(write(tmp_path, "s.tsv", "score\ts1\ts2\n" + STS), PairFileSpec("sts"))
+    assert len(pf.rows) == 3
+
+
+def test_large_layout_files_are_sampled_reproducibly(tmp_path: Path) -> None:
+    lines = "".join(f"{i % 2}\t{i}\t{i}\tsentence {i} a\tsentence {i} b\n" for i in range(40))
+    path = write(tmp_path, "m.tsv", MRPC.splitlines(keepends=True)[0] + lines)
+    a = read_pair_file(path, PairFileSpec(format="mrpc", max_pairs=10, seed=3))
+    b = read_pair_file(path, PairFileSpec(format="mrpc", max_pairs=10, seed=3))
+    assert len(a.rows) == 10 and a.n_read == 40
+    assert [r.query_a for r in a.rows] == [r.query_a for r in b.rows]
+    numbers = [int(r.query_a.split()[1]) for r in a.rows]
+    assert numbers == sorted(numbers)  # file order kept
+
+
+@pytest.mark.parametrize(
+    ("text", "layout", "where", "what"),
+    [
+        (QQP.replace("\t1\n", "\t1\textra\n", 1), "qqp", ":2:", "fields"),
+        (QQP.replace("\t0\n", "\tmaybe\n"), "qqp", ":3:", "expected 0 or 1"),
+        (PAWS.replace("Lyon is north of Paris .", " "), "paws", ":3:", "empty"),
+        ("id\tq1\tq2\tdup\n1\ta\tb\t1\n", "qqp", ":1:", "question1"),
+        (STS.replace("0.4", "high"), "sts", ":3:", "not a number"),
+        (STS.replace("0.4", "7"), "sts", ":3:", "outside"),
+        ("4.0\tonly two\n", "sts", ":1:", "expected 3"),
+    ],
+)
+def test_bad_lines_name_file_and_line(
+    tmp_path: Path, text: str, layout: str, where: str, what: str
+) -> None:
+    path = write(tmp_path, "bad.tsv", text)
+    with pytest.raises(JsonlError) as err:
+        read_pair_file(path, PairFileSpec(format=layout))
+    assert f"bad.tsv{where}" in str(err.value) and what in str(err.value)
+
+
+def test_recall_at_fhr_on_a_hand_computed_fixture() -> None:
+    # scores, from the top: HIT .9, HIT .8, MISS .7, HIT .6, MISS .1 (P=3, N=2)
+    y, s = [1, 1, 0, 1, 0], [0.9, 0.8, 0.7, 0.6, 0.1]
+    assert recall_at_fhr(y, s, 0.0) == pytest.approx(2 / 3)  # threshold .8
+    assert recall_at_fhr(y, s, 0.49) == pytest.approx(2 / 3)  # .6 would be FHR 1/2
+    assert recall_at_fhr(y, s, 0.5) == 1.0
+    assert recall_at_fhr(y, [None, 0.8, 0.7, 0.6, 0.1], 0.0) == pytest.approx(1 / 3)
+    with pytest.raises(ValueError):
+        recall_at_fhr(y, s, 1.5)
+
+
+def entry(recall: float, ref_recall: float, auc: float, ref_auc: float) -> Entry:
+    return Entry("s", "c", 10, 5, 0.1, recall, 0.9, auc, 0, ref_recall, ref_auc)
+
+
+def test_entry_gaps_and_keeps() -> None:
+    assert entry(0.5, 0.4, 0.80, 0.81).keeps_reference is True  # AUC within 0.02
+    assert entry(0.5, 0.4, 0.78, 0.81).keeps_reference is False  # AUC 0.03 below
+    assert entry(0.3, 0.4, 0.90, 0.81).keeps_reference is False  # recall below
+    e = entry(0.5, 0.4, 0.80, 0.81)
+    assert e.recall_gap == pytest.approx(0.1) and e.auc_gap == pytest.approx(-0.01)
+    assert entry(0.5, 0.4, 0.8, 0.8).to_dict()["keeps_reference"] is True
+
+
+class Overlap:
+    """A tiny scoring cache for the tests: word-set Jaccard of the two queries."""
+
+    name = "jaccard"
+
+    def __call__(self, pair):  # type: ignore[no-untyped-def]
+        from cacheeval.schema import Verdict
+
+        a, b = set(pair.a.query.lower().split()), set(pair.b.query.lower().split())
+        s = len(a & b) / len(a | b)
+        return Verdict(is_hit=s >= 0.5, confidence=1.0, tier_used="embedding", score=s)
+
+
+def test_grade_pairs_reference_figures_with_every_cache(tmp_path: Path) -> None:
+    pf = read_pair_file(write(tmp_path, "q.tsv", QQP))
+    sets = [LabelledSet("q.tsv", pf.rows, {"format": "qqp", "pairs": 3, "positives": 2})]
+    report = grade({"exact": ExactMatch()}, sets, reference=Overlap(), reference_name="jaccard")
+    exact, ref = report.entries
+    assert (exact.cache, ref.cache) == ("exact", "jaccard")
+    # exact match serves the verbatim repeat only: FHR 0, recall 1/2
+    assert (exact.fhr, exact.recall) == (0.0, 0.5)
+    # Jaccard: HIT pairs 5/7 and 1.0, the MISS pair 2/9: at FHR 0 it finds both HITs
+    assert exact.ref_recall_at_fhr == 1.0 and exact.ref_roc_auc == 1.0
+    assert exact.keeps_reference is False
+    assert ref.recall == 1.0 and ref.fhr == 0.0 and ref.is_reference
+    assert ref.keeps_reference is None  # its own threshold need not be its best
+    md = report.to_markdown()
+    assert "| q.tsv | 3 (2) | exact |" in md
+
+
+REF_MODULE = """
+from cacheeval.schema import Verdict
+
+class Overlap:
+    name = "overlap"
+
+    def __call__(self, pair):
+        a, b = set(pair.a.query.lower().split()), set(pair.b.query.lower().split())
+        s = len(a & b) / len(a | b)
+        return Verdict(is_hit=s >= 0.5, confidence=1.0, tier_used="embedding", score=s)
+"""
+
+
+def test_command_writes_figures_only(tmp_path: Path) -> None:
+    ref = write(tmp_path, "ref.py", REF_MODULE)
+    pairs = write(tmp_path, "pairs.tsv", PAWS)
+    out, js = tmp_path / "ext.md", tmp_path / "ext.json"
+    code = main(["external", str(pairs), "--baseline", "exact_match", "--reference",
+                 f"{ref}:Overlap", "--bench", str(MINI_BENCH), "--split", "dev",
+                 "--out", str(out), "--json", str(js)])  # fmt: skip
+    assert code == 0
+    data = json.loads(js.read_text())
+    assert [(e["set"], e["cache"]) for e in data["entries"]] == [
+        ("pairs.tsv", "exact_match"), ("pairs.tsv", "overlap"),
+        ("CacheEval dev", "exact_match"), ("CacheEval dev", "overlap"),
+    ]  # fmt: skip
+    assert data["sets"][0] == {"name": "pairs.tsv", "format": "paws", "pairs": 2,
+                               "positives": 1, "read": 2, "dropped": 0}  # fmt: skip
+    text = out.read_text() + js.read_text()
+    for sentence in ("cat sat", "Lyon", "Paris"):
+        assert sentence not in text  # numbers, never the pairs
+
+
+def test_command_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = write(tmp_path, "bad.tsv", QQP.replace("\t0\n", "\tmaybe\n"))
+    code = main(["external", str(bad), "--format", "qqp", "--baseline", "exact_match",
+                 "--no-reference", "--out", str(tmp_path / "x.md")])  # fmt: skip
+    assert code == 2
+    assert "bad.tsv:3:" in capsys.readouterr().err
+    assert not (tmp_path / "x.md").exists()
+    code = main(["external", str(tmp_path / "none.tsv"), "--baseline", "exact_match",
+                 "--no-reference", "--out", str(tmp_path / "x.md")])  # fmt: skip
+    assert code == 2
+    code = main(
+        [
+            "external",
+            str(bad),
+            "--format",
+            "sts",
+            "--hit-min",
+            "1",
+            "--miss-max",
+            "2",
+            "--baseline",
+            "exact_match",
+            "--no-reference",
+            "--out",
+            str(tmp_path / "x.md"),
+        ]
+    )
+    assert code == 2 and "cut-offs" in capsys.readouterr().err
+
+
+def test_run_external_reads_every_pair_file_of_a_directory(tmp_path: Path) -> None:
+    from scripts.run_external import pair_sets
+
+    write(tmp_path, "README.md", "# not pairs")
+    write(tmp_path, "q.tsv", QQP)
+    write(tmp_path, "mine.csv", CSV)
+    write(tmp_path, "broken.tsv", "nonsense\tcolumns\n1\t2\n")  # no text columns: skipped
+    sets = pair_sets(tmp_path)
+    assert [s.name for s in sets] == ["mine.csv", "q.tsv"]
+    assert [s.info["format"] for s in sets] == ["csv", "qqp"]
