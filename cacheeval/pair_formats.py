@@ -34,10 +34,9 @@ The TSV layouts are read without quote processing (these corpora put bare
 empty text, a label that is not one of the layout's values - raises
 :class:`~cacheeval.jsonio.JsonlError` naming ``file:LINE``.
 
-Row ids are ``cb-<domain>-NNNN``: at most 9,999 pairs per file. A larger file
-in a public layout is sampled (``max_pairs``, seeded, the kept pairs stay in
-file order) and the sample size recorded; the generic formats keep the
-``import-pairs`` limit.
+At most ``max_pairs`` (default 9,999) pairs are kept per file: a larger file
+is sampled (seeded, the kept pairs stay in file order) and the sample size
+recorded.
 """
 
 from __future__ import annotations
@@ -49,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .importers import MAX_ROWS, NEGATIVE_LABEL, POSITIVE_LABEL, ImportSpec, import_pairs
+from .importers import NEGATIVE_LABEL, POSITIVE_LABEL, ImportSpec, import_pairs
 from .importers import _row as import_row
 from .jsonio import JsonlError
 from .schema import Row
@@ -57,6 +56,8 @@ from .schema import Row
 LAYOUTS: tuple[str, ...] = ("qqp", "paws", "mrpc", "sts")
 GENERIC: tuple[str, ...] = ("csv", "tsv", "jsonl")
 FORMATS: tuple[str, ...] = ("auto", *LAYOUTS, *GENERIC)
+#: Most pairs kept from one file (sampled, seeded, beyond that).
+MAX_PAIRS = 9999
 
 #: (text a column, text b column, label column) of the header layouts; label 1 = HIT.
 _COLUMNS: dict[str, tuple[str, str, str]] = {
@@ -96,7 +97,7 @@ class PairFileSpec:
     miss_max: float = 2.0
     domain: str = "qa_open"
     split: str = "test"
-    max_pairs: int = MAX_ROWS
+    max_pairs: int = MAX_PAIRS
     seed: int = 0
 
     def problems(self) -> list[str]:
@@ -107,8 +108,8 @@ class PairFileSpec:
             out.append(
                 f"STS cut-offs need 0 <= miss_max < hit_min (got {self.miss_max}, {self.hit_min})"
             )
-        if not 1 <= self.max_pairs <= MAX_ROWS:
-            out.append(f"max_pairs must be in 1..{MAX_ROWS} (got {self.max_pairs})")
+        if not 1 <= self.max_pairs <= MAX_PAIRS:
+            out.append(f"max_pairs must be in 1..{MAX_PAIRS} (got {self.max_pairs})")
         return out
 
     def import_spec(self) -> ImportSpec:
@@ -300,7 +301,7 @@ def read_pair_file(path: str | os.PathLike[str], spec: PairFileSpec = PairFileSp
     fmt = sniff_format(path) if spec.format == "auto" else spec.format
     source = Path(path).name
     if fmt in GENERIC:
-        # the import-pairs reader itself (at most 9,999 pairs, its own errors)
+        # the import-pairs reader itself (its own errors), then the sample
         data = import_pairs(path, spec.import_spec(), fmt)
         kept = _sample(data, spec.max_pairs, spec.seed)
         rows = [Row.from_dict(_renumber(d, i, spec.domain)) for i, d in enumerate(kept, 1)]

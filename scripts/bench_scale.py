@@ -34,7 +34,7 @@ Two CPUs bound the local speed-up: three processes (the driver reading,
 writing and scoring; two workers deciding) share them. Run from the
 repository root::
 
-    python -m scripts.bench_scale                 # the full run (~15 min on 2 CPUs)
+    python -m scripts.bench_scale                 # the full run (~10 min on 2 CPUs)
     python -m scripts.bench_scale --n 100000      # a quick one
 """
 

@@ -21,6 +21,7 @@ from .eval import (
     UsageError,
     add_cache_arguments,
     add_rows_arguments,
+    add_scale_arguments,
     fail,
     prog_name,
 )
@@ -32,6 +33,7 @@ HELP = "Run a cache over the benchmark and write its predictions (no labels need
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_rows_arguments(parser, labels=False)
     add_cache_arguments(parser)
+    add_scale_arguments(parser)
     parser.add_argument("--out", required=True, type=Path, help="predictions JSONL to write")
     parser.set_defaults(_prog=parser.prog)
 
