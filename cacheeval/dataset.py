@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from .idset import IdSet
 from .jsonio import JsonlError, iter_jsonl
 from .schema import (
     BINARY_LABELS,
@@ -26,7 +27,10 @@ from .schema import (
     derive_binary_label,
 )
 
-ID_PATTERN = re.compile(r"\Acb-([a-z_]+)-([0-9]{4})\Z")
+#: ``cb-<domain>-<number>``: four digits zero-padded, or more without a leading
+#: zero (``cb-qa_factual-0001``, ``cb-qa_factual-12345``), so every number has
+#: one spelling and an import of millions of pairs still fits.
+ID_PATTERN = re.compile(r"\Acb-([a-z_]+)-(0[0-9]{3}|[1-9][0-9]{3,})\Z")
 #: Key of the header object a private slice file starts with (:mod:`cacheeval.slice`);
 #: :func:`iter_bench` skips such a line 1.
 SLICE_HEADER_KEY = "cacheeval_slice"
@@ -73,7 +77,10 @@ def row_problem(data: Any, *, require_labels: bool = False) -> str | None:
             return f"field {f!r} must be a string or null, got {type(data[f]).__name__}"
     m = ID_PATTERN.match(data["id"])
     if not m:
-        return f"id {data['id']!r} does not match cb-<domain>-<4 digits>"
+        return (
+            f"id {data['id']!r} does not match "
+            "cb-<domain>-<4 digits, or more without a leading zero>"
+        )
     if data["domain"] not in DOMAINS:
         return f"unknown domain {data['domain']!r} (expected one of {', '.join(DOMAINS)})"
     if m.group(1) != data["domain"]:
@@ -142,11 +149,15 @@ def iter_bench(
     its fields are merged into the matching public rows. The whole file is
     checked for duplicate ids even when filtering. A private slice's header
     line (:data:`SLICE_HEADER_KEY`) is skipped.
+
+    Memory stays flat however long the file: one row at a time, and the ids
+    seen so far in a bit set (:class:`~cacheeval.idset.IdSet`); the line of a
+    duplicate's first occurrence is found by reading the file again.
     """
     want_splits = _choice_set("split", split, SPLITS)
     want_domains = _choice_set("domain", domains, DOMAINS)
     labels = load_test_labels(labels_path) if labels_path is not None else None
-    seen: dict[str, int] = {}
+    seen = IdSet()
     spath = str(path)
     for lineno, data in iter_jsonl(path):
         if lineno == 1 and isinstance(data, dict) and SLICE_HEADER_KEY in data:
@@ -157,14 +168,25 @@ def iter_bench(
         if problem:
             raise JsonlError(spath, lineno, problem)
         rid = data["id"]
-        if rid in seen:
-            raise JsonlError(spath, lineno, f"duplicate id {rid!r} (first on line {seen[rid]})")
-        seen[rid] = lineno
+        if not seen.add(rid):
+            first = _first_line_with_id(path, rid, lineno)
+            raise JsonlError(spath, lineno, f"duplicate id {rid!r} (first on line {first})")
         if want_splits is not None and data["split"] not in want_splits:
             continue
         if want_domains is not None and data["domain"] not in want_domains:
             continue
         yield Row.from_dict(data)
+
+
+def _first_line_with_id(path: str | os.PathLike[str], rid: str, before: int) -> int | str:
+    """The line of the first row of ``path`` whose id is ``rid``, read again
+    up to line ``before`` ("?" if the file changed under us)."""
+    for lineno, data in iter_jsonl(path):
+        if lineno >= before:
+            break
+        if isinstance(data, dict) and data.get("id") == rid:
+            return lineno
+    return "?"
 
 
 def read_slice_header(path: str | os.PathLike[str]) -> dict[str, Any] | None:

@@ -305,11 +305,12 @@ class _SigintWatch:
             signal.signal(signal.SIGINT, self._previous)
 
 
-def as_pairs(items: Iterable[Row | Pair]) -> list[Pair]:
+def as_pairs(items: Iterable[Row | Pair], start: int = 1) -> list[Pair]:
     """What the cache may see of each item, in order: the two requests (fresh
     copies) under an opaque id ``p1``, ``p2``, ... - row ids name the domain
-    (``cb-creative-0003``), and two domains are all-MISS."""
-    return [_shown_pair(item, i) for i, item in enumerate(items, 1)]
+    (``cb-creative-0003``), and two domains are all-MISS. ``start`` is the first
+    number (a block cut from a longer run keeps the run's numbering)."""
+    return [_shown_pair(item, i) for i, item in enumerate(items, start)]
 
 
 def _shown_pair(item: Row | Pair, index: int) -> Pair:
@@ -327,6 +328,7 @@ def predict(
     on_error: OnError = "miss",
     timeout_ms: float | None = None,
     progress: ProgressCallback | None = None,
+    first_index: int = 1,
 ) -> list[Prediction]:
     """Call the cache on every row's :class:`~cacheeval.schema.Pair`, in order,
     and record its decisions.
@@ -336,12 +338,16 @@ def predict(
     rows or a later call. ``prepare`` runs first (untimed); ``close()`` always
     runs last. Each call is timed with ``time.perf_counter_ns``. Labels are
     never read. A real Ctrl-C raises :class:`RunInterrupted` with the
-    predictions made so far.
+    predictions made so far. ``first_index`` numbers the pairs shown from
+    ``p<first_index>`` on (:mod:`cacheeval.parallel` runs a long run in blocks
+    and keeps the ids positional in the whole run).
     """
     if on_error not in ("miss", "raise"):
         raise ValueError(f"on_error must be 'miss' or 'raise', got {on_error!r}")
     if timeout_ms is not None and not timeout_ms > 0:
         raise ValueError(f"timeout_ms must be > 0, got {timeout_ms}")
+    if first_index < 1:
+        raise ValueError(f"first_index must be >= 1, got {first_index}")
     items: list[Row | Pair] = list(rows)  # a generator would be consumed by len()
     ids = [item.id for item in items]
     bound = bind_cache(cache)
@@ -352,9 +358,19 @@ def predict(
             try:
                 if bound.prepare is not None:
                     # its own list: emptying or editing it cannot touch the run
-                    _call_prepare(bound.prepare, as_pairs(items), sigint)
+                    _call_prepare(bound.prepare, as_pairs(items, first_index), sigint)
                 run = _run_inline if timeout_ms is None else _run_with_timeout
-                run(bound.call, items, ids, out, on_error == "raise", timeout_ms, progress, sigint)
+                run(
+                    bound.call,
+                    items,
+                    ids,
+                    out,
+                    on_error == "raise",
+                    timeout_ms,
+                    progress,
+                    sigint,
+                    first_index,
+                )
             except KeyboardInterrupt:
                 if sigint.fired:
                     raise RunInterrupted(out, len(ids)) from None
@@ -393,12 +409,13 @@ def _run_inline(
     timeout_ms: float | None,
     progress: ProgressCallback | None,
     sigint: _SigintWatch,
+    first_index: int = 1,
 ) -> None:
     append = out.append
     clock = time.perf_counter_ns
     total = len(ids)
     for done, (item, row_id) in enumerate(zip(items, ids, strict=True), 1):
-        pair = _shown_pair(item, done)
+        pair = _shown_pair(item, done + first_index - 1)
         t0 = clock()
         try:
             value = call(pair)
@@ -429,6 +446,7 @@ def _run_with_timeout(
     timeout_ms: float | None,
     progress: ProgressCallback | None,
     sigint: _SigintWatch,
+    first_index: int = 1,
 ) -> None:
     assert timeout_ms is not None
     timeout_s = timeout_ms / 1000.0
@@ -436,7 +454,7 @@ def _run_with_timeout(
     total = len(ids)
     try:
         for done, (item, row_id) in enumerate(zip(items, ids, strict=True), 1):
-            pair = _shown_pair(item, done)
+            pair = _shown_pair(item, done + first_index - 1)
             t0 = time.perf_counter_ns()
             try:
                 value, exc, ns = worker.run(pair, timeout_s)

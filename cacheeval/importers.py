@@ -25,7 +25,7 @@ row field          value
 ``method``
 ``source``         the input file's name (all rows of one file form one family)
 ``split``          ``--split`` (default ``test``)
-``id``             ``cb-<domain>-0001`` ... in file order (at most 9,999 pairs)
+``id``             ``cb-<domain>-0001`` ... in file order (``-10000`` on after 9,999)
 =================  =================================================================
 
 Errors name ``file:LINE`` and what is wrong (a missing column, an empty text, a
@@ -35,10 +35,10 @@ JSON) and raise :class:`~cacheeval.jsonio.JsonlError`.
 
 from __future__ import annotations
 
+import codecs
 import csv
-import io
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,7 +52,6 @@ FORMATS: tuple[str, ...] = ("csv", "tsv", "jsonl")
 POSITIVE_LABEL = PARA_SAFE
 NEGATIVE_LABEL = RELATED_UNSAFE
 METHOD = "llm_judge"
-MAX_ROWS = 9999
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,18 +112,29 @@ def read_records(path: str | os.PathLike[str], fmt: str) -> Iterator[tuple[int, 
         return
     if fmt not in ("csv", "tsv"):
         raise ValueError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
-    with open(path, "rb") as f:
-        data = f.read()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + 1
-        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
-        reason = f"not UTF-8 text (byte {column} of the line: {e.reason})"
-        raise JsonlError(spath, line, reason) from None
+    with open(path, "rb") as f:  # read as it goes: a line at a time
+        yield from _csv_records(spath, _utf8_lines(spath, f), fmt)
+
+
+def _utf8_lines(spath: str, f: Iterable[bytes]) -> Iterator[str]:
+    """The lines of a binary file as text (a UTF-8 byte-order mark dropped);
+    ``path:LINE: not UTF-8 text`` at the first line that is not. A line break
+    byte never occurs inside a UTF-8 character, so lines decode one by one."""
+    for lineno, raw in enumerate(f, 1):
+        skip = len(codecs.BOM_UTF8) if lineno == 1 and raw.startswith(codecs.BOM_UTF8) else 0
+        try:
+            yield raw[skip:].decode("utf-8")
+        except UnicodeDecodeError as e:
+            reason = f"not UTF-8 text (byte {e.start + skip + 1} of the line: {e.reason})"
+            raise JsonlError(spath, lineno, reason) from None
+
+
+def _csv_records(
+    spath: str, lines: Iterable[str], fmt: str
+) -> Iterator[tuple[int, dict[str, Any]]]:
     # strict: a quote left open, or text after a closing quote, is an error
     # (lenient parsing would swallow the rest of the file into one field).
-    reader = csv.reader(io.StringIO(text), delimiter="\t" if fmt == "tsv" else ",", strict=True)
+    reader = csv.reader(lines, delimiter="\t" if fmt == "tsv" else ",", strict=True)
     try:
         header = next(reader)
     except StopIteration:
@@ -191,13 +201,29 @@ def import_pairs(
     path: str | os.PathLike[str], spec: ImportSpec, fmt: str | None = None
 ) -> list[dict[str, Any]]:
     """Rows (dicts in file key order, ``split`` last) for every record of ``path``."""
+    return list(iter_import_pairs(path, spec, fmt))
+
+
+def iter_import_pairs(
+    path: str | os.PathLike[str], spec: ImportSpec, fmt: str | None = None
+) -> Iterator[dict[str, Any]]:
+    """:func:`import_pairs` as a stream: one row per record, read as needed,
+    so a file of millions of pairs converts in flat memory. Errors (the spec,
+    the format) are raised before the first row; an empty file raises at the
+    end, like a bad record when it is reached."""
     problems = spec.problems()
     if problems:
         raise ValueError("; ".join(problems))
     fmt = fmt or detect_format(path)
+    return _import_rows(path, spec, fmt)
+
+
+def _import_rows(
+    path: str | os.PathLike[str], spec: ImportSpec, fmt: str
+) -> Iterator[dict[str, Any]]:
     spath = str(path)
     source = Path(path).name
-    out: list[dict[str, Any]] = []
+    n = 0
     seen_columns = False
     for lineno, record in read_records(path, fmt):
         if not seen_columns:
@@ -237,14 +263,10 @@ def import_pairs(
                 f"label {raw_label!r} is neither the positive value {spec.positive!r} "
                 f"nor the negative value {spec.negative!r}",
             )
-        if len(out) >= MAX_ROWS:
-            raise JsonlError(
-                spath, lineno, f"more than {MAX_ROWS} pairs (row ids are cb-<domain>-NNNN)"
-            )
-        out.append(_row(len(out) + 1, cells, label, raw_label, spec, source, lineno))
-    if not out:
+        n += 1
+        yield _row(n, cells, label, raw_label, spec, source, lineno)
+    if not n:
         raise JsonlError(spath, 1, "no pairs found")
-    return out
 
 
 def _row(
@@ -296,8 +318,16 @@ def _row(
 
 def summary(rows: Sequence[dict[str, Any]]) -> str:
     """``"N pairs: P positive (PARA_SAFE/HIT), M negative (RELATED_UNSAFE/MISS)"``."""
-    pos = sum(1 for r in rows if r["label"] == POSITIVE_LABEL)
+    return summary_counts(len(rows), sum(1 for r in rows if r["label"] == POSITIVE_LABEL))
+
+
+def summary_counts(n: int, positive: int) -> str:
+    """:func:`summary` from the counts.
+
+    >>> summary_counts(3, 1)
+    '3 pairs: 1 positive (PARA_SAFE/HIT), 2 negative (RELATED_UNSAFE/MISS)'
+    """
     return (
-        f"{len(rows)} pairs: {pos} positive ({POSITIVE_LABEL}/HIT), "
-        f"{len(rows) - pos} negative ({NEGATIVE_LABEL}/MISS)"
+        f"{n} pairs: {positive} positive ({POSITIVE_LABEL}/HIT), "
+        f"{n - positive} negative ({NEGATIVE_LABEL}/MISS)"
     )

@@ -59,6 +59,58 @@ def write_bytes_atomic(
         raise
 
 
+class AtomicFile:
+    """A file written through a temp file next to ``path``: :meth:`commit`
+    renames it into place, :meth:`discard` deletes it, so readers of ``path``
+    never see a half-written file however long the writing takes. As a
+    context manager it commits on success and discards on an exception.
+
+    >>> import tempfile, pathlib
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "out.jsonl"
+    >>> out = AtomicFile(target)
+    >>> out.write(b"{}")
+    2
+    >>> target.exists()
+    False
+    >>> out.commit()
+    >>> target.read_bytes()
+    b'{}'
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, mode: int = PUBLIC_MODE) -> None:
+        self.path = Path(path)
+        self.mode = mode
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(
+            dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp"
+        )
+        self.tmp_path = Path(tmp)
+        self.file = os.fdopen(fd, "wb")
+
+    def write(self, data: bytes) -> int:
+        return self.file.write(data)
+
+    def commit(self) -> None:
+        """Close the temp file and rename it to ``path``."""
+        self.file.close()
+        os.chmod(self.tmp_path, self.mode)  # mkstemp creates it 0600
+        os.replace(self.tmp_path, self.path)
+
+    def discard(self) -> None:
+        """Close and delete the temp file (``path`` is left as it was)."""
+        self.file.close()
+        self.tmp_path.unlink(missing_ok=True)
+
+    def __enter__(self) -> AtomicFile:
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.discard()
+
+
 def write_jsonl(
     path: str | os.PathLike[str], records: Iterable[Any], *, mode: int = PUBLIC_MODE
 ) -> None:

@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass, field, fields
+import shutil
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any
 
-from .jsonio import JsonlError, iter_jsonl, write_jsonl
+from .idset import IdSet
+from .jsonio import AtomicFile, JsonlError, dumps, iter_jsonl, write_jsonl
 from .schema import SCHEMA_VERSION
 from .version import __version__
 
@@ -138,6 +141,67 @@ def write_predictions(
     write_jsonl(path, records)
 
 
+class PredictionsWriter:
+    """Write a predictions file while the predictions arrive: the header line
+    first, then one line per :meth:`write`, into a temp file that
+    :meth:`commit` renames into place. Memory does not grow with the run.
+
+    :meth:`commit` may give the final header when something in it was only
+    known at the end (the one split the rows turned out to share);
+    :meth:`commit_partial` finishes the file of an interrupted run under a
+    header with ``"complete": false``. In both cases a header that differs
+    from the first line costs one copy of the lines into a fresh temp file;
+    the common case writes each byte once. :meth:`discard` leaves nothing
+    behind. The bytes equal :func:`write_predictions`' for the same header
+    and predictions.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], header: PredictionsHeader) -> None:
+        self._header = replace(header, complete=True)
+        self._out = AtomicFile(path)
+        self._out.write(_line(self._header.to_dict()))
+        self.count = 0
+
+    @property
+    def path(self) -> Path:
+        return self._out.path
+
+    def write(self, prediction: Prediction) -> None:
+        self._out.write(_line(prediction.to_dict()))
+        self.count += 1
+
+    def commit(self, header: PredictionsHeader | None = None) -> None:
+        """The run completed: put the file in place (under ``header``, when given)."""
+        final = replace(header or self._header, complete=True)
+        if final == self._header:
+            self._out.commit()
+        else:
+            self._rewrite(final)
+
+    def commit_partial(self, header: PredictionsHeader | None = None) -> None:
+        """The run was interrupted: put the lines written so far in place under
+        a header marked incomplete."""
+        self._rewrite(replace(header or self._header, complete=False))
+
+    def _rewrite(self, header: PredictionsHeader) -> None:
+        self._out.file.close()
+        try:
+            with AtomicFile(self._out.path) as final, open(self._out.tmp_path, "rb") as src:
+                src.readline()  # the first header
+                final.write(_line(header.to_dict()))
+                shutil.copyfileobj(src, final.file)
+        finally:
+            self._out.tmp_path.unlink(missing_ok=True)
+
+    def discard(self) -> None:
+        """Write nothing."""
+        self._out.discard()
+
+
+def _line(record: dict[str, Any]) -> bytes:
+    return (dumps(record) + "\n").encode("utf-8")
+
+
 def _number_or_null(value: Any) -> bool:
     if value is None:
         return True
@@ -233,53 +297,65 @@ def read_predictions(
     Raises :class:`~cacheeval.jsonio.JsonlError` (``path:LINE: ...``) for a
     bad header, a malformed prediction or a duplicate id.
     """
+    header, predictions = iter_predictions(path)
+    return header, list(predictions)
+
+
+def iter_predictions(
+    path: str | os.PathLike[str],
+) -> tuple[PredictionsHeader, Iterator[Prediction]]:
+    """:func:`read_predictions` as a stream: the header (read and checked
+    now) and an iterator over the predictions, checked as they are read, with
+    the ids seen so far in a bit set (:class:`~cacheeval.idset.IdSet`).
+    """
     spath = str(path)
-    header: PredictionsHeader | None = None
-    out: list[Prediction] = []
-    seen: dict[str, int] = {}
-    for lineno, data in iter_jsonl(path):
-        if header is None:
-            problem = _header_problem(data)
-            if problem:
-                raise JsonlError(spath, lineno, problem)
-            header = PredictionsHeader(
-                schema_version=data[HEADER_KEY],
-                cache_name=data["cache_name"],
-                cache_args=data["cache_args"],
-                package_version=str(data["package_version"]),
-                dataset_sha256=data["dataset_sha256"],
-                split=data["split"],
-                created=str(data["created"]),
-                domains=tuple(data["domains"]) if data.get("domains") is not None else None,
-                cost_per_call_usd={
-                    k: float(v) for k, v in data.get("cost_per_call_usd", {}).items()
-                },
-                cache_ref=data.get("cache_ref"),
-                complete=data.get("complete", True),
-            )
-            continue
+    lines = iter_jsonl(path)
+    first = next(lines, None)
+    if first is None:
+        raise JsonlError(spath, 1, "empty predictions file (no header line)")
+    lineno, data = first
+    problem = _header_problem(data)
+    if problem:
+        raise JsonlError(spath, lineno, problem)
+    header = PredictionsHeader(
+        schema_version=data[HEADER_KEY],
+        cache_name=data["cache_name"],
+        cache_args=data["cache_args"],
+        package_version=str(data["package_version"]),
+        dataset_sha256=data["dataset_sha256"],
+        split=data["split"],
+        created=str(data["created"]),
+        domains=tuple(data["domains"]) if data.get("domains") is not None else None,
+        cost_per_call_usd={k: float(v) for k, v in data.get("cost_per_call_usd", {}).items()},
+        cache_ref=data.get("cache_ref"),
+        complete=data.get("complete", True),
+    )
+    return header, _predictions(spath, lines)
+
+
+def _predictions(spath: str, lines: Iterator[tuple[int, Any]]) -> Iterator[Prediction]:
+    seen = IdSet()
+    for lineno, data in lines:
         problem = prediction_problem(data)
         if problem:
             raise JsonlError(spath, lineno, problem)
         rid = data["id"]
-        if rid in seen:
-            first = seen[rid]
-            raise JsonlError(spath, lineno, f"duplicate id {_show(rid)} (first on line {first})")
-        seen[rid] = lineno
-        out.append(
-            Prediction(
-                id=rid,
-                is_hit=data["is_hit"],
-                confidence=_float_or_none(data["confidence"]),
-                score=_float_or_none(data["score"]),
-                tier_used=data["tier_used"],
-                latency_ms=_float_or_none(data["latency_ms"]),
-                error=data["error"],
+        if not seen.add(rid):
+            first = next(
+                n
+                for n, d in iter_jsonl(spath)
+                if isinstance(d, dict) and HEADER_KEY not in d and d.get("id") == rid
             )
+            raise JsonlError(spath, lineno, f"duplicate id {_show(rid)} (first on line {first})")
+        yield Prediction(
+            id=rid,
+            is_hit=data["is_hit"],
+            confidence=_float_or_none(data["confidence"]),
+            score=_float_or_none(data["score"]),
+            tier_used=data["tier_used"],
+            latency_ms=_float_or_none(data["latency_ms"]),
+            error=data["error"],
         )
-    if header is None:
-        raise JsonlError(spath, 1, "empty predictions file (no header line)")
-    return header, out
 
 
 def _float_or_none(value: Any) -> float | None:
@@ -291,6 +367,8 @@ __all__ = [
     "PREDICTION_FIELDS",
     "Prediction",
     "PredictionsHeader",
+    "PredictionsWriter",
+    "iter_predictions",
     "make_header",
     "prediction_problem",
     "read_predictions",

@@ -11,11 +11,12 @@ from __future__ import annotations
 import dataclasses
 import platform
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Union, get_args, get_origin, get_type_hints
+from typing import Any, Union, cast, get_args, get_origin, get_type_hints
 
+from .columns import ScoreColumns
 from .gitinfo import package_git_info
 from .jsonio import dumps, dumps_pretty
 from .metrics.classification import (
@@ -28,11 +29,11 @@ from .metrics.classification import (
     precision,
     recall,
 )
-from .metrics.curves import Curves, curves, p_hit
+from .metrics.curves import Curves, curves
 from .metrics.latency import CostStats, LatencyStats, cost_stats, latency_stats
 from .metrics.ranking import DEFAULT_ALPHAS, ThresholdFree, threshold_free
-from .metrics.slices import Slice, slices
-from .metrics.usage import ErrorStats, TierUsage, error_stats, tier_usage
+from .metrics.slices import Slice, slice_of, slice_order
+from .metrics.usage import ErrorStats, TierUsage, tier_usage
 from .predictions import Prediction
 from .schema import ADVERSARIAL, DIFFICULTIES, DOMAINS, LABELS, SCHEMA_VERSION, Row
 from .version import __version__
@@ -207,14 +208,41 @@ def build_report(
     Rows must be labelled. ``scored_latency[i]`` False leaves row i out of the
     latency summary and the cost (used for rows that had no prediction, which
     were never called); by default every row with a ``latency_ms`` counts.
+    The rows are put in columns (:class:`~cacheeval.columns.ScoreColumns`)
+    and scored by :func:`build_report_from_columns`, the one place that computes.
     """
     if len(rows) != len(predictions):
         raise ValueError(f"{len(rows)} rows but {len(predictions)} predictions")
-    y_true = [r.y for r in rows]
-    y_pred = [p.is_hit for p in predictions]
     called = list(scored_latency) if scored_latency is not None else [True] * len(predictions)
-    c = confusion(y_true, y_pred)
-    per_label = slices([r.label for r in rows], y_true, y_pred, LABELS)
+    columns = ScoreColumns()
+    for row, pred, ok in zip(rows, predictions, called, strict=True):
+        columns.add_row(row, pred, ok)
+    return build_report_from_columns(
+        columns,
+        provenance=provenance,
+        ids=ids,
+        cost_per_call_usd=cost_per_call_usd,
+        alphas=alphas,
+    )
+
+
+def build_report_from_columns(
+    columns: ScoreColumns,
+    *,
+    provenance: Provenance,
+    ids: IdCheck,
+    cost_per_call_usd: Mapping[str, float] | None = None,
+    alphas: Sequence[float] = DEFAULT_ALPHAS,
+) -> Report:
+    """Compute every metric from the columns of a scored run.
+
+    Each metric function reads the columns once, at C speed where it can;
+    the threshold-free metrics sort the distinct scores once and the latency
+    percentiles the latencies once. Nothing here holds a Python object per
+    row beyond those two sorts.
+    """
+    c = confusion(columns.y, cast("Iterable[bool]", columns.hit))  # 0/1 codes
+    per_label = _slices(columns, "label", LABELS)
     adversarial = next((s for s in per_label if s.key == ADVERSARIAL), None)
     headline = Headline(
         accuracy=accuracy(c),
@@ -224,11 +252,11 @@ def build_report(
         fhr=fhr(c),
         adversarial_fhr=adversarial.fhr if adversarial else fhr(Confusion(0, 0, 0, 0)),
     )
-    tf, note = _threshold_free(y_true, predictions, alphas)
+    tf, note = _threshold_free(columns, alphas)
     run_curves = curves(
-        y_true,
-        [p.score for p in predictions] if tf is not None else [None] * len(predictions),
-        [p_hit(p.is_hit, p.confidence) for p in predictions],
+        columns.y,
+        columns.scores() if tf is not None else columns.no_scores(),
+        columns.predicted_hit_probabilities(),
     )
     return Report(
         provenance=provenance,
@@ -236,38 +264,35 @@ def build_report(
         headline=headline,
         threshold_free=tf,
         threshold_free_note=note,
-        per_domain=slices([r.domain for r in rows], y_true, y_pred, DOMAINS),
+        per_domain=_slices(columns, "domain", DOMAINS),
         per_label=per_label,
-        per_difficulty=slices([r.difficulty for r in rows], y_true, y_pred, DIFFICULTIES),
-        latency=latency_stats(
-            p.latency_ms
-            for p, ok in zip(predictions, called, strict=True)
-            if ok and p.latency_ms is not None
-        ),
-        cost=cost_stats(
-            (p.tier_used for p, ok in zip(predictions, called, strict=True) if ok),
-            cost_per_call_usd or {},
-        ),
-        tiers=tier_usage([p.tier_used for p in predictions]),
-        errors=error_stats([p.id for p in predictions], [p.error for p in predictions]),
+        per_difficulty=_slices(columns, "difficulty", DIFFICULTIES),
+        latency=latency_stats(columns.timed_latencies()),
+        cost=cost_stats(columns.called_tiers(), cost_per_call_usd or {}),
+        tiers=tier_usage(cast("Sequence[str]", columns.tier_names())),  # never None
+        errors=columns.errors.stats(),
         ids=ids,
         curves=run_curves,
     )
 
 
+def _slices(columns: ScoreColumns, column: str, order: Sequence[str]) -> tuple[Slice, ...]:
+    counts = columns.confusions(column)
+    return tuple(slice_of(k, counts[k]) for k in slice_order(counts, order))
+
+
 def _threshold_free(
-    y_true: list[int], predictions: Sequence[Prediction], alphas: Sequence[float]
+    columns: ScoreColumns, alphas: Sequence[float]
 ) -> tuple[ThresholdFree | None, str | None]:
-    ok = [p for p in predictions if p.error is None]
-    unscored = sum(1 for p in ok if p.score is None)
+    ok, unscored = columns.n_ok, columns.n_ok_unscored
     if not ok:
         return None, "no successful verdicts"
-    if unscored == len(ok):
+    if unscored == ok:
         return None, "the cache gives no scores"
     if unscored:
-        return None, f"{unscored} of {len(ok)} successful verdicts carry no score"
+        return None, f"{unscored} of {ok} successful verdicts carry no score"
     # Failed rows keep score None: they never fire at any threshold.
-    return threshold_free(y_true, [p.score for p in predictions], alphas), None
+    return threshold_free(columns.y, columns.scores(), alphas), None
 
 
 # --- generic dataclass <-> dict ----------------------------------------------------

@@ -153,3 +153,25 @@ def test_spec_problems() -> None:
         import_pairs("x.csv", spec(negative="1"))
     with pytest.raises(JsonlError):
         raise JsonlError("f.csv", 3, "x")
+
+
+def test_more_than_9999_pairs_get_longer_ids_and_stream(tmp_path: Path, capsys) -> None:
+    lines = ["a,b,y"] + [f"question {i},question {i}?,{i % 2}" for i in range(1, 10_006)]
+    src = write(tmp_path / "big.csv", "\n".join(lines) + "\n")
+    out = tmp_path / "rows.jsonl"
+    assert main(["import-pairs", str(src), "--text-a", "a", "--text-b", "b", "--label", "y",
+                 "--positive", "1", "--domain", "math", "--out", str(out)]) == 0  # fmt: skip
+    assert "10005 pairs: 5003 positive" in capsys.readouterr().err
+    ids = [r.id for r in load_bench(out)]
+    assert ids[9998:] == ["cb-math-9999", "cb-math-10000", "cb-math-10001", "cb-math-10002",
+                          "cb-math-10003", "cb-math-10004", "cb-math-10005"]  # fmt: skip
+
+
+def test_a_bad_record_late_in_the_file_leaves_no_output(tmp_path: Path, capsys) -> None:
+    lines = ["a,b,y"] + [f"q{i},p{i},1" for i in range(1, 300)] + ["q,,1"]
+    src = write(tmp_path / "late.csv", "\n".join(lines) + "\n")
+    out = tmp_path / "rows.jsonl"
+    assert main(["import-pairs", str(src), "--text-a", "a", "--text-b", "b", "--label", "y",
+                 "--positive", "1", "--domain", "math", "--out", str(out)]) == 2  # fmt: skip
+    assert f"{src}:301: field 'b' (text-b) is empty" in capsys.readouterr().err
+    assert not out.exists() and not list(tmp_path.glob(".rows.jsonl.*"))

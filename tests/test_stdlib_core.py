@@ -32,6 +32,13 @@ CORE = [
     "cacheeval.plot",  # matplotlib only when a figure is drawn
     "cacheeval.commands.replay",
     "cacheeval.commands.plot",
+    "cacheeval.commands.import_pairs",
+    "cacheeval.columns",
+    "cacheeval.idset",
+    "cacheeval.parallel",
+    "cacheeval.blockrun",
+    "cacheeval.procpool",
+    "cacheeval.ray_backend",  # ray itself only when a Ray run starts
     "scripts.eval_harness",
 ]
 

@@ -14,14 +14,18 @@ bad data), never a traceback.
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..schema import DOMAINS, SPLITS
+
+# Shared with the other commands, which import them from here.
+from ._running import UsageError as UsageError
+from ._running import _one_line as _one_line
+from ._running import cache_spec as cache_spec
+from ._running import hidden_count_message as hidden_count_message
+from ._running import parse_cache_args as parse_cache_args
 
 NAME = "eval"
 HELP = "Run a cache or a baseline over the benchmark and write a report."
@@ -31,12 +35,6 @@ EXIT_CACHE_FAILED = 1
 EXIT_USAGE = 2
 #: The user pressed Ctrl-C (128 + SIGINT, as a shell reports it).
 EXIT_INTERRUPTED = 130
-
-_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-class UsageError(Exception):
-    """A problem with the command line or its inputs: exit 2 with one line."""
 
 
 # --- shared argument groups -------------------------------------------------------------
@@ -65,7 +63,7 @@ def add_rows_arguments(parser: argparse.ArgumentParser, *, labels: bool = True) 
 
 def add_cache_arguments(parser: argparse.ArgumentParser) -> None:
     """--baseline | --cache-module [--cache-class] [--cache-arg ...], --cache-name,
-    --on-error, --timeout-ms."""
+    --on-error, --timeout-ms, --workers, --ray."""
     from ..baselines import BASELINES
 
     which = parser.add_mutually_exclusive_group(required=True)
@@ -97,6 +95,36 @@ def add_cache_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="abandon a call after N ms (scored MISS, reported as a timeout)",
     )
+    add_scale_arguments(parser)
+
+
+def add_scale_arguments(parser: argparse.ArgumentParser) -> None:
+    """--workers N, --ray [ADDRESS] (see :mod:`cacheeval.parallel`)."""
+    parser.add_argument(
+        "--workers",
+        type=_positive_int,
+        metavar="N",
+        help="decide the rows in N worker processes, each building the cache once and seeing "
+        "only the pairs (default: in this process)",
+    )
+    parser.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        metavar="ADDRESS",
+        help="decide the rows on Ray actors: without ADDRESS a local Ray with --workers CPUs "
+        "(default: all), with one the cluster there (needs pip install 'cacheeval[scale]')",
+    )
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
 
 
 def _positive_float(text: str) -> float:
@@ -109,125 +137,9 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def parse_cache_args(items: list[str]) -> dict[str, Any]:
-    """``KEY=VALUE`` strings -> kwargs; VALUE is JSON when it parses, else a string."""
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep or not _KEY.match(key):
-            raise UsageError(f"--cache-arg {item!r}: expected KEY=VALUE with an identifier KEY")
-        if key in out:
-            raise UsageError(f"--cache-arg {key} given twice")
-        try:
-            out[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            out[key] = raw
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class ResolvedCache:
-    """A cache built from the command-line options, and how it was built."""
-
-    cache: Any
-    name: str
-    kwargs: dict[str, Any]
-    #: ``module:Class`` (or ``path/to/file.py:Class``) for the provenance.
-    ref: str
-
-
-def resolve_cache(args: argparse.Namespace) -> ResolvedCache:
-    """The cache the parsed options name, with its name, arguments and source."""
-    from ..baselines import make_baseline
-    from ..harness import CacheLoadError, cache_name_of, cache_ref_of, load_cache
-
-    kwargs = parse_cache_args(args.cache_args)
-    if args.baseline is not None:
-        if args.cache_class or kwargs:
-            raise UsageError("--cache-class/--cache-arg apply to --cache-module, not --baseline")
-        cache = make_baseline(args.baseline)
-        name = args.cache_name or cache_name_of(cache)
-        return ResolvedCache(cache, name, {}, cache_ref_of(cache))
-    try:
-        cache = load_cache(args.cache_module, args.cache_class, kwargs)
-    except CacheLoadError as e:
-        raise UsageError(str(e)) from None
-    ref = f"{args.cache_module}:{args.cache_class or 'cache'}"
-    return ResolvedCache(cache, args.cache_name or cache_name_of(cache), kwargs, ref)
-
-
-def write_partial(path: Path, interrupted: Any, header_args: dict[str, Any], prog: str) -> None:
-    """Write the predictions an interrupted run made, marked incomplete."""
-    from ..predictions import make_header, write_predictions
-
-    header = make_header(**header_args, complete=False)
-    write_predictions(path, header, interrupted.predictions)
-    print(
-        f"{prog}: interrupted after {len(interrupted.predictions)} of {interrupted.total} rows; "
-        f"partial predictions (marked incomplete) -> {path}",
-        file=sys.stderr,
-    )
-
-
-def load_rows(args: argparse.Namespace, *, split: str | None = None, domains: Any = None) -> Any:
-    """Load the benchmark rows the options select (data errors -> UsageError)."""
-    from ..dataset import load_bench
-
-    labels = getattr(args, "labels", None)
-    try:
-        rows = load_bench(
-            args.bench,
-            split=split if split is not None else args.split,
-            domains=domains if domains is not None else args.domains,
-            labels_path=labels,
-        )
-    except (OSError, ValueError) as e:  # JsonlError is a ValueError: path:LINE: ...
-        raise UsageError(_one_line(e)) from None
-    if not rows:
-        raise UsageError(f"{args.bench}: no rows match the --split/--domain filters")
-    return rows
-
-
-def _one_line(e: BaseException) -> str:
-    if isinstance(e, OSError) and e.filename is not None:
-        return f"{e.filename}: {e.strerror or type(e).__name__}"
-    text = str(e).strip().splitlines()
-    return text[0] if text else type(e).__name__
-
-
 def hidden_rows_message(rows: Any) -> str:
     """What to do when the selected rows include hidden test rows."""
-    hidden = sum(1 for r in rows if not r.is_labelled)
-    return (
-        f"{hidden} of {len(rows)} selected rows are hidden test rows without labels: pass the "
-        "labels file with --labels, or pick a labelled split with --split train|dev "
-        "(`cacheeval predict` writes test-split predictions for grading)"
-    )
-
-
-def drop_hidden(rows: Any, args: argparse.Namespace, prog: str) -> tuple[Any, list[str]]:
-    """Leave out hidden test rows (no labels) so the rest can be scored.
-
-    Returns (labelled rows, ids left out) and notes the omission on stderr.
-    An error when nothing labelled remains, or when a labels file was given
-    but does not cover every selected test row.
-    """
-    hidden = [r.id for r in rows if not r.is_labelled]
-    if not hidden:
-        return rows, []
-    if getattr(args, "labels", None) is not None:
-        raise UsageError(
-            f"{args.labels}: no labels for {len(hidden)} selected test row(s), first {hidden[0]}"
-        )
-    labelled = [r for r in rows if r.is_labelled]
-    if not labelled:
-        raise UsageError(hidden_rows_message(rows))
-    print(
-        f"{prog}: note: leaving out {len(hidden)} hidden test rows without labels "
-        "(pass --labels to score them)",
-        file=sys.stderr,
-    )
-    return labelled, hidden
+    return hidden_count_message(sum(1 for r in rows if not r.is_labelled), len(rows))
 
 
 def prog_name(args: argparse.Namespace, default: str) -> str:
@@ -278,77 +190,103 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..harness import (
-        CacheCallError,
-        RunInterrupted,
-        SealedRows,
-        cost_table,
-        predict,
-        rows_split,
-        score,
-    )
-    from ..jsonio import sha256_file
-    from ..predictions import make_header, write_predictions
-    from ..progress import terminal_progress
-    from ..report import utc_now
+    from ..harness import CacheCallError
 
     prog = prog_name(args, f"cacheeval {NAME}")
     try:
-        rows, hidden = drop_hidden(load_rows(args), args, prog)
-        truth = SealedRows(rows)
-        resolved = resolve_cache(args)
-        cache, name, kwargs = resolved.cache, resolved.name, resolved.kwargs
-        try:
-            prices = cost_table(cache)
-        except TypeError as e:
-            raise UsageError(f"{name}: {e}") from None
-        sha = sha256_file(args.bench)
-        created = utc_now()
-        split = args.split or rows_split(rows)
-        header_args = dict(
-            cache_name=name,
-            created=created,
-            cache_args=kwargs,
-            dataset_sha256=sha,
-            split=split,
-            domains=args.domains,
-            cost_per_call_usd=prices,
-            cache_ref=resolved.ref,
-        )
-        try:
-            preds = predict(
-                cache,
-                rows,
-                on_error=args.on_error,
-                timeout_ms=args.timeout_ms,
-                progress=terminal_progress(),
-            )
-        except RunInterrupted as stop:
-            if args.predictions is not None:
-                write_partial(args.predictions, stop, header_args, prog)
-            return fail(prog, "interrupted; no report written", EXIT_INTERRUPTED)
-        report = score(
-            preds,
-            truth.rows(),
-            cache_name=name,
-            cache_args=kwargs,
-            cache_ref=resolved.ref,
-            dataset_path=str(args.bench),
-            dataset_sha256=sha,
-            split=split,
-            domains=args.domains,
-            cost_per_call_usd=prices,
-            created=created,
-            hidden_rows_skipped=len(hidden),
-        )
-        if args.predictions is not None:
-            write_predictions(args.predictions, make_header(**header_args), preds)
-        write_report(report, args.out, args.json)
+        report = _evaluate(args, prog)
     except UsageError as e:
         return fail(prog, str(e))
     except CacheCallError as e:
         return fail(prog, f"the cache failed: {e}", EXIT_CACHE_FAILED)
     except OSError as e:
         return fail(prog, _one_line(e))
+    if report is None:
+        return fail(prog, "interrupted; no report written", EXIT_INTERRUPTED)
     print(summary_line(report, args.out))
     return EXIT_OK
+
+
+def _evaluate(args: argparse.Namespace, prog: str) -> Any:
+    """Stream the labelled rows through the cache, scoring each prediction as
+    it comes back (and writing it, with --predictions); the report, or None
+    when Ctrl-C stopped the run."""
+    from dataclasses import replace
+
+    from ..columns import ScoreColumns
+    from ..jsonio import sha256_file
+    from ..predictions import PredictionsWriter, make_header
+    from ..progress import terminal_progress
+    from ..report import IdCheck, build_report_from_columns, make_provenance, utc_now
+    from ._running import LabelledRows, interrupted_message, started_cache, stream_rows
+
+    selected = LabelledRows(stream_rows(args, labels=args.labels), args.labels, args.bench)
+    rows = selected.start()
+    sha = sha256_file(args.bench)
+    created = utc_now()
+    columns = ScoreColumns()
+    writer: PredictionsWriter | None = None
+    bar = terminal_progress()
+    try:
+        with started_cache(args) as cache:
+            header = make_header(
+                cache_name=cache.name,
+                created=created,
+                cache_args=cache.kwargs,
+                dataset_sha256=sha,
+                split=args.split,
+                domains=args.domains,
+                cost_per_call_usd=cache.prices,
+                cache_ref=cache.ref,
+            )
+            if args.predictions is not None:
+                writer = PredictionsWriter(args.predictions, header)
+            for pred in cache.predictor.run(rows, progress=bar):
+                truth = selected.truth.popleft()
+                if truth[0] != pred.id:
+                    raise AssertionError(f"prediction {pred.id} came back for row {truth[0]}")
+                columns.add(*truth[1:], pred)
+                if writer is not None:
+                    writer.write(pred)
+    except KeyboardInterrupt as stop:
+        if bar is not None:
+            bar.finish()
+        if writer is None:
+            return None
+        for pred in getattr(stop, "predictions", []):
+            writer.write(pred)
+        writer.commit_partial(replace(header, split=selected.split(args.split)))
+        print(interrupted_message(prog, writer.count, args.predictions), file=sys.stderr)
+        return None
+    except BaseException:
+        if writer is not None:
+            writer.discard()
+        raise
+    if bar is not None:
+        bar.finish()
+    split = selected.split(args.split)
+    if writer is not None:
+        writer.commit(replace(header, split=split))
+    if selected.hidden:
+        print(
+            f"{prog}: note: leaving out {selected.hidden} hidden test rows without labels "
+            "(pass --labels to score them)",
+            file=sys.stderr,
+        )
+    provenance = make_provenance(
+        n_rows=len(columns),
+        cache_name=cache.name,
+        cache_args=cache.kwargs,
+        cache_ref=cache.ref,
+        dataset_path=str(args.bench),
+        dataset_sha256=sha,
+        split=split,
+        domains=args.domains,
+        created=created,
+        hidden_rows_skipped=selected.hidden,
+    )
+    report = build_report_from_columns(
+        columns, provenance=provenance, ids=IdCheck(0, (), 0, ()), cost_per_call_usd=cache.prices
+    )
+    write_report(report, args.out, args.json)
+    return report

@@ -54,8 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..importers import ImportSpec, import_pairs, summary
-    from ..jsonio import write_jsonl
+    from ..importers import ImportSpec, iter_import_pairs, summary_counts
+    from ..jsonio import AtomicFile, dumps
 
     spec = ImportSpec(
         text_a=args.text_a,
@@ -69,23 +69,33 @@ def run(args: argparse.Namespace) -> int:
     if not args.file.is_file():
         print(f"{NAME}: {args.file}: no such file", file=sys.stderr)
         return 2
+    n = positive = 0
+    out: AtomicFile | None = None
     try:
-        rows = import_pairs(args.file, spec, args.format)
+        rows = iter_import_pairs(args.file, spec, args.format)
+        out = AtomicFile(args.out)
+        for row in rows:  # one row in memory at a time; the file appears at the end
+            out.write((dumps(row) + "\n").encode("utf-8"))
+            n += 1
+            positive += row["binary_label"] == "HIT"
+        out.commit()
     except FileNotFoundError:
-        print(f"{NAME}: {args.file}: no such file", file=sys.stderr)
-        return 2
+        return _failed(out, f"{args.file}: no such file")
     except UnicodeDecodeError as e:
-        print(
-            f"{NAME}: {args.file}: not UTF-8 text ({e.reason} at byte {e.start})", file=sys.stderr
-        )
-        return 2
+        return _failed(out, f"{args.file}: not UTF-8 text ({e.reason} at byte {e.start})")
     except (ValueError, OSError) as e:  # JsonlError is a ValueError: "file:LINE: ..."
-        print(f"{NAME}: {e}", file=sys.stderr)
-        return 2
-    try:
-        write_jsonl(args.out, rows)
-    except OSError as e:
-        print(f"{NAME}: cannot write {args.out}: {e.strerror}", file=sys.stderr)
-        return 2
-    print(f"{NAME}: {summary(rows)}; wrote {args.out}", file=sys.stderr)
+        if out is None and isinstance(e, OSError):
+            return _failed(out, f"cannot write {args.out}: {e.strerror}")
+        return _failed(out, str(e))
+    print(f"{NAME}: {summary_counts(n, positive)}; wrote {args.out}", file=sys.stderr)
     return 0
+
+
+def _failed(out: object, message: str) -> int:
+    """Print the error, leave no output file behind, exit 2."""
+    from ..jsonio import AtomicFile
+
+    if isinstance(out, AtomicFile):
+        out.discard()
+    print(f"{NAME}: {message}", file=sys.stderr)
+    return 2

@@ -1,10 +1,17 @@
 """``cacheeval predict``: run a cache over the benchmark and write only its
 predictions (no labels read, so it works on the hidden-label test split).
-Grade the file later with ``cacheeval score``. Exit codes as ``cacheeval eval``."""
+Grade the file later with ``cacheeval score``. Exit codes as ``cacheeval eval``.
+
+The rows stream from the file to the cache (in this process, or on
+``--workers``/``--ray`` workers) and each prediction is written as it comes
+back, so a file of millions of rows runs in flat memory (see
+:mod:`cacheeval.parallel`).
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from .eval import (
@@ -15,10 +22,7 @@ from .eval import (
     add_cache_arguments,
     add_rows_arguments,
     fail,
-    load_rows,
     prog_name,
-    resolve_cache,
-    write_partial,
 )
 
 NAME = "predict"
@@ -33,50 +37,73 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..harness import CacheCallError, RunInterrupted, cost_table, predict, rows_split
+    from dataclasses import replace
+
+    from ..harness import CacheCallError
     from ..jsonio import sha256_file
-    from ..predictions import make_header, write_predictions
+    from ..predictions import PredictionsWriter, make_header
     from ..progress import terminal_progress
     from ..report import utc_now
+    from ._running import (
+        SplitTracker,
+        interrupted_message,
+        non_empty,
+        started_cache,
+        stream_rows,
+    )
 
     prog = prog_name(args, f"cacheeval {NAME}")
+    writer: PredictionsWriter | None = None
+    n_err = n_timeout = 0
+    bar = terminal_progress()
     try:
-        rows = load_rows(args)
-        resolved = resolve_cache(args)
-        cache, name = resolved.cache, resolved.name
+        splits = SplitTracker()
+        rows = splits.through(non_empty(stream_rows(args), args.bench))
+        sha = sha256_file(args.bench)
         try:
-            prices = cost_table(cache)
-        except TypeError as e:
-            raise UsageError(f"{name}: {e}") from None
-        header_args = dict(
-            cache_name=name,
-            created=utc_now(),
-            cache_args=resolved.kwargs,
-            dataset_sha256=sha256_file(args.bench),
-            split=args.split or rows_split(rows),
-            domains=args.domains,
-            cost_per_call_usd=prices,
-            cache_ref=resolved.ref,
-        )
-        try:
-            preds = predict(
-                cache,
-                rows,
-                on_error=args.on_error,
-                timeout_ms=args.timeout_ms,
-                progress=terminal_progress(),
-            )
-        except RunInterrupted as stop:
-            write_partial(args.out, stop, header_args, prog)
+            with started_cache(args) as cache:
+                header = make_header(
+                    cache_name=cache.name,
+                    created=utc_now(),
+                    cache_args=cache.kwargs,
+                    dataset_sha256=sha,
+                    split=args.split,
+                    domains=args.domains,
+                    cost_per_call_usd=cache.prices,
+                    cache_ref=cache.ref,
+                )
+                writer = PredictionsWriter(args.out, header)
+                for pred in cache.predictor.run(rows, progress=bar):
+                    writer.write(pred)
+                    if pred.tier_used == "timeout":
+                        n_timeout += 1
+                    elif pred.error is not None:
+                        n_err += 1
+        except KeyboardInterrupt as stop:
+            if bar is not None:
+                bar.finish()
+            if writer is None:
+                raise
+            for pred in getattr(stop, "predictions", []):
+                writer.write(pred)
+            writer.commit_partial(replace(header, split=splits.split(args.split)))
+            print(interrupted_message(prog, writer.count, args.out), file=sys.stderr)
             return fail(prog, "interrupted", EXIT_INTERRUPTED)
-        write_predictions(args.out, make_header(**header_args), preds)
+        except BaseException:
+            if writer is not None:
+                writer.discard()
+            raise
+        if bar is not None:
+            bar.finish()
+        writer.commit(replace(header, split=splits.split(args.split)))
     except UsageError as e:
         return fail(prog, str(e))
     except CacheCallError as e:
         return fail(prog, f"the cache failed: {e}", EXIT_CACHE_FAILED)
     except OSError as e:
         return fail(prog, f"{e.filename}: {e.strerror}")
-    n_err = sum(1 for p in preds if p.error is not None and p.tier_used != "timeout")
-    n_timeout = sum(1 for p in preds if p.tier_used == "timeout")
-    print(f"{name}: {len(preds)} predictions ({n_err} errors, {n_timeout} timeouts) -> {args.out}")
+    print(
+        f"{cache.name}: {writer.count} predictions ({n_err} errors, {n_timeout} timeouts) "
+        f"-> {args.out}"
+    )
     return EXIT_OK

@@ -5,6 +5,11 @@ The rows are selected with the predictions header's split and domains unless
 ``--labels``; without it they (and their predictions) are left out, with a
 note on stderr, or the command fails when nothing labelled remains.
 Exit codes as ``cacheeval eval``.
+
+Rows and predictions are read side by side, once, and each row is kept only
+as a few numbers (:mod:`cacheeval.columns`), so grading a million rows takes
+tens of megabytes; predictions in another order than the rows still join by
+id (those that come early wait in memory for their row).
 """
 
 from __future__ import annotations
@@ -12,15 +17,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from .eval import (
     EXIT_OK,
     UsageError,
     add_rows_arguments,
-    drop_hidden,
     fail,
-    hidden_rows_message,
-    load_rows,
+    hidden_count_message,
     prog_name,
     summary_line,
     write_report,
@@ -41,63 +45,93 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..harness import UnlabelledRowsError, score
-    from ..jsonio import sha256_file
-    from ..predictions import read_predictions
-
     prog = prog_name(args, f"cacheeval {NAME}")
     try:
-        try:
-            header, preds = read_predictions(args.predictions)
-        except OSError as e:
-            raise UsageError(f"{e.filename}: {e.strerror}") from None
-        except ValueError as e:  # JsonlError: path:LINE: ...
-            raise UsageError(str(e)) from None
-        rows, hidden = drop_hidden(
-            load_rows(
-                args,
-                split=args.split or header.split,
-                domains=args.domains if args.domains is not None else header.domains,
-            ),
-            args,
-            prog,
-        )
-        if hidden:  # their predictions are not "extra": the rows exist, unlabelled
-            left_out = set(hidden)
-            preds = [p for p in preds if p.id not in left_out]
-        if not header.complete:
-            print(
-                f"{prog}: warning: {args.predictions} is the partial file of an interrupted "
-                "run; the rows it lacks are scored as missing predictions",
-                file=sys.stderr,
-            )
-        sha = sha256_file(args.bench)
-        if header.dataset_sha256 is not None and header.dataset_sha256 != sha:
-            print(
-                f"{prog}: warning: {args.predictions} was made on a dataset with sha256 "
-                f"{header.dataset_sha256[:12]}..., not {args.bench} ({sha[:12]}...)",
-                file=sys.stderr,
-            )
-        try:
-            report = score(
-                preds,
-                rows,
-                cache_name=header.cache_name,
-                cache_args=header.cache_args,
-                cache_ref=header.cache_ref,
-                dataset_path=str(args.bench),
-                dataset_sha256=sha,
-                split=args.split or header.split,
-                domains=args.domains if args.domains is not None else header.domains,
-                cost_per_call_usd=header.cost_per_call_usd,
-                hidden_rows_skipped=len(hidden),
-            )
-        except UnlabelledRowsError:
-            raise UsageError(hidden_rows_message(rows)) from None
-        write_report(report, args.out, args.json)
+        report = _score(args, prog)
     except UsageError as e:
         return fail(prog, str(e))
     except OSError as e:
         return fail(prog, f"{e.filename}: {e.strerror}")
     print(summary_line(report, args.out))
     return EXIT_OK
+
+
+def _score(args: argparse.Namespace, prog: str) -> Any:
+    from ..columns import ScoreColumns, join_stream
+    from ..jsonio import sha256_file
+    from ..predictions import iter_predictions
+    from ..report import MAX_IDS, IdCheck, build_report_from_columns, make_provenance
+    from ._running import stream_rows
+
+    try:
+        header, predictions = iter_predictions(args.predictions)
+    except OSError as e:
+        raise UsageError(f"{e.filename}: {e.strerror}") from None
+    except ValueError as e:  # JsonlError: path:LINE: ...
+        raise UsageError(str(e)) from None
+    split = args.split or header.split
+    domains = args.domains if args.domains is not None else header.domains
+    if not header.complete:
+        print(
+            f"{prog}: warning: {args.predictions} is the partial file of an interrupted "
+            "run; the rows it lacks are scored as missing predictions",
+            file=sys.stderr,
+        )
+    sha = sha256_file(args.bench)
+    if header.dataset_sha256 is not None and header.dataset_sha256 != sha:
+        print(
+            f"{prog}: warning: {args.predictions} was made on a dataset with sha256 "
+            f"{header.dataset_sha256[:12]}..., not {args.bench} ({sha[:12]}...)",
+            file=sys.stderr,
+        )
+    rows = stream_rows(args, split=split, domains=domains, labels=args.labels)
+    columns = ScoreColumns()
+    splits: set[str] = set()
+
+    def labelled_splits(stream: Any) -> Any:
+        for row in stream:
+            if row.is_labelled:
+                splits.add(row.split)
+            yield row
+
+    try:
+        seen = join_stream(labelled_splits(rows), predictions, columns)
+    except ValueError as e:  # a bad predictions line: path:LINE: ...
+        raise UsageError(str(e)) from None
+    if not seen.n_rows:
+        raise UsageError(f"{args.bench}: no rows match the --split/--domain filters")
+    if seen.n_hidden:
+        first = seen.hidden_ids[0]
+        if args.labels is not None:
+            raise UsageError(
+                f"{args.labels}: no labels for {seen.n_hidden} selected test row(s), first {first}"
+            )
+        if not len(columns):
+            raise UsageError(hidden_count_message(seen.n_hidden, seen.n_rows))
+        print(
+            f"{prog}: note: leaving out {seen.n_hidden} hidden test rows without labels "
+            "(pass --labels to score them)",
+            file=sys.stderr,
+        )
+    provenance = make_provenance(
+        n_rows=len(columns),
+        cache_name=header.cache_name,
+        cache_args=header.cache_args,
+        cache_ref=header.cache_ref,
+        dataset_path=str(args.bench),
+        dataset_sha256=sha,
+        split=split if split is not None else (splits.pop() if len(splits) == 1 else None),
+        domains=domains,
+        hidden_rows_skipped=seen.n_hidden,
+    )
+    ids = IdCheck(
+        seen.n_missing,
+        tuple(seen.missing_ids[:MAX_IDS]),
+        seen.n_extra,
+        tuple(seen.extra_ids[:MAX_IDS]),
+    )
+    report = build_report_from_columns(
+        columns, provenance=provenance, ids=ids, cost_per_call_usd=header.cost_per_call_usd
+    )
+    write_report(report, args.out, args.json)
+    return report

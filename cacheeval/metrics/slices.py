@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .classification import (
@@ -69,9 +69,18 @@ def slices(
     for i, key in enumerate(keys):
         if key is not None:
             groups.setdefault(key, []).append(i)
-    ordered = [k for k in order if k in groups]
-    ordered += sorted(k for k in groups if k not in set(order))
     return tuple(
         slice_of(k, confusion([y_true[i] for i in groups[k]], [y_pred[i] for i in groups[k]]))
-        for k in ordered
+        for k in slice_order(groups, order)
     )
+
+
+def slice_order(present: Iterable[str], order: Sequence[str]) -> list[str]:
+    """The keys present, in ``order`` first, then alphabetically.
+
+    >>> slice_order({"zeta", "math", "code"}, ("math", "code"))
+    ['math', 'code', 'zeta']
+    """
+    present = set(present)
+    known = set(order)
+    return [k for k in order if k in present] + sorted(k for k in present if k not in known)

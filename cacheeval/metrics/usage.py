@@ -84,25 +84,45 @@ def error_kind(error: str) -> str:
 
 def error_stats(ids: Sequence[str], errors: Sequence[str | None]) -> ErrorStats:
     """Summarise per-row error strings (None = the row succeeded)."""
-    counts: Counter[str] = Counter()
-    first: dict[str, tuple[str, str]] = {}  # insertion order = first occurrence
-    examples: list[ErrorExample] = []
-    n_errors = n_timeouts = 0
+    tally = ErrorTally()
     for rid, err in zip(ids, errors, strict=True):
-        if err is None:
-            continue
-        kind = error_kind(err)
+        if err is not None:
+            tally.add(rid, err)
+    return tally.stats()
+
+
+class ErrorTally:
+    """:func:`error_stats` one failed row at a time, in memory that does not
+    grow with the rows: counts per kind, each kind's first occurrence and the
+    first :data:`MAX_EXAMPLES` failures."""
+
+    __slots__ = ("_counts", "_first", "_examples", "_n_errors", "_n_timeouts")
+
+    def __init__(self) -> None:
+        self._counts: Counter[str] = Counter()
+        self._first: dict[str, tuple[str, str]] = {}  # insertion order = first occurrence
+        self._examples: list[ErrorExample] = []
+        self._n_errors = self._n_timeouts = 0
+
+    def add(self, rid: str, error: str) -> None:
+        """Count the failed row ``rid`` with its error text."""
+        kind = error_kind(error)
         if kind == "timeout":
-            n_timeouts += 1
+            self._n_timeouts += 1
         else:
-            n_errors += 1
-        counts[kind] += 1
-        first.setdefault(kind, (rid, err))
-        if len(examples) < MAX_EXAMPLES:
-            examples.append(ErrorExample(rid, err))
-    return ErrorStats(
-        n_errors=n_errors,
-        n_timeouts=n_timeouts,
-        kinds=tuple(ErrorKind(k, counts[k], rid, msg) for k, (rid, msg) in first.items()),
-        examples=tuple(examples),
-    )
+            self._n_errors += 1
+        self._counts[kind] += 1
+        self._first.setdefault(kind, (rid, error))
+        if len(self._examples) < MAX_EXAMPLES:
+            self._examples.append(ErrorExample(rid, error))
+
+    def stats(self) -> ErrorStats:
+        """The summary of the rows added so far."""
+        return ErrorStats(
+            n_errors=self._n_errors,
+            n_timeouts=self._n_timeouts,
+            kinds=tuple(
+                ErrorKind(k, self._counts[k], rid, msg) for k, (rid, msg) in self._first.items()
+            ),
+            examples=tuple(self._examples),
+        )

@@ -47,7 +47,9 @@ from ..schema import (
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "row.schema.json"
 
 # ASCII digits only: Python's \d also matches other scripts' digits.
-ID_REGEX = "^cb-[a-z_]+-[0-9]{4}$"
+#: Four digits zero-padded, or more without a leading zero (see cacheeval.dataset.ID_PATTERN).
+ID_NUMBER = "(0[0-9]{3}|[1-9][0-9]{3,})"
+ID_REGEX = f"^cb-[a-z_]+-{ID_NUMBER}$"
 
 _NON_EMPTY = {"type": "string", "minLength": 1}
 _OPT_STR = {"type": ["string", "null"]}
@@ -123,7 +125,7 @@ def _id_matches_domain() -> list[dict[str, Any]]:
     return [
         {
             "if": {"required": ["domain"], "properties": {"domain": {"const": d}}},
-            "then": {"properties": {"id": {"pattern": f"^cb-{d}-[0-9]{{4}}$"}}},
+            "then": {"properties": {"id": {"pattern": f"^cb-{d}-{ID_NUMBER}$"}}},
         }
         for d in DOMAINS
     ]

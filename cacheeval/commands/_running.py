@@ -1,0 +1,218 @@
+"""What ``eval``, ``predict`` and ``score`` share to run over a benchmark file
+of any length: the selected rows as a stream, the cache started (in this
+process or on workers, see :mod:`cacheeval.parallel`), and the truth of the
+rows in flight."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+from ..schema import Row
+
+_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class UsageError(Exception):
+    """A problem with the command line or its inputs: exit 2 with one line."""
+
+
+def parse_cache_args(items: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` strings -> kwargs; VALUE is JSON when it parses, else a string."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not _KEY.match(key):
+            raise UsageError(f"--cache-arg {item!r}: expected KEY=VALUE with an identifier KEY")
+        if key in out:
+            raise UsageError(f"--cache-arg {key} given twice")
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+    return out
+
+
+def cache_spec(args: argparse.Namespace) -> tuple[Any, dict[str, Any], str | None]:
+    """The :class:`~cacheeval.parallel.CacheSpec` the options name, its
+    constructor arguments, and the ``module:Class`` the report records (None
+    for a baseline: its own class names it)."""
+    from ..parallel import CacheSpec
+
+    kwargs = parse_cache_args(args.cache_args)
+    if args.baseline is not None:
+        if args.cache_class or kwargs:
+            raise UsageError("--cache-class/--cache-arg apply to --cache-module, not --baseline")
+        return CacheSpec(baseline=args.baseline), {}, None
+    ref = f"{args.cache_module}:{args.cache_class or 'cache'}"
+    return CacheSpec(args.cache_module, args.cache_class, kwargs), kwargs, ref
+
+
+def _one_line(e: BaseException) -> str:
+    if isinstance(e, OSError) and e.filename is not None:
+        return f"{e.filename}: {e.strerror or type(e).__name__}"
+    text = str(e).strip().splitlines()
+    return text[0] if text else type(e).__name__
+
+
+def hidden_count_message(hidden: int, selected: int) -> str:
+    """What to do when ``hidden`` of the ``selected`` rows are hidden test rows."""
+    return (
+        f"{hidden} of {selected} selected rows are hidden test rows without labels: pass the "
+        "labels file with --labels, or pick a labelled split with --split train|dev "
+        "(`cacheeval predict` writes test-split predictions for grading)"
+    )
+
+
+def stream_rows(
+    args: argparse.Namespace,
+    *,
+    split: Any = None,
+    domains: Any = None,
+    labels: Path | None = None,
+) -> Iterator[Row]:
+    """The rows the options select, read as they are needed; a data error
+    (``path:LINE: ...``) surfaces as a :class:`UsageError` when it is reached."""
+    from ..dataset import iter_bench
+
+    try:
+        yield from iter_bench(
+            args.bench,
+            split=split if split is not None else args.split,
+            domains=domains if domains is not None else args.domains,
+            labels_path=labels,
+        )
+    except (OSError, ValueError) as e:  # JsonlError is a ValueError: path:LINE: ...
+        raise UsageError(_one_line(e)) from None
+
+
+def non_empty(rows: Iterator[Row], bench: Path) -> Iterator[Row]:
+    """``rows`` after checking there is at least one."""
+    first = next(rows, None)
+    if first is None:
+        raise UsageError(f"{bench}: no rows match the --split/--domain filters")
+    return chain([first], rows)
+
+
+class SplitTracker:
+    """Passes rows through, noting their splits (for the one split a run's
+    rows share, recorded when no --split was given)."""
+
+    def __init__(self) -> None:
+        self.splits: set[str] = set()
+
+    def through(self, rows: Iterator[Row]) -> Iterator[Row]:
+        add = self.splits.add
+        for row in rows:
+            add(row.split)
+            yield row
+
+    def split(self, given: str | None) -> str | None:
+        if given is not None:
+            return given
+        return next(iter(self.splits)) if len(self.splits) == 1 else None
+
+
+#: The truth of one row: id, 1 for HIT, label, domain, difficulty.
+Truth = tuple[str, int, str | None, str, str | None]
+
+
+class LabelledRows(SplitTracker):
+    """The labelled rows of a stream, for ``eval``: hidden test rows (no
+    label) are left out and counted, or, when a labels file was given, are an
+    error. Each row's truth is sealed in an immutable tuple before the row goes
+    on to the cache and waits in :attr:`truth` until its prediction is back."""
+
+    def __init__(self, rows: Iterator[Row], labels: Path | None, bench: Path) -> None:
+        super().__init__()
+        self._rows = rows
+        self._labels = labels
+        self._bench = bench
+        self.truth: deque[Truth] = deque()
+        self.hidden = 0
+
+    def _iter(self) -> Iterator[Row]:
+        for row in self._rows:
+            if not row.is_labelled:
+                if self._labels is not None:
+                    missing = 1 + sum(1 for r in self._rows if not r.is_labelled)
+                    raise UsageError(
+                        f"{self._labels}: no labels for {missing} selected test row(s), "
+                        f"first {row.id}"
+                    )
+                self.hidden += 1
+                continue
+            self.truth.append((row.id, row.y, row.label, row.domain, row.difficulty))
+            self.splits.add(row.split)
+            yield row
+
+    def start(self) -> Iterator[Row]:
+        """The stream, after checking it has a labelled row."""
+        it = self._iter()
+        first = next(it, None)
+        if first is None:
+            if self.hidden:
+                raise UsageError(hidden_count_message(self.hidden, self.hidden))
+            raise UsageError(f"{self._bench}: no rows match the --split/--domain filters")
+        return chain([first], it)
+
+
+@dataclass(frozen=True, slots=True)
+class StartedCache:
+    """A started :class:`~cacheeval.parallel.Predictor` and what the files
+    and the report say about its cache."""
+
+    predictor: Any
+    name: str
+    kwargs: dict[str, Any]
+    ref: str
+    prices: dict[str, float]
+
+
+@contextmanager
+def started_cache(args: argparse.Namespace) -> Iterator[StartedCache]:
+    """Build the cache the options name (in this process, or once in each of
+    ``--workers``/``--ray`` workers); stop it at the end (at once on an error)."""
+    from ..harness import CacheLoadError
+    from ..parallel import Predictor
+
+    spec, kwargs, ref = cache_spec(args)
+    remote = args.workers is not None or args.ray is not None
+    try:
+        cache = spec if remote else spec.build()
+        predictor = Predictor(
+            cache,
+            workers=args.workers or 0,
+            ray=args.ray,
+            on_error=args.on_error,
+            timeout_ms=args.timeout_ms,
+        )
+        info = predictor.start()
+    except CacheLoadError as e:
+        raise UsageError(str(e)) from None
+    name = args.cache_name or info.name
+    if info.price_error:
+        predictor.abort()
+        raise UsageError(f"{name}: {info.price_error}")
+    try:
+        yield StartedCache(predictor, name, kwargs, ref or info.ref, info.cost_per_call_usd)
+    except BaseException:
+        predictor.abort()
+        raise
+    predictor.close()
+
+
+def interrupted_message(prog: str, written: int, path: Path) -> str:
+    """The note printed when Ctrl-C left a partial predictions file."""
+    return (
+        f"{prog}: interrupted after {written} rows; partial predictions "
+        f"(marked incomplete) -> {path}"
+    )
