@@ -53,6 +53,9 @@ from .importers import _row as import_row
 from .jsonio import JsonlError
 from .schema import Row
 
+#: Most pairs graded from one external file (they are held in memory, with embeddings).
+MAX_PAIRS = 100_000
+
 LAYOUTS: tuple[str, ...] = ("qqp", "paws", "mrpc", "sts")
 GENERIC: tuple[str, ...] = ("csv", "tsv", "jsonl")
 FORMATS: tuple[str, ...] = ("auto", *LAYOUTS, *GENERIC)

@@ -68,9 +68,7 @@ class CacheActor:
 class RayBackend:
     """A :class:`~cacheeval.blockrun.Backend` on Ray actors."""
 
-    def __init__(
-        self, spec: CacheSpec, task: BlockTask, address: str, workers: int | None
-    ) -> None:
+    def __init__(self, spec: CacheSpec, task: BlockTask, address: str, workers: int | None) -> None:
         try:
             import ray
         except ImportError:
@@ -91,9 +89,7 @@ class RayBackend:
                     ray.init(address=address)
             except Exception as e:
                 where = "a local Ray" if address == "local" else f"the Ray cluster at {address}"
-                raise CacheLoadError(
-                    f"cannot start {where}: {describe_exception(e)}"
-                ) from None
+                raise CacheLoadError(f"cannot start {where}: {describe_exception(e)}") from None
             self._own = True
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.workers = workers or max(1, cpus)
@@ -181,6 +177,4 @@ class RayBackend:
 
     def pids(self) -> dict[int, int]:
         """slot -> process id of its actor (for tests and tools)."""
-        return {
-            slot: self.ray.get(actor.pid.remote()) for slot, (actor, _) in self._actors.items()
-        }
+        return {slot: self.ray.get(actor.pid.remote()) for slot, (actor, _) in self._actors.items()}

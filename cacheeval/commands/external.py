@@ -80,7 +80,7 @@ def load_sets(args: argparse.Namespace) -> list[Any]:
     """The labelled sets the options name: every file, then CacheEval's rows."""
     from ..external import LabelledSet, from_pair_file
     from ..pair_formats import PairFileSpec, read_pair_file
-    from .eval import UsageError, _one_line, drop_hidden, load_rows
+    from ._running import LabelledRows, UsageError, _one_line, stream_rows
 
     spec = PairFileSpec(
         format=args.format, text_a=args.text_a, text_b=args.text_b, label=args.label,
@@ -102,7 +102,14 @@ def load_sets(args: argparse.Namespace) -> list[Any]:
             raise UsageError(_one_line(e)) from None
     if args.bench is not None:
         args.domains = None
-        rows, _ = drop_hidden(load_rows(args), args, prog_of(args))
+        labelled = LabelledRows(stream_rows(args, labels=args.labels), args.labels, args.bench)
+        rows = list(labelled.start())
+        if labelled.hidden:
+            print(
+                f"{prog_of(args)}: note: leaving out {labelled.hidden} hidden test rows "
+                "without labels (pass --labels to score them)",
+                file=sys.stderr,
+            )
         name = f"CacheEval {args.split or 'all'}"
         info = {"format": "cachebench", "pairs": len(rows), "positives": sum(r.y for r in rows)}
         sets.append(LabelledSet(name, tuple(rows), info))
@@ -143,18 +150,24 @@ def summary(e: Any, reference: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from ..external import grade
-    from ..harness import CacheCallError, cache_name_of
+    from ..harness import CacheCallError, CacheLoadError, cache_name_of
     from ..jsonio import dumps_pretty, write_bytes_atomic
     from ..report import utc_now
-    from .eval import EXIT_CACHE_FAILED, EXIT_OK, UsageError, _one_line, fail, resolve_cache
+    from ._running import cache_spec
+    from .eval import EXIT_CACHE_FAILED, EXIT_OK, UsageError, _one_line, fail
 
     prog = prog_of(args)
     try:
         sets = load_sets(args)
-        resolved = resolve_cache(args)
+        spec, _, _ = cache_spec(args)
+        try:
+            cache = spec.build()
+        except CacheLoadError as e:
+            raise UsageError(str(e)) from None
+        cache_name = args.cache_name or cache_name_of(cache)
         reference = None if args.no_reference else load_reference(args.reference)
         report = grade(
-            {resolved.name: resolved.cache},
+            {cache_name: cache},
             sets,
             reference=reference,
             reference_name=cache_name_of(reference) if reference is not None else "reference",
@@ -172,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as e:
         return fail(prog, _one_line(e))
     for item in report.entries:
-        if item.cache == resolved.name:
+        if item.cache == cache_name:
             print(summary(item, report.reference))
     print(f"{prog}: wrote {args.out}", file=sys.stderr)
     return EXIT_OK
