@@ -34,9 +34,9 @@ The TSV layouts are read without quote processing (these corpora put bare
 empty text, a label that is not one of the layout's values - raises
 :class:`~cacheeval.jsonio.JsonlError` naming ``file:LINE``.
 
-At most ``max_pairs`` (default 9,999) pairs are kept per file: a larger file
-is sampled (seeded, the kept pairs stay in file order) and the sample size
-recorded.
+At most ``max_pairs`` (default and limit :data:`MAX_PAIRS`) pairs are kept per
+file: a larger file is sampled (seeded, the kept pairs stay in file order) and
+the sample size recorded.
 """
 
 from __future__ import annotations
@@ -59,8 +59,6 @@ MAX_PAIRS = 100_000
 LAYOUTS: tuple[str, ...] = ("qqp", "paws", "mrpc", "sts")
 GENERIC: tuple[str, ...] = ("csv", "tsv", "jsonl")
 FORMATS: tuple[str, ...] = ("auto", *LAYOUTS, *GENERIC)
-#: Most pairs kept from one file (sampled, seeded, beyond that).
-MAX_PAIRS = 9999
 
 #: (text a column, text b column, label column) of the header layouts; label 1 = HIT.
 _COLUMNS: dict[str, tuple[str, str, str]] = {

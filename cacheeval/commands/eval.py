@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -135,76 +134,6 @@ def _positive_float(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a positive number: {text!r}")
     return value
-
-
-@dataclass(frozen=True, slots=True)
-class ResolvedCache:
-    """A cache built in this process from the command-line options, and how
-    it was built (for commands that hold their rows in a list)."""
-
-    cache: Any
-    name: str
-    kwargs: dict[str, Any]
-    #: ``module:Class`` (or ``path/to/file.py:Class``) for the provenance.
-    ref: str
-
-
-def resolve_cache(args: argparse.Namespace) -> ResolvedCache:
-    """The cache the parsed options name, with its name, arguments and source."""
-    from ..harness import CacheLoadError, cache_name_of, cache_ref_of
-
-    spec, kwargs, ref = cache_spec(args)
-    try:
-        cache = spec.build()
-    except CacheLoadError as e:
-        raise UsageError(str(e)) from None
-    return ResolvedCache(cache, args.cache_name or cache_name_of(cache), kwargs,
-                         ref or cache_ref_of(cache))  # fmt: skip
-
-
-def load_rows(args: argparse.Namespace, *, split: str | None = None, domains: Any = None) -> Any:
-    """Load the benchmark rows the options select, as a list (data errors ->
-    UsageError). ``eval``/``predict``/``score`` stream instead."""
-    from ..dataset import load_bench
-
-    labels = getattr(args, "labels", None)
-    try:
-        rows = load_bench(
-            args.bench,
-            split=split if split is not None else args.split,
-            domains=domains if domains is not None else args.domains,
-            labels_path=labels,
-        )
-    except (OSError, ValueError) as e:  # JsonlError is a ValueError: path:LINE: ...
-        raise UsageError(_one_line(e)) from None
-    if not rows:
-        raise UsageError(f"{args.bench}: no rows match the --split/--domain filters")
-    return rows
-
-
-def drop_hidden(rows: Any, args: argparse.Namespace, prog: str) -> tuple[Any, list[str]]:
-    """Leave out hidden test rows (no labels) so the rest can be scored.
-
-    Returns (labelled rows, ids left out) and notes the omission on stderr.
-    An error when nothing labelled remains, or when a labels file was given
-    but does not cover every selected test row.
-    """
-    hidden = [r.id for r in rows if not r.is_labelled]
-    if not hidden:
-        return rows, []
-    if getattr(args, "labels", None) is not None:
-        raise UsageError(
-            f"{args.labels}: no labels for {len(hidden)} selected test row(s), first {hidden[0]}"
-        )
-    labelled = [r for r in rows if r.is_labelled]
-    if not labelled:
-        raise UsageError(hidden_rows_message(rows))
-    print(
-        f"{prog}: note: leaving out {len(hidden)} hidden test rows without labels "
-        "(pass --labels to score them)",
-        file=sys.stderr,
-    )
-    return labelled, hidden
 
 
 def hidden_rows_message(rows: Any) -> str:
