@@ -288,8 +288,19 @@ def test_ray_actor_dying_loses_no_row(dev_rows: list[Row], local_ray: Any, tmp_p
     assert decisions(preds) == decisions(predict(make_baseline("exact_match"), rows))
     always = spec("DiesAt", marker=str(marker), at=50, how="exit", always=True)
     preds = predict_parallel(always, rows, workers=2, ray="local", block_size=16)
-    assert [i for i, p in enumerate(preds) if p.error] == list(range(48, 64))
-    assert score(preds, rows, cache_name="dies").errors.n_errors == 16
+    # Every row comes back once. The block holding row 50 kills both actors
+    # that try it and is scored as error rows; a block that was queued on a
+    # dying actor can share that fate (which one depends on Ray's timing), so
+    # the error rows are whole blocks that include rows 48-63.
+    assert [p.id for p in preds] == [r.id for r in rows]
+    failed = [i for i, p in enumerate(preds) if p.error]
+    assert set(range(48, 64)) <= set(failed)
+    assert all(i // 16 * 16 + k in failed for i in failed for k in range(16))
+    assert all(p.error.startswith("WorkerDied") for p in preds if p.error)
+    kept = [i for i in range(len(rows)) if i not in failed]
+    exact = predict(make_baseline("exact_match"), rows)
+    assert [preds[i].is_hit for i in kept] == [exact[i].is_hit for i in kept]
+    assert score(preds, rows, cache_name="dies").errors.n_errors == len(failed)
 
 
 @pytest.mark.slow
