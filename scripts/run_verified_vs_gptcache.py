@@ -40,7 +40,7 @@ from adapters.verified_cache.adapter import (
     out_of_fold,
 )
 from adapters.verified_cache.cache import DEFAULT_EMBEDDER, Resources
-from adapters.verified_cache.model import MODEL_DIR, OperatingPoint, Verifier
+from adapters.verified_cache.model import MODEL_DIR, Certificate, Verifier
 from cacheeval.harness import predict, score
 from cacheeval.jsonio import dumps_pretty, write_bytes_atomic
 from cacheeval.metrics.latency import latency_stats
@@ -176,7 +176,7 @@ def tier_latency(preds: Sequence[Prediction]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def op_dict(op: OperatingPoint) -> dict[str, Any]:
+def op_dict(op: Certificate) -> dict[str, Any]:
     return {
         "threshold": op.threshold,
         "fp": op.fp,

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cacheeval.layout import stable_seed
+from cacheeval.metrics.classification import accuracy, confusion, f1, fhr, precision, recall
 from cacheeval.schema import Pair, Request, Row, Verdict
 
 from .cache import (
@@ -44,7 +45,7 @@ from .model import (
     CONFIDENCE,
     MAX_FHR,
     NUM_BOOST_ROUND,
-    OperatingPoint,
+    Certificate,
     Verifier,
     certify_threshold,
     data_sha256,
@@ -330,7 +331,7 @@ class Shipped:
     """The shipped model: trained on train, certified on dev, scored on every split."""
 
     verifier: Verifier
-    operating_point: OperatingPoint
+    operating_point: Certificate
     scored: list[Scored]
 
 
@@ -387,7 +388,7 @@ def _lgb_version() -> str:
     return str(lightgbm.__version__)
 
 
-def _op_dict(op: OperatingPoint) -> dict[str, Any]:
+def _op_dict(op: Certificate) -> dict[str, Any]:
     return {
         "threshold": op.threshold,
         "max_fhr": op.max_fhr,
@@ -425,7 +426,7 @@ class OutOfFold:
 
     folds: dict[str, int]
     gates: list[float]
-    operating_point: OperatingPoint
+    operating_point: Certificate
     scored: list[Scored]
 
 
@@ -471,21 +472,18 @@ def summarize(scored: Sequence[Scored]) -> dict[str, Any]:
     per tier)."""
 
     def rates(items: Sequence[Scored]) -> dict[str, Any]:
-        tp = sum(1 for s in items if s.hit and s.case.y)
-        fp = sum(1 for s in items if s.hit and not s.case.y)
-        fn = sum(1 for s in items if not s.hit and s.case.y)
-        tn = sum(1 for s in items if not s.hit and not s.case.y)
+        c = confusion([s.case.y for s in items], [s.hit for s in items])
         return {
-            "n": len(items),
-            "tp": tp,
-            "fp": fp,
-            "fn": fn,
-            "tn": tn,
-            "fhr": fp / (fp + tn) if fp + tn else None,
-            "recall": tp / (tp + fn) if tp + fn else None,
-            "precision": tp / (tp + fp) if tp + fp else None,
-            "accuracy": (tp + tn) / len(items) if items else None,
-            "f1": 2 * tp / (2 * tp + fp + fn) if tp else (0.0 if fp + fn else None),
+            "n": c.n,
+            "tp": c.tp,
+            "fp": c.fp,
+            "fn": c.fn,
+            "tn": c.tn,
+            "fhr": fhr(c).value,
+            "recall": recall(c).value,
+            "precision": precision(c).value,
+            "accuracy": accuracy(c).value,
+            "f1": f1(c).value,
         }
 
     out = rates(scored)

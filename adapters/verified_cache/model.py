@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cacheeval.jsonio import dumps_pretty, write_bytes_atomic
+from cacheeval.metrics.sweep import OperatingPoint, best_operating_point, threshold_sweep
 
 from .features import FEATURE_NAMES, direction
 
@@ -193,25 +194,43 @@ NEVER = 1.000001
 
 
 @dataclass(frozen=True, slots=True)
-class OperatingPoint:
-    """A certified threshold: serve when ``score >= threshold``.
+class Certificate:
+    """A certified operating point: ``point`` (serve when ``score >= threshold``,
+    its counts over the calibration rows, ``point.alpha`` the FHR budget) and the
+    one-sided Clopper-Pearson upper bound ``fhr_upper`` of its FHR at
+    ``confidence``; ``certified`` says whether the bound is within the budget."""
 
-    Counts are over the calibration rows; ``fhr_upper`` is the one-sided
-    Clopper-Pearson upper bound at ``confidence``; ``certified`` says whether it
-    is within ``max_fhr``.
-    """
-
-    threshold: float
-    max_fhr: float
+    point: OperatingPoint
     confidence: float
     n_positive: int
     n_negative: int
-    tp: int
-    fp: int
-    fhr: float | None
     fhr_upper: float
-    recall: float | None
     certified: bool
+
+    @property
+    def threshold(self) -> float:
+        """The threshold; :data:`NEVER` when no threshold can be certified."""
+        return NEVER if self.point.threshold is None else float(self.point.threshold)
+
+    @property
+    def max_fhr(self) -> float:
+        return self.point.alpha
+
+    @property
+    def tp(self) -> int:
+        return self.point.tp
+
+    @property
+    def fp(self) -> int:
+        return self.point.fp
+
+    @property
+    def fhr(self) -> float | None:
+        return self.point.fhr
+
+    @property
+    def recall(self) -> float | None:
+        return self.point.recall
 
 
 def certify_threshold(
@@ -220,53 +239,34 @@ def certify_threshold(
     *,
     max_fhr: float = MAX_FHR,
     confidence: float = CONFIDENCE,
-) -> OperatingPoint:
+) -> Certificate:
     """The lowest threshold whose FHR upper bound on (scores, labels) is <= max_fhr.
 
     ``labels[i]`` is 1 for a HIT row. Rows the cache settles before the verifier
     (policy, recall gate) take score 0 and are never served (the threshold is
-    always > 0). Candidate thresholds are the distinct positive scores; lowering
-    the threshold only adds served rows, so FP and its bound only grow, and the
-    scan from the top stops at the first threshold that breaks the budget.
+    always > 0). On the :func:`~cacheeval.metrics.sweep.threshold_sweep` of the
+    positive scores, lowering the threshold only adds served rows, so FP and its
+    bound only grow: the certified point is the last one of the sweep with
+    ``fhr_upper_bound(FP, Nn) <= max_fhr`` (``rule="lowest"``).
     """
     if len(scores) != len(labels):
         raise ValueError(f"{len(scores)} scores but {len(labels)} labels")
-    n_pos = sum(1 for y in labels if y)
-    n_neg = len(labels) - n_pos
+    sweep = threshold_sweep(labels, [s if s > 0.0 else None for s in scores])
+    n_neg = sweep.n_negative
     if n_neg == 0:
         raise ValueError("calibration data has no must-miss rows: nothing to certify")
-    budget = max_false_hits(n_neg, max_fhr, confidence)
-    order = sorted(range(len(scores)), key=lambda i: -scores[i])
-    threshold, tp, fp = NEVER, 0, 0
-    i = 0
-    while i < len(order) and budget >= 0:
-        s = scores[order[i]]
-        if s <= 0.0:
-            break
-        j = i
-        add_tp = add_fp = 0
-        while j < len(order) and scores[order[j]] == s:
-            if labels[order[j]]:
-                add_tp += 1
-            else:
-                add_fp += 1
-            j += 1
-        if fp + add_fp > budget:
-            break
-        tp, fp, threshold = tp + add_tp, fp + add_fp, s
-        i = j
-    upper = fhr_upper_bound(fp, n_neg, confidence)
-    return OperatingPoint(
-        threshold=float(threshold),
-        max_fhr=max_fhr,
+
+    def within_budget(fp: int, n_negative: int) -> bool:
+        return fhr_upper_bound(fp, n_negative, confidence) <= max_fhr
+
+    point = best_operating_point(sweep, within_budget, alpha=max_fhr, rule="lowest")
+    upper = fhr_upper_bound(point.fp, n_neg, confidence)
+    return Certificate(
+        point=point,
         confidence=confidence,
-        n_positive=n_pos,
+        n_positive=sweep.n_positive,
         n_negative=n_neg,
-        tp=tp,
-        fp=fp,
-        fhr=fp / n_neg,
         fhr_upper=upper,
-        recall=tp / n_pos if n_pos else None,
         certified=upper <= max_fhr,
     )
 
