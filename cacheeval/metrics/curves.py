@@ -2,9 +2,10 @@
 threshold sweep behind PR and P-CHR curves, and the reliability diagram.
 
 Score curve (:func:`~.sweep.threshold_sweep`, as in :mod:`.ranking`): the
-cache fires on every row with ``score >= tau``; at the k-th distinct score from the top, ``n_fired_k``
-rows fire, ``tp_k`` of them HIT rows and ``fp_k = n_fired_k - tp_k`` MISS
-rows. With N rows, P HIT rows and Nn = N - P MISS rows, a point gives
+cache fires on every row with ``score >= tau``; at the k-th distinct score
+from the top, ``n_fired_k`` rows fire, ``tp_k`` of them HIT rows and
+``fp_k = n_fired_k - tp_k`` MISS rows. With N rows, P HIT rows and
+Nn = N - P MISS rows, a point gives
 
 * precision ``tp / n_fired``, recall ``tp / P`` (the PR curve),
 * CHR ``n_fired / N`` (the P-CHR curve), FHR ``fp / Nn``.

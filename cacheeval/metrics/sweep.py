@@ -29,11 +29,14 @@ most alpha.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import compress
 from typing import Literal, cast
+
+from .classification import Confusion
 
 #: A budget on false hits: a maximum FHR, or ``admissible(fp, n_negative)``.
 Budget = float | Callable[[int, int], bool]
@@ -75,14 +78,27 @@ class Sweep:
         >>> sw.at(0.7), sw.at(0.5).n_fired, sw.at(2.0).n_fired
         (CurvePoint(threshold=0.9, n_fired=1, tp=1, fp=0), 3, 0)
         """
-        lo, hi = 0, len(self.points)  # points[:lo] have threshold >= the given one
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self.points[mid].threshold >= threshold:
-                lo = mid + 1
-            else:
-                hi = mid
-        return self.points[lo - 1] if lo else CurvePoint(threshold, 0, 0, 0)
+        return self.where(lambda score: score >= threshold, threshold)
+
+    def where(self, fires: Callable[[float], bool], label: float = math.inf) -> CurvePoint:
+        """The counts when the cache fires on the rows whose score passes ``fires``,
+        a rule that holds on every score above one that passes it (a cut, however
+        the cache writes it). ``label`` is the threshold of the empty point.
+
+        >>> threshold_sweep([1, 0, 1], [0.9, 0.5, 0.5]).where(lambda s: 2 * s > 1.5)
+        CurvePoint(threshold=0.9, n_fired=1, tp=1, fp=0)
+        """
+        k = bisect_left(self.points, True, key=lambda p: not fires(p.threshold))
+        return self.points[k - 1] if k else CurvePoint(label, 0, 0, 0)
+
+    def confusion(self, point: CurvePoint) -> Confusion:
+        """The confusion matrix at a point: FN = P - TP, TN = Nn - FP.
+
+        >>> sw = threshold_sweep([1, 0, 1], [0.9, 0.5, 0.5])
+        >>> sw.confusion(sw.at(0.7))
+        Confusion(tp=1, fp=0, fn=1, tn=1)
+        """
+        return Confusion(point.tp, point.fp, self.n_positive - point.tp, self.n_negative - point.fp)
 
 
 @dataclass(frozen=True, slots=True)
