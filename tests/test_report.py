@@ -15,7 +15,7 @@ from cacheeval.jsonio import iter_jsonl
 from cacheeval.predictions import make_header, write_predictions
 from cacheeval.report import Report
 from cacheeval.schema import Row, Verdict
-from tests.conftest import MINI_BENCH, make_row
+from tests.conftest import MINI_BENCH, REPO_ROOT, make_row
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "cacheeval" / "schemas"
 
@@ -198,6 +198,30 @@ def test_markdown_escapes_table_cells(mini_rows: list[Row]) -> None:
     md = evaluate(piped, mini_rows[:2]).to_markdown()
     assert "ValueError: a\\|b" in md
     assert "second line" not in md  # only the first line of a message is kept
+
+
+def _committed_reports() -> list[Path]:
+    """Every committed CacheEval Report JSON with a Markdown file beside it.
+
+    Those .md files are plain :meth:`Report.to_markdown` output (cacheeval eval,
+    scripts/run_baselines.py, adapters/gptcache_runner.py); the composite
+    reports (EXTERNAL, REPLAY, SHIFT, VERIFIED_*) are other JSON kinds.
+    """
+    out = []
+    for path in sorted((REPO_ROOT / "reports").rglob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and "cacheeval_report" in data and path.with_suffix(".md").is_file():
+            out.append(path)
+    return out
+
+
+def test_committed_reports_rerender_byte_identically() -> None:
+    paths = _committed_reports()
+    assert len(paths) >= 8  # the baselines and the GPTCache runs
+    for path in paths:
+        report = Report.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        md = path.with_suffix(".md").read_text(encoding="utf-8")
+        assert report.to_markdown() == md, path.name
 
 
 def test_git_info(tmp_path: Path) -> None:
