@@ -18,7 +18,6 @@ KNOWN_LONG_MODULES: dict[str, str] = {
     "adapters/verified_cache/features.py": "issue 16 part 3: split by the verified-cache work",
 }
 KNOWN_LONG_FUNCTIONS: dict[str, str] = {
-    "cacheeval.report._render_markdown": "issue 16 part 1: the generic report renderer",
     "adapters.verified_cache.features.analyze": "issue 16 part 3: the verified-cache split",
 }
 KNOWN_CYCLES: dict[tuple[str, ...], str] = {}
