@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .markdown import table
 from .report import Report
 from .schema import DOMAINS
 
@@ -224,19 +225,14 @@ def compare(reports: Mapping[str, Report]) -> Comparison:
 
 
 def num(x: float | None, digits: int = 3) -> str:
-    """``x`` to ``digits`` decimals, ``n/a`` for None."""
+    """``x`` to ``digits`` decimals, ``n/a`` for None (these tables' convention;
+    :func:`cacheeval.markdown.num` writes ``null``)."""
     return "n/a" if x is None else f"{x:.{digits}f}"
 
 
 def signed(x: float | None, digits: int = 3) -> str:
     """``x`` with its sign (``+0.480``), ``n/a`` for None."""
     return "n/a" if x is None else f"{x:+.{digits}f}"
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """A Markdown table, one line per row."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return lines + ["| " + " | ".join(r) + " |" for r in rows]
 
 
 def headline_table(c: Comparison, names: Sequence[str] | None = None) -> list[str]:

@@ -50,10 +50,10 @@ from cacheeval.compare import (
     domain_table,
     headline_table,
     num,
-    table,
 )
 from cacheeval.harness import predict, score
 from cacheeval.jsonio import dumps_pretty, write_bytes_atomic
+from cacheeval.markdown import table
 from cacheeval.metrics.latency import latency_stats
 from cacheeval.predictions import Prediction
 from scripts.bench_verified_cache import cpu_model
