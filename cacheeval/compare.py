@@ -108,17 +108,12 @@ class SystemHeadline:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The plain dict, fields in order, the interval as a list."""
-        out = {f: getattr(self, f) for f in self.__dataclass_fields__}
-        out["fhr_ci"] = list(self.fhr_ci)
-        return out
+        return _plain(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SystemHeadline:
         """From :meth:`to_dict` output; other keys are ignored, a missing latency is None."""
-        low, high = data["fhr_ci"]
-        fields: dict[str, Any] = {f: data.get(f) for f in cls.__dataclass_fields__}
-        return cls(**{**fields, "fhr_ci": (low, high)})
+        return cls(**_fields(cls, data))
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,15 +130,25 @@ class DomainRates:
     negatives: int
 
     def to_dict(self) -> dict[str, Any]:
-        out = {f: getattr(self, f) for f in self.__dataclass_fields__}
-        out["fhr_ci"] = list(self.fhr_ci)
-        return out
+        return _plain(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> DomainRates:
-        low, high = data.get("fhr_ci") or (None, None)
-        fields = {f: data[f] for f in cls.__dataclass_fields__ if f != "fhr_ci"}
-        return cls(**fields, fhr_ci=(low, high))
+        """From :meth:`to_dict` output; other keys are ignored."""
+        return cls(**_fields(cls, data))
+
+
+def _plain(obj: SystemHeadline | DomainRates) -> dict[str, Any]:
+    """The JSON dict of a headline or domain: fields in order, the interval a list."""
+    out = {f: getattr(obj, f) for f in obj.__dataclass_fields__}
+    out["fhr_ci"] = list(obj.fhr_ci)
+    return out
+
+
+def _fields(cls: type[SystemHeadline | DomainRates], data: Mapping[str, Any]) -> dict[str, Any]:
+    """The constructor arguments of :func:`_plain` output (absent keys None)."""
+    low, high = data.get("fhr_ci") or (None, None)
+    return {**{f: data.get(f) for f in cls.__dataclass_fields__}, "fhr_ci": (low, high)}
 
 
 def domain_rates(report: Report) -> dict[str, DomainRates]:

@@ -14,18 +14,15 @@ from cacheeval.metrics import confusion, f1, fhr, precision, recall
 
 
 def _row_by_row(rows: list[Any], ranks: list[float], t: float) -> dict[str, float | None]:
+    """GPTCache's decision on every row, counted row by row."""
     hits = [gptcache_hit(r, t) for r in ranks]
     c = confusion([r.y for r in rows], hits)
     adv = [i for i, r in enumerate(rows) if r.label == "ADVERSARIAL"]
     c_adv = confusion([rows[i].y for i in adv], [hits[i] for i in adv])
-    return {
-        "precision": precision(c).value,
-        "recall": recall(c).value,
-        "f1": f1(c).value,
-        "fhr": fhr(c).value,
-        "adversarial_fhr": fhr(c_adv).value,
-        "chr": sum(hits) / len(hits) if hits else None,
-    }
+    rates = {m.__name__: m(c).value for m in (precision, recall, f1, fhr)}
+    rates["adversarial_fhr"] = fhr(c_adv).value
+    rates["chr"] = sum(hits) / len(hits) if hits else None
+    return rates
 
 
 def test_sweep_points_equal_gptcache_rule_row_by_row() -> None:
