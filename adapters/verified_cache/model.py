@@ -187,6 +187,32 @@ def served_score(p: float | None, cosine: float, threshold: float) -> float:
     return FLOOR * threshold * min(max(cosine, 0.0), 1.0)
 
 
+def decide(tier: str, p: float | None, cosine: float, threshold: float) -> tuple[bool, float]:
+    """The tier rule, written once: whether a pair settled at ``tier`` is served,
+    and the score the cache reports (``p`` the verifier's P(HIT), ``cosine`` the
+    query cosine):
+
+        policy     -> (False, 0.0)       never served
+        exact      -> (True, 1.0)        always served
+        embedding  -> (False, served_score(None, cosine, threshold))  below the gate
+        verifier   -> (p >= threshold, served_score(p, cosine, threshold))
+
+    >>> decide("exact", None, 0.2, 0.7), decide("verifier", 0.8, 0.9, 0.7)
+    ((True, 1.0), (True, 0.8))
+    >>> decide("verifier", 0.6, 0.5, 0.7) == (False, 0.99 * 0.7 * 0.5)
+    True
+    """
+    if tier == "policy":
+        return False, 0.0
+    if tier == "exact":
+        return True, 1.0
+    if tier == "embedding":
+        return False, served_score(None, cosine, threshold)
+    if tier != "verifier" or p is None:
+        raise ValueError(f"tier {tier!r} with P(HIT) {p!r}: expected the verifier's P(HIT)")
+    return p >= threshold, served_score(p, cosine, threshold)
+
+
 # --- the operating point ----------------------------------------------------------------
 
 #: A threshold above every possible score: serve nothing.
@@ -210,7 +236,7 @@ class Certificate:
     @property
     def threshold(self) -> float:
         """The threshold; :data:`NEVER` when no threshold can be certified."""
-        return NEVER if self.point.threshold is None else float(self.point.threshold)
+        return serving_threshold(self.point)
 
     @property
     def max_fhr(self) -> float:
@@ -231,6 +257,53 @@ class Certificate:
     @property
     def recall(self) -> float | None:
         return self.point.recall
+
+    def to_dict(self) -> dict[str, Any]:
+        """What ``meta.json`` records as ``operating_point``."""
+        return {
+            "threshold": self.threshold,
+            "max_fhr": self.max_fhr,
+            "confidence": self.confidence,
+            "bound": "one-sided Clopper-Pearson upper confidence bound",
+            "n_positive": self.n_positive,
+            "n_negative": self.n_negative,
+            "tp": self.tp,
+            "fp": self.fp,
+            "fhr": self.fhr,
+            "fhr_upper": self.fhr_upper,
+            "recall": self.recall,
+            "certified": self.certified,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Certificate:
+        """From :meth:`to_dict` output (``meta.json``): the point's precision is
+        ``tp / (tp + fp)``, its threshold None for :data:`NEVER`."""
+        tp, fp, threshold = int(data["tp"]), int(data["fp"]), float(data["threshold"])
+        point = OperatingPoint(
+            alpha=float(data["max_fhr"]),
+            threshold=None if threshold >= NEVER else threshold,
+            recall=data["recall"],
+            precision=tp / (tp + fp) if tp + fp else None,
+            fhr=data["fhr"],
+            n_fired=tp + fp,
+            tp=tp,
+            fp=fp,
+        )
+        return cls(
+            point=point,
+            confidence=float(data["confidence"]),
+            n_positive=int(data["n_positive"]),
+            n_negative=int(data["n_negative"]),
+            fhr_upper=float(data["fhr_upper"]),
+            certified=bool(data["certified"]),
+        )
+
+
+def serving_threshold(point: OperatingPoint) -> float:
+    """The threshold a cache applies at ``point``: :data:`NEVER` when the point
+    has none (serve nothing)."""
+    return NEVER if point.threshold is None else float(point.threshold)
 
 
 def certify_threshold(
@@ -416,6 +489,11 @@ class Verifier:
         self.meta = meta
         self.threshold = meta.threshold
         self.gate_threshold = meta.gate_threshold
+        #: The certified operating point (None for a model saved without one,
+        #: e.g. the provisional models the training pipeline scores with).
+        self.certificate = (
+            Certificate.from_dict(meta.operating_point) if meta.operating_point else None
+        )
         #: The embedder whose cosines the verifier was trained on (models made
         #: before this was recorded used fp32 MiniLM ONNX).
         self.embedder_name = str(meta.training.get("embedder", "minilm-onnx"))
@@ -425,6 +503,13 @@ class Verifier:
             len(constraints) == len(FEATURE_NAMES)
             and constraints[FEATURE_NAMES.index("cos_diff")] == 1
         )
+
+    @property
+    def operating_point(self) -> OperatingPoint:
+        """The certified operating point a cache serving with this model applies."""
+        if self.certificate is None:
+            raise ValueError("this model carries no certified operating point: pass one in")
+        return self.certificate.point
 
     def probability(self, features: Sequence[float]) -> float:
         """P(HIT) for one feature vector."""

@@ -33,11 +33,13 @@ from adapters.verified_cache.features import FEATURE_NAMES, Request  # noqa: E40
 from adapters.verified_cache.model import (  # noqa: E402
     MODEL_DIR,
     NEVER,
+    Certificate,
     Verifier,
     beta_ppf,
     betainc,
     certify_threshold,
     clopper_pearson,
+    decide,
     fhr_upper_bound,
     max_false_hits,
     train_booster,
@@ -244,6 +246,49 @@ def test_certify_threshold_picks_the_lowest_safe_threshold() -> None:
         certify_threshold([0.9], [1])
 
 
+def test_certify_threshold_is_the_last_certifiable_positive_score() -> None:
+    # Brute force: scan the distinct positive scores from the top, counting served
+    # must-miss rows, and stop where the one-sided bound first exceeds the budget.
+    rng = random.Random(16)
+    for _ in range(40):
+        n = rng.randint(60, 160)
+        labels = [int(rng.random() < 0.4) for _ in range(n)]
+        scores = [
+            0.0 if rng.random() < 0.15 else min(1.0, round(rng.random() * 0.8 + 0.3 * y, 2))
+            for y in labels
+        ]
+        n_neg = labels.count(0)
+        expected, expected_fp = NEVER, 0
+        for s in sorted({s for s in scores if s > 0}, reverse=True):
+            fp = sum(1 for x, y in zip(scores, labels, strict=True) if x >= s and not y)
+            if fhr_upper_bound(fp, n_neg) > 0.10:
+                break
+            expected, expected_fp = s, fp
+        op = certify_threshold(scores, labels, max_fhr=0.10)
+        assert (op.threshold, op.fp) == (expected, expected_fp)
+        assert op.point.n_fired == sum(1 for x in scores if x >= op.threshold)
+
+
+def test_certificate_round_trips_the_meta_record() -> None:
+    op = certify_threshold([0.9, 0.8, 0.8] + [0.1] * 80, [1, 1, 0] + [0] * 80, max_fhr=0.1)
+    assert Certificate.from_dict(op.to_dict()) == op
+    assert (op.point.threshold, op.point.n_fired, op.point.precision) == (0.8, 3, 2 / 3)
+    never = certify_threshold([0.9, 0.8], [1, 0])
+    assert never.point.threshold is None and never.to_dict()["threshold"] == NEVER
+    assert Certificate.from_dict(never.to_dict()) == never
+
+
+def test_decide_is_the_tier_rule() -> None:
+    assert decide("policy", None, 0.9, 0.7) == (False, 0.0)
+    assert decide("exact", None, 0.1, 0.7) == (True, 1.0)
+    assert decide("embedding", None, 0.5, 0.7) == (False, 0.99 * 0.7 * 0.5)
+    assert decide("verifier", 0.7, 0.5, 0.7) == (True, 0.7)  # at the threshold: served
+    assert decide("verifier", 0.69, 0.5, 0.7) == (False, 0.99 * 0.7 * 0.5)
+    assert decide("verifier", 0.99, 0.5, NEVER)[0] is False
+    with pytest.raises(ValueError):
+        decide("verifier", None, 0.5, 0.7)
+
+
 # --- training ---------------------------------------------------------------------------
 
 
@@ -436,6 +481,9 @@ def test_committed_model_matches_this_code() -> None:
     op = meta.operating_point
     assert op["certified"] and op["fhr_upper"] <= op["max_fhr"] == 0.05
     assert meta.threshold == op["threshold"]
+    # the certified point the cache serves with, read back from the record unchanged
+    assert v.certificate is not None and v.certificate.to_dict() == op
+    assert v.operating_point.threshold == meta.threshold and v.operating_point.alpha == 0.05
     assert meta.training["split"] == "train" and meta.training["calibration"] == "dev"
     assert meta.training["params"]["num_threads"] == 1 and meta.training["params"]["deterministic"]
     assert 0.0 < v.gate_threshold < 1.0
