@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from cacheeval.layout import stable_seed
 from cacheeval.metrics.classification import accuracy, confusion, f1, fhr, precision, recall
+from cacheeval.metrics.sweep import OperatingPoint
 from cacheeval.schema import Pair, Request, Row, Verdict
 
 from .cache import (
@@ -87,7 +88,7 @@ class VerifiedCacheAdapter:
         verifier: Verifier | None = None,
         embedder: Embedder | None = None,
         embedder_name: str | None = None,
-        threshold: float | None = None,
+        operating_point: OperatingPoint | None = None,
         gate_threshold: float | None = None,
         model_dir: str | Path | None = None,
     ) -> None:
@@ -96,7 +97,8 @@ class VerifiedCacheAdapter:
         self.resources = Resources(
             verifier=verifier, embedder=embedder, embedder_name=embedder_name
         )
-        self.threshold = threshold
+        #: Serve at this point (default: the model's certified one, ``model/meta.json``).
+        self.operating_point = operating_point
         self.gate_threshold = gate_threshold
         self._caches: dict[str, VerifiedCache] = {}
         self._refused: dict[str, str] = {}
@@ -105,7 +107,7 @@ class VerifiedCacheAdapter:
     def _new_cache(self) -> VerifiedCache:
         return VerifiedCache(
             resources=self.resources,
-            threshold=self.threshold,
+            operating_point=self.operating_point,
             gate_threshold=self.gate_threshold,
         )
 

@@ -45,6 +45,7 @@ from adapters.verified_cache.model import (  # noqa: E402
     train_booster,
 )
 from adapters.verified_cache.policy import check, request_policy  # noqa: E402
+from cacheeval.metrics.sweep import OperatingPoint  # noqa: E402
 from cacheeval.schema import Row  # noqa: E402
 
 from .conftest import make_row  # noqa: E402
@@ -425,6 +426,14 @@ def test_policy_refuses_poems_live_data_and_profiles(cache: VerifiedCache) -> No
         assert request_policy(query).allowed, query
 
 
+def _at_half(shipped) -> OperatingPoint:
+    """The shipped point moved to threshold 0.5 (the certified one serves nothing on
+    40 dev rows); a cache reads only the threshold."""
+    point = shipped.operating_point.point
+    assert point.threshold is None  # what the shipped cache would serve: nothing
+    return dataclasses.replace(point, threshold=0.5)
+
+
 def test_lazy_span_embedding_gives_the_same_decisions(synthetic, shipped) -> None:
     rows, _ = synthetic
     if not shipped.verifier.monotone_cos_diff:
@@ -435,8 +444,7 @@ def test_lazy_span_embedding_gives_the_same_decisions(synthetic, shipped) -> Non
         res = Resources(verifier=shipped.verifier, embedder=emb)
         out = []
         for r in rows:
-            # threshold 0.5: the certified one serves nothing on 40 dev rows
-            c = VerifiedCache(resources=res, lazy_spans=lazy, threshold=0.5)
+            c = VerifiedCache(resources=res, lazy_spans=lazy, operating_point=_at_half(shipped))
             c.put(r.request("a"), "answer")
             out.append(c.lookup(r.request("b")).hit)
         decisions[lazy] = out
@@ -447,7 +455,9 @@ def test_lazy_span_embedding_gives_the_same_decisions(synthetic, shipped) -> Non
 def test_adapter_matches_batch_scoring(synthetic, shipped) -> None:
     rows, _ = synthetic
     v = shipped.verifier
-    adapter = VerifiedCacheAdapter(verifier=v, embedder=HashEmbedder(), threshold=0.5)
+    adapter = VerifiedCacheAdapter(
+        verifier=v, embedder=HashEmbedder(), operating_point=_at_half(shipped)
+    )
     adapter.prepare([r.pair for r in rows])
     verdicts = {r.id: adapter(r.pair) for r in rows}
     adapter.close()
