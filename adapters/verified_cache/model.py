@@ -470,13 +470,13 @@ class ModelMeta:
 
 
 class Verifier:
-    """A trained booster plus its operating threshold and recall gate.
+    """A trained booster plus its certified operating point and recall gate.
 
     Example::
 
         v = Verifier.load()                # adapters/verified_cache/model/
         p = v.probability(feature_vector)  # P(HIT)
-        serve = p >= v.threshold
+        serve = p >= serving_threshold(v.operating_point)
     """
 
     def __init__(self, booster: lightgbm.Booster, meta: ModelMeta) -> None:
@@ -487,7 +487,6 @@ class Verifier:
             )
         self.booster = booster
         self.meta = meta
-        self.threshold = meta.threshold
         self.gate_threshold = meta.gate_threshold
         #: The certified operating point (None for a model saved without one,
         #: e.g. the provisional models the training pipeline scores with).

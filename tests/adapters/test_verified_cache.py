@@ -42,6 +42,7 @@ from adapters.verified_cache.model import (  # noqa: E402
     decide,
     fhr_upper_bound,
     max_false_hits,
+    serving_threshold,
     train_booster,
 )
 from adapters.verified_cache.policy import check, request_policy  # noqa: E402
@@ -463,7 +464,10 @@ def test_adapter_matches_batch_scoring(synthetic, shipped) -> None:
     adapter.close()
     assert len(adapter.put_latencies_ms) == len(rows)
     batch = score_cases(
-        build_cases(rows, Resources(embedder=HashEmbedder())), v, v.gate_threshold, 0.5
+        build_cases(rows, Resources(embedder=HashEmbedder())),
+        v,
+        v.gate_threshold,
+        _at_half(shipped),
     )
     assert any(s.hit for s in batch) and not all(s.hit for s in batch)
     for s in batch:
@@ -516,7 +520,8 @@ def test_model_files_round_trip_and_tampering(tmp_path: Path, shipped) -> None:
     shipped.verifier.save(tmp_path)
     loaded = Verifier.load(tmp_path)
     assert loaded.model_string() == shipped.verifier.model_string()
-    assert loaded.threshold == shipped.verifier.threshold
+    assert loaded.meta == shipped.verifier.meta
+    assert loaded.certificate == shipped.verifier.certificate == shipped.operating_point
     (tmp_path / "verifier.txt").write_text(loaded.model_string() + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match="sha256"):
         Verifier.load(tmp_path)
@@ -538,7 +543,7 @@ def test_anchor_examples_with_minilm_offline(no_network) -> None:
     assert cache.get("Solve a + 2 = 8") is None  # the answer names the variable
     assert cache.get("Solve x + 2 = 9") is None  # another operand
     hit = cache.lookup("solve x+2=8")
-    assert hit.hit and hit.tier == "verifier" and hit.score >= v.threshold
+    assert hit.hit and hit.tier == "verifier" and hit.score >= serving_threshold(v.operating_point)
     cache.put("Write a Python function to reverse a list", "def rev(xs): return xs[::-1]")
     assert cache.get("Write a JavaScript function to reverse a list") is None
     assert math.isfinite(cache.lookup("Write a Python function to reverse a list!").score)
