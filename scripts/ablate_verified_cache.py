@@ -25,7 +25,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from adapters.verified_cache.adapter import (
+from adapters.verified_cache.cache import DEFAULT_EMBEDDER, Resources
+from adapters.verified_cache.features import FEATURE_NAMES
+from adapters.verified_cache.training import (
     PairCase,
     Scored,
     build_cases,
@@ -34,8 +36,6 @@ from adapters.verified_cache.adapter import (
     score_cases,
     summarize,
 )
-from adapters.verified_cache.cache import DEFAULT_EMBEDDER, Resources
-from adapters.verified_cache.features import FEATURE_NAMES
 from cacheeval.external import recall_at_fhr
 from cacheeval.jsonio import dumps_pretty, write_bytes_atomic
 from cacheeval.metrics.ranking import threshold_free

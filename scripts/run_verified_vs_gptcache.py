@@ -32,15 +32,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from adapters.verified_cache.adapter import (
+from adapters.verified_cache.adapter import VerifiedCacheAdapter
+from adapters.verified_cache.cache import DEFAULT_EMBEDDER, Resources
+from adapters.verified_cache.model import MODEL_DIR, Certificate, Verifier
+from adapters.verified_cache.training import (
     OutOfFold,
-    VerifiedCacheAdapter,
     build_cases,
     fit_shipped,
     out_of_fold,
 )
-from adapters.verified_cache.cache import DEFAULT_EMBEDDER, Resources
-from adapters.verified_cache.model import MODEL_DIR, Certificate, Verifier
 from cacheeval.compare import (
     Comparison,
     DomainRates,

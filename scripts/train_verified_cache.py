@@ -31,7 +31,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from adapters.verified_cache.adapter import (
+from adapters.verified_cache.cache import DEFAULT_EMBEDDER, Resources
+from adapters.verified_cache.model import CONFIDENCE, MAX_FHR, MODEL_DIR
+from adapters.verified_cache.training import (
     PairCase,
     Scored,
     build_cases,
@@ -39,8 +41,6 @@ from adapters.verified_cache.adapter import (
     out_of_fold,
     summarize,
 )
-from adapters.verified_cache.cache import DEFAULT_EMBEDDER, Resources
-from adapters.verified_cache.model import CONFIDENCE, MAX_FHR, MODEL_DIR
 from cacheeval.dataset import load_bench
 from cacheeval.jsonio import JsonlError, sha256_file, write_jsonl
 from cacheeval.schema import Row

@@ -12,10 +12,10 @@ false-hit rate on held-out data is <= 5%.
 
 Modules: :mod:`.cache` (the cache: ``put``/``get``/``lookup``), :mod:`.policy`,
 :mod:`.features` (pure feature extractors), :mod:`.model` (training, inference,
-Clopper-Pearson), :mod:`.adapter` (the ``Pair -> Verdict`` harness adapter and the
-leakage-free training pipeline). ``model/`` holds the committed verifier
-(``verifier.txt``) and its ``meta.json``; ``scripts/train_verified_cache.py``
-rebuilds it deterministically.
+Clopper-Pearson), :mod:`.adapter` (the ``Pair -> Verdict`` harness adapter),
+:mod:`.training` (the leakage-free training pipeline). ``model/`` holds the
+committed verifier (``verifier.txt``) and its ``meta.json``;
+``scripts/train_verified_cache.py`` rebuilds it deterministically.
 
 Example::
 

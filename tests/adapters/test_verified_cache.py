@@ -18,16 +18,7 @@ import pytest
 pytest.importorskip("lightgbm")
 np = pytest.importorskip("numpy")
 
-from adapters.verified_cache.adapter import (  # noqa: E402
-    GATE_CEILING,
-    VerifiedCacheAdapter,
-    build_cases,
-    choose_gate,
-    fit_shipped,
-    grouped_folds,
-    out_of_fold,
-    score_cases,
-)
+from adapters.verified_cache.adapter import VerifiedCacheAdapter  # noqa: E402
 from adapters.verified_cache.cache import Resources, VerifiedCache, with_value  # noqa: E402
 from adapters.verified_cache.features import FEATURE_NAMES, Request  # noqa: E402
 from adapters.verified_cache.model import (  # noqa: E402
@@ -46,6 +37,15 @@ from adapters.verified_cache.model import (  # noqa: E402
     train_booster,
 )
 from adapters.verified_cache.policy import check, request_policy  # noqa: E402
+from adapters.verified_cache.training import (  # noqa: E402
+    GATE_CEILING,
+    build_cases,
+    choose_gate,
+    fit_shipped,
+    grouped_folds,
+    out_of_fold,
+    score_cases,
+)
 from cacheeval.metrics.sweep import OperatingPoint  # noqa: E402
 from cacheeval.schema import Row  # noqa: E402
 

@@ -1,0 +1,508 @@
+"""Tokenisation and canonicalisation of one text: :func:`tokenize` turns a text
+into :class:`Token` s whose ``canon`` forms compare equal across surface
+variation - case, accents, contractions, number words ("twenty five" == "25"),
+multi-word names ("United States" == "US"), math notation ("x**2" == "x^2"),
+Chinese numerals - while typos are left alone. Also the light stemmer and lemma
+the comparisons use.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from .lexicon import (
+    _ABBREVIATIONS,
+    _CONTRACTIONS,
+    _ORDINALS,
+    _PHRASE_FIRST,
+    _PHRASE_MAX,
+    _PHRASES,
+    _PREPOSITIONS,
+    _SCALES,
+    _STEM_KEEP,
+    _SUFFIXES,
+    _TENS,
+    _UNITS_SMALL,
+    _US_PRONOUN_BEFORE,
+    FILLER,
+    NEGATIONS,
+)
+
+_TOKEN_RE = re.compile(
+    r"(?P<iso>\b\d{4}-\d{2}-\d{2}\b)"
+    r"|(?P<time>\b\d{1,2}(?::\d{2})?\s*(?:a\.\s?m\.?|p\.\s?m\.?|am|pm)(?![a-z])|\b\d{1,2}:\d{2}\b)"
+    r"|(?P<num>\d+(?:[.,]\d+)*(?:st|nd|rd|th)?(?![\w]))"
+    r"|(?P<numw>\d+)"
+    r"|(?P<word>[^\W_][\w]*(?:['’][^\W\d_]+)?|_\w+)"
+    r"|(?P<arrow>->|→|=>|⟶)"
+    r"|(?P<sym>[^\w\s])",
+    re.IGNORECASE,
+)
+
+#: Han, kana and Hangul: scripts written without spaces between words.
+_CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+
+_CJK_SPLIT_RE = re.compile(
+    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|\d+|[^\W\d_]+"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """One token: ``kind`` is word, num, time, date, sym or arrow; ``canon`` the
+    canonical form used for comparison; ``raw`` the surface text."""
+
+    kind: str
+    raw: str
+    canon: str
+    start: int
+    end: int
+
+
+_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
+
+
+def normalise_text(text: str) -> str:
+    """Superscript powers as ``^n``, NFKC, straight quotes and hyphens, "π" as "pi",
+    no zero-width characters."""
+    text = re.sub(r"[⁰¹²³⁴⁵⁶⁷⁸⁹]+", lambda m: "^" + m.group().translate(_SUPERSCRIPTS), text)
+    text = unicodedata.normalize("NFKC", text).replace("π", " pi ")
+    text = re.sub(r"\bw/o\b", "without", text, flags=re.IGNORECASE)
+    text = re.sub(r"\bw/(?=\s)", "with", text, flags=re.IGNORECASE)
+    for src, dst in (("’", "'"), ("‘", "'"), ("–", "-"), ("—", " - "), ("−", "-"), ("\u200b", "")):
+        text = text.replace(src, dst)
+    return text
+
+
+_CODE_FENCE_RE = re.compile(r"```.*?(?:```|$)", re.S)
+
+#: "U.S." / "U.K." as one word.
+_DOTTED_ABBREV_RE = re.compile(r"\b([UE])\.\s?([SKAU])\.(?:\s?A\.)?")
+
+#: "x**2" is "x^2"; "5*x" (a number times a single letter) is "5x".
+_POWER_RE = re.compile(r"\*\*")
+
+#: "log10(x)", "log_2 x", "log base 2 of x": one notation, "log base 2 x".
+_LOG_BASE_RE = re.compile(r"\blog_?(\d+)(?=\s*\(|\s+\d)|\blog_\{(\d+)\}")
+
+_COEFF_RE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*\*\s*([A-Za-z])(?![\w(])")
+
+
+def _notation(text: str) -> str:
+    """Math and abbreviation notation under one spelling, outside code blocks only
+    (in code ``**`` and ``^`` differ): ``**`` -> ``^``, ``5*x`` -> ``5x``, "U.S." ->
+    "US". Applied after :func:`normalise_text` by the tokenizer."""
+    if "." not in text and "*" not in text and "log" not in text:
+        return text
+
+    def prose(part: str) -> str:
+        part = _DOTTED_ABBREV_RE.sub(lambda m: m.group(1) + m.group(2), part)
+        if "log" in part:
+            part = _LOG_BASE_RE.sub(lambda m: f"log base {m.group(1) or m.group(2)} ", part)
+        if "*" in part:
+            part = _COEFF_RE.sub(r"\1\2", _POWER_RE.sub("^", part))
+        return part
+
+    if "```" not in text:
+        return prose(text)
+    out, last = [], 0
+    for m in _CODE_FENCE_RE.finditer(text):
+        out.append(prose(text[last : m.start()]))
+        out.append(m.group())
+        last = m.end()
+    out.append(prose(text[last:]))
+    return "".join(out)
+
+
+def _prepare(text: str) -> str:
+    """The text the tokenizer reads: :func:`normalise_text` then :func:`_notation`."""
+    return _notation(normalise_text(text))
+
+
+#: Transliterations that are spelling variants, not different letters: German
+#: "ß" is written "ss" (Swiss spelling) and Russian "ё" is routinely written "е".
+_TRANSLIT = str.maketrans({"ß": "ss", "ё": "е", "Ё": "Е"})
+
+
+def _fold_accents(word: str) -> str:
+    """ "cuántas" -> "cuantas": drop accents from Latin-script words only (in other
+    scripts a combining mark changes the letter); "ß" -> "ss", "ё" -> "е"."""
+    if word.isascii():
+        return word
+    word = word.translate(_TRANSLIT)
+    decomposed = unicodedata.normalize("NFD", word)
+    base = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    if all(ord(ch) < 0x250 for ch in base):
+        return base
+    return word
+
+
+def _canon_number(raw: str) -> tuple[str, bool]:
+    """``("1200", False)`` for "1,200"; ``("25", True)`` for "25th"; ``("-2", False)``
+    for "-2"."""
+    if raw.startswith("-"):
+        value, ordinal = _canon_number(raw[1:])
+        return ("-" + value if value != "0" else value), ordinal
+    low = raw.lower()
+    ordinal = low.endswith(("st", "nd", "rd", "th"))
+    if ordinal:
+        low = low[:-2]
+    if re.fullmatch(r"\d{1,3}(,\d{3})+(\.\d+)?", low):
+        low = low.replace(",", "")
+    low = low.replace(",", ".")
+    if "." in low:
+        whole, _, frac = low.partition(".")
+        frac = frac.rstrip("0")
+        low = f"{int(whole or '0')}.{frac}" if frac else str(int(whole or "0"))
+    elif low.isdigit():
+        low = str(int(low))
+    return low, ordinal
+
+
+def _canon_time(raw: str) -> str:
+    """``T07:00`` for "7 am"/"07:00"; ``T~6:30`` for an hour without am/pm (could be
+    either half of the day)."""
+    low = raw.lower().replace(".", "").replace(" ", "")
+    m = re.fullmatch(r"(\d{1,2})(?::(\d{2}))?(am|pm)?", low)
+    if not m:
+        return "T?" + low
+    hour, minute, half = int(m.group(1)), int(m.group(2) or 0), m.group(3)
+    if half == "am":
+        hour = 0 if hour == 12 else hour
+    elif half == "pm":
+        hour = hour if hour == 12 else hour + 12
+    elif hour <= 12 and not raw.startswith("0"):
+        return f"T~{hour}:{minute:02d}"
+    return f"T{hour:02d}:{minute:02d}"
+
+
+_LIST_RE = re.compile(r"\d+(?:,\d+){2,}")
+
+
+def _number_tokens(raw: str, start: int) -> list[Token]:
+    """One number token, or one per item of a comma list written without spaces
+    ("4,8,15,16" is four numbers; "1,200,000" with its three-digit groups and "3,5"
+    stay one)."""
+    if _LIST_RE.fullmatch(raw) and not re.fullmatch(r"\d{1,3}(,\d{3})+", raw):
+        out, pos = [], start
+        for part in raw.split(","):
+            out.append(Token("num", part, part, pos, pos + len(part)))
+            pos += len(part) + 1
+        return out
+    return [Token("num", raw, raw, start, start + len(raw))]
+
+
+def tokenize(text: str) -> list[Token]:
+    """Canonical tokens of ``text`` in order (see the module docstring)."""
+    text = _prepare(text)
+    raw_tokens: list[Token] = []
+    for m in _TOKEN_RE.finditer(text):
+        kind = m.lastgroup or "sym"
+        raw = m.group()
+        if kind == "iso":
+            # 2025-06-10: the same date as "10 June 2025" (D06-10 plus the year)
+            year, month, day = raw.split("-")
+            raw_tokens.append(Token("date", raw, f"D{month}-{day}", m.start(), m.end()))
+            raw_tokens.append(Token("num", year, year, m.start(), m.start() + 4))
+        elif kind == "time":
+            raw_tokens.append(Token("time", raw, _canon_time(raw), m.start(), m.end()))
+        elif kind in ("num", "numw"):
+            raw_tokens.extend(_number_tokens(raw, m.start()))
+        elif kind == "word":
+            if _CJK_RE.search(raw):
+                # no spaces between words in these scripts: one token per character
+                # (a run of Latin letters or digits inside stays whole)
+                raw_tokens.extend(_cjk_tokens(raw, m.start()))
+                continue
+            raw_tokens.append(Token("word", raw, _fold_accents(raw.lower()), m.start(), m.end()))
+        elif kind == "arrow":
+            raw_tokens.append(Token("arrow", raw, "->", m.start(), m.end()))
+        else:
+            raw_tokens.append(Token("sym", raw, raw, m.start(), m.end()))
+    return _canonicalise(_merge_phrases(raw_tokens))
+
+
+#: Chinese numerals (digits and multipliers) and the measure words after which a
+#: run of them is a count ("三个小时" == "3小时", "一公里" == "1公里"); elsewhere
+#: they are part of a word (一样, 一番) and stay as written. "个", the generic
+#: classifier, is dropped after any number.
+_CJK_DIGITS: dict[str, int] = {
+    "〇": 0, "零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5,
+    "六": 6, "七": 7, "八": 8, "九": 9,
+}  # fmt: skip
+
+_CJK_MULTIPLIERS: dict[str, int] = {"十": 10, "百": 100, "千": 1000, "万": 10000}
+
+_CJK_MEASURES = frozenset("个只本张条件位名次天年月周岁小分秒米公英克升斤元块杯瓶辆台倍颗种")
+
+
+def _cjk_value(run: str) -> int | None:
+    """The value of a run of Chinese numerals ("二十三" -> 23), None if malformed."""
+    total, current = 0, 0
+    for ch in run:
+        if ch in _CJK_DIGITS:
+            current = current * 10 + _CJK_DIGITS[ch] if current else _CJK_DIGITS[ch]
+        else:
+            total += max(current, 1) * _CJK_MULTIPLIERS[ch]
+            current = 0
+    return total + current
+
+
+def _cjk_tokens(raw: str, offset: int) -> list[Token]:
+    """One token per Han/kana/Hangul character (no spaces between words in these
+    scripts); a run of Latin letters or digits stays whole; Chinese numerals
+    before a measure word become one number."""
+    pieces = [(cm.group(), offset + cm.start()) for cm in _CJK_SPLIT_RE.finditer(raw)]
+    out: list[Token] = []
+    i = 0
+    while i < len(pieces):
+        piece, start = pieces[i]
+        if piece in _CJK_DIGITS or piece in _CJK_MULTIPLIERS:
+            j = i
+            while j < len(pieces) and (
+                pieces[j][0] in _CJK_DIGITS or pieces[j][0] in _CJK_MULTIPLIERS
+            ):
+                j += 1
+            value = _cjk_value("".join(p for p, _ in pieces[i:j]))
+            if j < len(pieces) and pieces[j][0] in _CJK_MEASURES and value is not None:
+                end = pieces[j - 1][1] + 1
+                out.append(Token("num", str(value), str(value), start, end))
+                i = j
+                continue
+        if piece == "个" and out and out[-1].kind == "num":
+            i += 1
+            continue
+        kind = "num" if piece.isdigit() else "word"
+        out.append(Token(kind, piece, piece.lower(), start, start + len(piece)))
+        i += 1
+    return out
+
+
+def _merge_phrases(tokens: list[Token]) -> list[Token]:
+    """Replace each multi-word name or abbreviation of :data:`_PHRASES` by one word
+    token with its canonical form (raw: the surface text, so capitalisation is
+    kept). A lower-case "us" is the country only where it cannot be the pronoun."""
+    if not any(t.kind == "word" and t.canon in _PHRASE_FIRST for t in tokens):
+        return tokens
+    out: list[Token] = []
+    i, n = 0, len(tokens)
+    while i < n:
+        t = tokens[i]
+        if t.kind == "word" and t.canon in _PHRASE_FIRST:
+            for length in range(min(_PHRASE_MAX, n - i), 0, -1):
+                key = tuple(x.canon for x in tokens[i : i + length])
+                canon = _PHRASES.get(key)
+                if canon is not None and all(
+                    x.kind in ("word", "num") for x in tokens[i : i + length]
+                ):
+                    last = tokens[i + length - 1]
+                    raw = " ".join(x.raw for x in tokens[i : i + length])
+                    out.append(Token("word", raw, canon, t.start, last.end))
+                    i += length
+                    break
+            else:
+                if t.canon == "us" and _is_country_us(tokens, i):
+                    out.append(Token("word", t.raw, "usa", t.start, t.end))
+                else:
+                    out.append(t)
+                i += 1
+            continue
+        out.append(t)
+        i += 1
+    return out
+
+
+def _is_country_us(tokens: list[Token], i: int) -> bool:
+    """Whether "us" at ``tokens[i]`` is the country: "US"/"U.S." (except in "US
+    dollars"); a lower-case "us" after "the" ("the us constitution") or before a
+    content word when not after a word that takes the pronoun ("who was us
+    president" but not "five of us at home")."""
+    raw = tokens[i].raw
+    if i + 1 < len(tokens) and tokens[i + 1].canon in ("dollar", "dollars"):
+        return False  # "US dollars": the currency says it
+    if raw == "US":
+        return True
+    if raw != "us":
+        return False
+    prev = tokens[i - 1].canon if i > 0 and tokens[i - 1].kind == "word" else ""
+    if prev == "the":
+        return True
+    if prev in _US_PRONOUN_BEFORE or i + 1 >= len(tokens):
+        return False
+    nxt = tokens[i + 1]
+    return (
+        nxt.kind == "word"
+        and nxt.canon not in FILLER
+        and nxt.canon not in _PREPOSITIONS
+        and nxt.canon not in NEGATIONS
+    )
+
+
+def _canonicalise(tokens: list[Token]) -> list[Token]:
+    out: list[Token] = []
+    i = 0
+    n = len(tokens)
+    while i < n:
+        t = tokens[i]
+        if t.kind == "word":
+            low = t.canon
+            if low in _CONTRACTIONS:
+                for part in _CONTRACTIONS[low].split():
+                    out.append(Token("word", t.raw, part, t.start, t.end))
+                i += 1
+                continue
+            suffix = next((x for x in _SUFFIXES if low.endswith(x) and len(low) > len(x)), None)
+            if suffix is not None and low not in _CONTRACTIONS:
+                out.append(Token("word", t.raw, low[: -len(suffix)], t.start, t.end))
+                out.append(Token("word", t.raw, _SUFFIXES[suffix], t.start, t.end))
+                i += 1
+                continue
+            if low.endswith("n't"):
+                out.append(Token("word", t.raw, low[:-3] or "not", t.start, t.end))
+                out.append(Token("word", t.raw, "not", t.start, t.end))
+                i += 1
+                continue
+            if len(low) == 4 and low[1] == "'" and low[2:] in ("th", "st", "nd", "rd"):
+                low = low[0] + low[2:]  # "n'th" -> "nth"
+            elif low.endswith("'s") and len(low) > 2:
+                low = low[:-2]  # possessive: colleague's == colleagues' == colleague
+            elif low.endswith("'"):
+                low = low[:-1]
+            low = _ABBREVIATIONS.get(low, low)
+            # number words: "twenty five", "one hundred", "twenty-fifth"
+            if low == "one" and not _counts_one(tokens, i):
+                out.append(Token("word", t.raw, "one", t.start, t.end))
+                i += 1
+                continue
+            if low in _UNITS_SMALL or low in _TENS or low in _ORDINALS:
+                value, ordinal, j = _read_number_words(tokens, i)
+                canon = f"{value}th" if ordinal else str(value)
+                out.append(Token("num", t.raw, canon, t.start, tokens[j - 1].end))
+                i = j
+                continue
+            if low == "half":
+                out.append(Token("num", t.raw, "0.5", t.start, t.end))
+                i += 1
+                continue
+            out.append(Token("word", t.raw, low, t.start, t.end))
+        elif (
+            t.kind == "sym"
+            and t.raw == "-"
+            and i + 1 < n
+            and tokens[i + 1].kind == "num"
+            and tokens[i + 1].start == t.end
+            and tokens[i + 1].raw[:1].isdigit()
+            and (not out or out[-1].kind == "sym" and out[-1].raw in "=(,<>*/^+:")
+        ):
+            # a sign, not a minus: "x = -2", "(-3, 4)"
+            nxt = tokens[i + 1]
+            out.append(Token("num", "-" + nxt.raw, "-" + nxt.raw, t.start, nxt.end))
+            i += 2
+            continue
+        elif t.kind == "sym" and t.raw == "-" and out and i + 1 < n:
+            # a hyphen inside a word ("lo-fi", "6-minute") joins nothing: drop it
+            prev, nxt = tokens[i - 1], tokens[i + 1]
+            if (
+                prev.end == t.start
+                and nxt.start == t.end
+                and (prev.kind == "word" or nxt.kind == "word")
+            ):
+                i += 1
+                continue
+            out.append(t)
+        else:
+            out.append(t)
+        i += 1
+    return out
+
+
+def _counts_one(tokens: list[Token], i: int) -> bool:
+    """Whether "one" at ``tokens[i]`` is the number 1 ("one hour", "twenty one") rather
+    than a pronoun ("quick one", "one of those", "this one")."""
+    prev = tokens[i - 1].raw.lower() if i > 0 else ""
+    if prev in ("this", "that", "which", "the", "each", "every", "any", "no", "quick", "a"):
+        return False
+    nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+    if (
+        nxt is not None
+        and nxt.raw == "-"
+        and i + 2 < len(tokens)
+        and tokens[i + 2].kind == "word"
+        and tokens[i].end == nxt.start == tokens[i + 2].start - 1
+    ):
+        nxt = tokens[i + 2]  # "one-liner" reads like "one liner"
+    if nxt is None or nxt.kind == "sym":
+        return prev in _TENS
+    return nxt.kind == "num" or nxt.raw.lower() not in FILLER
+
+
+def _read_number_words(tokens: list[Token], i: int) -> tuple[int, bool, int]:
+    """Read a run of number words from ``tokens[i]``; return (value, ordinal, next index)."""
+    total = 0
+    current = 0
+    ordinal = False
+    j = i
+    while j < len(tokens) and tokens[j].kind in ("word", "sym"):
+        tok = tokens[j]
+        low = tok.canon if tok.kind == "word" else tok.raw
+        if tok.kind == "sym":
+            # "twenty-five": a hyphen between two number words
+            if (
+                low == "-"
+                and j + 1 < len(tokens)
+                and j > i
+                and tokens[j + 1].canon in (_UNITS_SMALL.keys() | _ORDINALS.keys())
+            ):
+                j += 1
+                continue
+            break
+        if low == "and" and j > i and j + 1 < len(tokens) and tokens[j + 1].canon in _UNITS_SMALL:
+            j += 1
+            continue
+        if low in _UNITS_SMALL:
+            current += _UNITS_SMALL[low]
+        elif low in _TENS:
+            # "nineteen eighty-four", "twenty twenty": a year read as two pairs
+            current = current * 100 + _TENS[low] if 10 <= current <= 99 else current + _TENS[low]
+        elif low in _ORDINALS:
+            current += _ORDINALS[low]
+            ordinal = True
+            j += 1
+            break
+        elif low in _SCALES and j > i:
+            current = max(current, 1) * _SCALES[low]
+            if _SCALES[low] >= 1000:
+                total += current
+                current = 0
+        else:
+            break
+        j += 1
+    return total + current, ordinal, j
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _stem(word: str) -> str:
+    """A light plural stemmer: "days" -> "day", "boxes" -> "box"; short words unchanged."""
+    if len(word) <= 3 or word in _STEM_KEEP or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("ches", "shes", "sses", "xes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def _lemma(word: str) -> str:
+    """A rough lemma for matching a word under a negation with its plain use:
+    "melting" == "melt", "numbers" == "number", "making" == "make"."""
+    w = _stem(word)
+    if w.endswith("ing") and len(w) > 5:
+        w = w[:-3]
+    elif w.endswith("ed") and len(w) > 4:
+        w = w[:-2]
+    return w[:-1] if w.endswith("e") and len(w) > 3 else w
