@@ -177,8 +177,23 @@ def entity_features(a: Side, b: Side, d: Diff) -> Features:
     return {
         "entity_diff": float(len(miss_a) + len(miss_b)),
         "entity_both_changed": _flag(bool(miss_a) and bool(miss_b)),
-        "quoted_diff": _flag(Counter(a.quoted) != Counter(b.quoted)),
+        "quoted_diff": _flag(_quote_changed(a, b) or _quote_changed(b, a)),
     }
+
+
+def _quote_changed(a: Side, b: Side) -> bool:
+    """Whether ``a`` quotes words that ``b`` does not say at all: quoting or
+    unquoting the same words ("e.g. "user_id" -> "userId"" vs "user_id becomes
+    userId") or typing other quote marks is no change; "translate 'good
+    morning'" vs "translate 'good night'" is. Filler words in the quote are read
+    only when it has nothing else."""
+    words = set(b.tokens)
+    for quote in Counter(a.quoted) - Counter(b.quoted):
+        toks = quote.split()
+        content = [w for w in toks if w not in FILLER] or toks
+        if any(w not in words for w in content):
+            return True
+    return False
 
 
 def order_features(a: Side, b: Side, d: Diff) -> Features:
