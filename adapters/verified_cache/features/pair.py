@@ -194,6 +194,11 @@ def entity_features(a: Side, b: Side, d: Diff) -> Features:
     }
 
 
+#: A quoted span longer than this is reported speech ("'We will not cut rates this
+#: year,' the chairman said"), whose wording the other side may render freely.
+QUOTE_MAX_WORDS = 8
+
+
 def _quote_changed(a: Side, b: Side) -> bool:
     """Whether ``a`` quotes words that ``b`` does not say at all: quoting or
     unquoting the same words ("e.g. "user_id" -> "userId"" vs "user_id becomes
@@ -203,6 +208,8 @@ def _quote_changed(a: Side, b: Side) -> bool:
     words = set(b.tokens)
     for quote in Counter(a.quoted) - Counter(b.quoted):
         toks = quote.split()
+        if len(toks) > QUOTE_MAX_WORDS:
+            continue  # reported speech, not a string the answer repeats
         content = [w for w in toks if w not in FILLER] or toks
         if any(w not in words for w in content):
             return True
