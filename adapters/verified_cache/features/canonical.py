@@ -437,7 +437,9 @@ def _math_operand(tok: Token, before: bool) -> bool:
     if tok.kind == "num":
         return True
     if tok.kind == "word":
-        return len(tok.raw) == 1 and tok.raw.isascii() and tok.raw.isalpha() and tok.raw not in "aAI"
+        return (
+            len(tok.raw) == 1 and tok.raw.isascii() and tok.raw.isalpha() and tok.raw not in "aAI"
+        )
     return tok.raw == (")" if before else "(")
 
 
@@ -453,7 +455,12 @@ def _math_words(tokens: list[Token]) -> list[Token]:
     while i < n:
         t = tokens[i]
         prev = out[-2] if len(out) >= 2 and out[-1].raw == "," else (out[-1] if out else None)
-        if t.kind == "word" and t.canon in _MATH_WORDS and prev is not None and _math_operand(prev, True):
+        if (
+            t.kind == "word"
+            and t.canon in _MATH_WORDS
+            and prev is not None
+            and _math_operand(prev, True)
+        ):
             for words, symbols in _MATH_PHRASES:
                 j = i + len(words)
                 if tuple(x.canon for x in tokens[i:j]) != words:
