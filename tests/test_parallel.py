@@ -313,17 +313,27 @@ def test_ray_prepares_each_actor_on_its_shard(dev_rows: list[Row], local_ray: An
 # --- the GPTCache fast path ----------------------------------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def gptcache_sequential(dev_rows: list[Row]) -> list[Prediction]:
+    """The one-process GPTCache fast-path run both worker tests compare against
+    (computed once: loading MiniLM and embedding the split dominates)."""
+    pytest.importorskip("gptcache")
+    from adapters.gptcache_adapter import GPTCacheAdapter
+
+    return predict(GPTCacheAdapter(path="fast"), dev_rows)
+
+
 @pytest.mark.slow  # each worker loads MiniLM and embeds its shard
 @pytest.mark.parametrize("ray", [None, "local"])
 def test_gptcache_fast_path_decides_alike_on_workers(
-    dev_rows: list[Row], ray: str | None, request: pytest.FixtureRequest
+    dev_rows: list[Row],
+    gptcache_sequential: list[Prediction],
+    ray: str | None,
+    request: pytest.FixtureRequest,
 ) -> None:
-    pytest.importorskip("gptcache")
     if ray is not None:
         request.getfixturevalue("local_ray")
-    from adapters.gptcache_adapter import GPTCacheAdapter
-
-    sequential = predict(GPTCacheAdapter(path="fast"), dev_rows)
+    sequential = gptcache_sequential
     gpt = CacheSpec("adapters.gptcache_adapter", "GPTCacheAdapter", {"path": "fast"})
     parallel = predict_parallel(gpt, dev_rows, workers=2, ray=ray)
     assert [p.is_hit for p in parallel] == [p.is_hit for p in sequential]

@@ -12,10 +12,11 @@ import pytest
 from cacheeval.baselines import AlwaysHit, ExactMatch
 from cacheeval.harness import evaluate, predict
 from cacheeval.jsonio import iter_jsonl
+from cacheeval.metrics.slices import Slice
 from cacheeval.predictions import make_header, write_predictions
 from cacheeval.report import Report
 from cacheeval.schema import Row, Verdict
-from tests.conftest import MINI_BENCH, make_row
+from tests.conftest import MINI_BENCH, REPO_ROOT, make_row
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "cacheeval" / "schemas"
 
@@ -48,11 +49,26 @@ def test_headline_on_fixture_hand_counted(exact_report: Report) -> None:
     assert (h.adversarial_fhr.numerator, h.adversarial_fhr.denominator) == (0, 9)
 
 
+def _rates(s: Slice) -> dict[str, tuple[float, float]]:
+    """(numerator, denominator) of every rate of a slice."""
+    names = ("accuracy", "precision", "recall", "f1", "fhr", "hit_rate")
+    return {n: (getattr(s, n).numerator, getattr(s, n).denominator) for n in names}
+
+
 def test_per_domain_hand_counted(exact_report: Report) -> None:
     by = {s.key: s for s in exact_report.per_domain}
     assert list(by)[:3] == ["qa_factual", "qa_open", "math"]  # DOMAINS order
     # qa_factual: TP 0001+0005, FN 0002, TN 0003+0004 -> F1 = 4/5, FHR 0/2.
     assert by["qa_factual"].f1.value == pytest.approx(0.8)
+    # TP 2, FP 0, FN 1, TN 2: F1 = TP / n_eff, n_eff = TP + (FP + FN) / 2 = 2.5.
+    assert _rates(by["qa_factual"]) == {
+        "accuracy": (4, 5),
+        "precision": (2, 2),
+        "recall": (2, 3),
+        "f1": (2, 2.5),
+        "fhr": (0, 2),
+        "hit_rate": (2, 5),
+    }
     assert (by["qa_factual"].fhr.numerator, by["qa_factual"].fhr.denominator) == (0, 2)
     # tool: FP 0003 (mutation), FN 0001, TN 0002+0004 -> FHR 1/3, F1 0.
     assert by["tool"].fhr.value == pytest.approx(1 / 3)
@@ -68,6 +84,15 @@ def test_per_label_hand_counted(exact_report: Report) -> None:
     # Every EQUIV pair is verbatim: all 9 served; its 3 policy rows are false hits.
     assert (by["EQUIV"].hit_rate.numerator, by["EQUIV"].hit_rate.denominator) == (9, 9)
     assert by["EQUIV"].fhr.value == 1.0 and by["EQUIV"].fhr.denominator == 3
+    # TP 6 (its HIT rows), FP 3 (its policy rows), FN 0, TN 0.
+    assert _rates(by["EQUIV"]) == {
+        "accuracy": (6, 9),
+        "precision": (6, 9),
+        "recall": (6, 6),
+        "f1": (6, 7.5),
+        "fhr": (3, 3),
+        "hit_rate": (9, 9),
+    }
     # No PARA_SAFE pair is verbatim.
     assert by["PARA_SAFE"].hit_rate.value == 0.0
     assert by["ADVERSARIAL"].fhr.value == 0.0 and by["ADVERSARIAL"].hit_rate.value == 0.0
@@ -83,6 +108,14 @@ def test_per_difficulty_hand_counted(exact_report: Report) -> None:
     # easy: its 6 HIT rows are the verbatim pairs, all served; 4 MISS rows, none served.
     assert by["easy"].recall.value == 1.0
     assert (by["easy"].fhr.numerator, by["easy"].fhr.denominator) == (0, 4)
+    assert _rates(by["easy"]) == {  # TP 6, FP 0, FN 0, TN 4
+        "accuracy": (10, 10),
+        "precision": (6, 6),
+        "recall": (6, 6),
+        "f1": (6, 6),
+        "fhr": (0, 4),
+        "hit_rate": (6, 10),
+    }
 
 
 def test_provenance(exact_report: Report) -> None:
@@ -198,6 +231,34 @@ def test_markdown_escapes_table_cells(mini_rows: list[Row]) -> None:
     md = evaluate(piped, mini_rows[:2]).to_markdown()
     assert "ValueError: a\\|b" in md
     assert "second line" not in md  # only the first line of a message is kept
+
+
+def _committed_reports() -> list[Path]:
+    """Every committed CacheEval Report JSON with a Markdown file beside it.
+
+    Those .md files are plain :meth:`Report.to_markdown` output (cacheeval eval,
+    scripts/run_baselines.py, adapters/gptcache_runner.py); the composite
+    reports (EXTERNAL, REPLAY, SHIFT, VERIFIED_*) are other JSON kinds.
+    """
+    out = []
+    for path in sorted((REPO_ROOT / "reports").rglob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if (
+            isinstance(data, dict)
+            and "cacheeval_report" in data
+            and path.with_suffix(".md").is_file()
+        ):
+            out.append(path)
+    return out
+
+
+def test_committed_reports_rerender_byte_identically() -> None:
+    paths = _committed_reports()
+    assert len(paths) >= 8  # the baselines and the GPTCache runs
+    for path in paths:
+        report = Report.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        md = path.with_suffix(".md").read_text(encoding="utf-8")
+        assert report.to_markdown() == md, path.name
 
 
 def test_git_info(tmp_path: Path) -> None:

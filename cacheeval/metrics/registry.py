@@ -1,24 +1,62 @@
-"""Every metric CacheEval reports, declared once.
+"""Every metric CacheEval reports, declared once, with the function computing it.
 
-A declaration says what a metric is (name, description, formula, whether
-higher or lower is better), where it lives in the report (``path`` into
-``Report.to_dict()``, ``[]`` marking a list of rows; ``section`` and ``title``
-in the Markdown) and which function computes it. The computation itself
-lives in those functions, never here. Tests walk this registry, so a metric
-that is declared but never reported or tested fails the suite.
+A :class:`MetricSpec` says what a metric is (name, description, formula,
+whether higher or lower is better), which function computes it
+(``compute``), where the value lives in the report (``path`` into
+``Report.to_dict()`` and the :class:`~cacheeval.report.Report` object,
+``[]`` marking a list of rows), how the Markdown shows it (``section``,
+``title``, ``fmt``) and whether the leaderboard's public feedback may show it
+(``public``). :func:`cacheeval.report.build_report_from_columns` computes the
+report by calling these ``compute`` functions; the renderers
+(:mod:`cacheeval.report_markdown`) and the leaderboard feedback
+(:func:`cacheeval.server.grading.label_free`) read the same declarations.
+
+What ``compute`` is called with depends on the section:
+
+* ``confusion``: ``compute(y_true, y_pred)``;
+* Headline and the three slice sections: ``compute(confusion)`` of all rows,
+  of the rows of ``over`` (a label), or of one slice's rows; the slice
+  sections declare every rate of :class:`~cacheeval.metrics.slices.Slice`;
+* the other sections share one ``compute`` that returns their whole block
+  (threshold-free metrics come from one sort of the scores, latency
+  percentiles from one sort of the latencies): :func:`section_compute`.
+
+The two id counts have no ``compute``: the caller that aligns predictions to
+rows counts them and passes them in (``harness.score``, ``commands.score``).
+Tests walk this registry, so a metric that is declared but never computed,
+reported or hand-checked fails the suite.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
+
+from .classification import accuracy, confusion, f1, fhr, hit_rate, precision, recall
+from .curves import curves
+from .latency import cost_stats, latency_stats
+from .ranking import threshold_free
+from .usage import ErrorTally, tier_usage
 
 Direction = Literal["higher", "lower", "neither"]
+#: How the Markdown shows a value (see ``cacheeval.report_markdown.FORMATS``):
+#: a rate with its Wilson CI (count ``num/den``; ``estimate_n_eff``: count
+#: ``TP x / n_eff y``), the four confusion counts, a number to 3 or 4
+#: decimals, an integer, dollars. None: no cell of its own (a list of rows
+#: the section lays out, or a JSON-only number).
+Format = Literal["estimate", "estimate_n_eff", "confusion", "fixed3", "fixed4", "int", "usd"]
 
 
 @dataclass(frozen=True, slots=True)
 class MetricSpec:
-    """The declaration of one reported metric."""
+    """The declaration of one reported metric.
+
+    ``over`` names the label whose rows a headline rate is computed over
+    (None: all rows). ``public`` is where the leaderboard's public feedback
+    puts the value (None: never shown); only label-free numbers may be public.
+    Its ``name[key]`` parts are lists whose rows carry their ``key`` field.
+    """
 
     name: str
     title: str
@@ -27,15 +65,22 @@ class MetricSpec:
     direction: Direction
     path: str
     section: str
-    function: str
+    compute: Callable[..., Any] | None
+    fmt: Format | None
+    public: str | None = None
+    over: str | None = None
+
+    @property
+    def field(self) -> str:
+        """The last name of ``path``: the attribute holding the value.
+
+        >>> METRICS["domain_f1"].field
+        'f1'
+        """
+        return self.path.rsplit(".", 1)[-1].removesuffix("[]")
 
 
 METRICS: dict[str, MetricSpec] = {}
-
-_CLS = "cacheeval.metrics.classification"
-_RANK = "cacheeval.metrics.ranking.threshold_free"
-_LAT = "cacheeval.metrics.latency"
-_USE = "cacheeval.metrics.usage"
 
 
 def register(spec: MetricSpec) -> MetricSpec:
@@ -48,119 +93,193 @@ def register(spec: MetricSpec) -> MetricSpec:
     return spec
 
 
+def section_metrics(section: str) -> list[MetricSpec]:
+    """The metrics of ``section``, in registration (= column) order.
+
+    >>> [m.name for m in section_metrics("Errors and timeouts")]
+    ['error_count', 'timeout_count']
+    """
+    return [m for m in METRICS.values() if m.section == section]
+
+
+def section_compute(section: str) -> Callable[..., Any]:
+    """The one function computing every metric of ``section``.
+
+    >>> section_compute("Latency").__name__
+    'latency_stats'
+    """
+    found = {m.compute for m in section_metrics(section)}
+    if len(found) != 1 or None in found:
+        raise ValueError(f"section {section!r} has no single compute: {found}")
+    return found.pop()  # type: ignore[return-value]
+
+
+def public_metrics() -> list[MetricSpec]:
+    """The metrics the leaderboard's public feedback shows."""
+    return [m for m in METRICS.values() if m.public is not None]
+
+
+def values_at(data: Any, path: str) -> list[Any]:
+    """Values at ``path`` ("a.b", "a[].b") of an object or a dict; a ``[]``
+    part expands a list. AttributeError/KeyError when a name is absent.
+
+    >>> values_at({"a": [{"b": 1}, {"b": 2}]}, "a[].b")
+    [1, 2]
+    """
+    values = [data]
+    for part in path.split("."):
+        name = part.removesuffix("[]")
+        values = [v[name] if isinstance(v, dict) else getattr(v, name) for v in values]
+        if part.endswith("[]"):
+            values = [item for v in values for item in v]
+    return values
+
+
 def _m(
     name: str,
     title: str,
     direction: Direction,
     path: str,
     section: str,
-    function: str,
+    compute: Callable[..., Any] | None,
+    fmt: Format | None,
     formula: str,
     description: str,
+    *,
+    public: str | None = None,
+    over: str | None = None,
 ) -> None:
-    register(MetricSpec(name, title, description, formula, direction, path, section, function))
+    register(
+        MetricSpec(
+            name, title, description, formula, direction, path, section, compute, fmt, public, over
+        )
+    )
 
+
+_RATES: dict[str, tuple[str, Direction, Callable[..., Any], Format | None, str, str]] = {
+    # field: (title, direction, compute, fmt, formula, description of each slice's ...)
+    "accuracy": ("Accuracy", "higher", accuracy, "estimate", "(TP + TN) / n", "accuracy"),
+    "precision": ("Precision", "higher", precision, "estimate", "TP / (TP + FP)", "precision"),
+    "recall": ("Recall", "higher", recall, "estimate", "TP / (TP + FN)", "recall"),
+    "f1": ("F1", "higher", f1, "estimate", "2 TP / (2 TP + FP + FN)", "F1"),
+    "fhr": ("FHR", "lower", fhr, "estimate", "FP / (FP + TN)", "false-hit rate"),
+    "hit_rate": ("Hit rate", "neither", hit_rate, "estimate", "(TP + FP) / n", "share served"),
+}
+
+
+def _slice_rates(prefix: str, section: str, what: str, shown: list[str]) -> None:
+    """Every rate of the slices of ``section``: ``shown`` in column order, then
+    the rates kept in the JSON only."""
+    for field in shown + [f for f in _RATES if f not in shown]:
+        title, direction, fn, fmt, formula, desc = _RATES[field]
+        _m(f"{prefix}_{field}", title, direction, f"{_PATHS[section]}[].{field}", section, fn,
+           fmt if field in shown else None, f"{formula} over the {what}'s rows",
+           f"The {desc} of each {what}.")  # fmt: skip
+
+
+_PATHS = {"Per domain": "per_domain", "Per label": "per_label", "Per difficulty": "per_difficulty"}
 
 # fmt: off
 _HEAD = "Headline"
-_m("confusion", "Confusion", "neither", "confusion", _HEAD, f"{_CLS}.confusion",
-   "TP, FP, FN, TN with HIT as the positive class",
-   "The confusion counts every rate below is computed from.")
-_m("accuracy", "Accuracy", "higher", "headline.accuracy", _HEAD, f"{_CLS}.accuracy",
+_m("accuracy", "Accuracy", "higher", "headline.accuracy", _HEAD, accuracy, "estimate",
    "(TP + TN) / N", "Share of rows decided correctly.")
-_m("precision", "Precision", "higher", "headline.precision", _HEAD, f"{_CLS}.precision",
+_m("precision", "Precision", "higher", "headline.precision", _HEAD, precision, "estimate",
    "TP / (TP + FP)", "Share of served rows that were safe to serve.")
-_m("recall", "Recall", "higher", "headline.recall", _HEAD, f"{_CLS}.recall",
+_m("recall", "Recall", "higher", "headline.recall", _HEAD, recall, "estimate",
    "TP / (TP + FN)", "Share of servable rows that were served.")
-_m("f1", "F1", "higher", "headline.f1", _HEAD, f"{_CLS}.f1",
+_m("f1", "F1", "higher", "headline.f1", _HEAD, f1, "estimate_n_eff",
    "2 TP / (2 TP + FP + FN)", "Harmonic mean of precision and recall.")
-_m("fhr", "FHR", "lower", "headline.fhr", _HEAD, f"{_CLS}.fhr",
+_m("fhr", "FHR", "lower", "headline.fhr", _HEAD, fhr, "estimate",
    "FP / (FP + TN)", "False-hit rate: share of must-miss rows that were served.")
-_m("adversarial_fhr", "ADVERSARIAL-FHR", "lower", "headline.adversarial_fhr", _HEAD, f"{_CLS}.fhr",
-   "FP / (FP + TN) over ADVERSARIAL rows", "False-hit rate on the adversarial class.")
-
-_DOM = "Per domain"
-_m("domain_f1", "F1", "higher", "per_domain[].f1", _DOM, f"{_CLS}.f1",
-   "F1 over the domain's rows", "F1 of each domain.")
-_m("domain_fhr", "FHR", "lower", "per_domain[].fhr", _DOM, f"{_CLS}.fhr",
-   "FHR over the domain's rows", "False-hit rate of each domain.")
-
-_LAB = "Per label"
-_m("label_fhr", "FHR", "lower", "per_label[].fhr", _LAB, f"{_CLS}.fhr",
-   "FP / (FP + TN) over the label's rows",
-   "False-hit rate of each label (RELATED_UNSAFE, ADVERSARIAL, UNRELATED; policy rows of"
-   " EQUIV/PARA_SAFE).")
-_m("label_hit_rate", "Hit rate", "neither", "per_label[].hit_rate", _LAB, f"{_CLS}.hit_rate",
-   "(TP + FP) / n over the label's rows",
-   "Share of the label's rows served: higher is better on EQUIV/PARA_SAFE, lower on the"
-   " MISS classes.")
-
-_DIFF = "Per difficulty"
-_m("difficulty_fhr", "FHR", "lower", "per_difficulty[].fhr", _DIFF, f"{_CLS}.fhr",
-   "FHR over the difficulty's rows", "False-hit rate of each difficulty.")
-_m("difficulty_recall", "Recall", "higher", "per_difficulty[].recall", _DIFF, f"{_CLS}.recall",
-   "Recall over the difficulty's rows", "Recall of each difficulty.")
+_m("adversarial_fhr", "ADVERSARIAL-FHR", "lower", "headline.adversarial_fhr", _HEAD, fhr,
+   "estimate", "FP / (FP + TN) over ADVERSARIAL rows", "False-hit rate on the adversarial class.",
+   over="ADVERSARIAL")
+_m("confusion", "Confusion", "neither", "confusion", _HEAD, confusion, "confusion",
+   "TP, FP, FN, TN with HIT as the positive class",
+   "The confusion counts every rate is computed from.")
 
 _TF = "Threshold-free"
-_m("positive_rate", "Positive rate p", "neither", "threshold_free.positive_rate", _TF, _RANK,
-   "P / N", "Share of HIT rows; fixes the structural gap.")
-_m("pr_auc", "PR-AUC (AP)", "higher", "threshold_free.pr_auc", _TF, _RANK,
+_m("positive_rate", "Positive rate p", "neither", "threshold_free.positive_rate", _TF,
+   threshold_free, "fixed4", "P / N", "Share of HIT rows; fixes the structural gap.")
+_m("pr_auc", "PR-AUC (AP)", "higher", "threshold_free.pr_auc", _TF, threshold_free, "fixed4",
    "sum_k (R_k - R_{k-1}) * Prec_k over distinct scores, ties grouped",
    "Average precision: ranking quality of the hit score.")
-_m("roc_auc", "ROC-AUC", "higher", "threshold_free.roc_auc", _TF, _RANK,
+_m("roc_auc", "ROC-AUC", "higher", "threshold_free.roc_auc", _TF, threshold_free, "fixed4",
    "P(score_HIT > score_MISS) + 1/2 P(tie)", "Mann-Whitney ranking quality.")
-_m("p_chr_auc", "P-CHR AUC", "higher", "threshold_free.p_chr_auc", _TF, _RANK,
+_m("p_chr_auc", "P-CHR AUC", "higher", "threshold_free.p_chr_auc", _TF, threshold_free, "fixed4",
    "sum_k (CHR_k - CHR_{k-1}) * Prec_k, CHR_k = fired_k / N",
    "Precision integrated over cache-hit ratio: quality usable at a threshold.")
-_m("crr", "CRR", "higher", "threshold_free.crr", _TF, _RANK,
+_m("crr", "CRR", "higher", "threshold_free.crr", _TF, threshold_free, "fixed4",
    "P-CHR AUC / PR-AUC", "Calibration retention rate: ranking quality kept at deployment.")
-_m("delta_str", "Structural gap", "neither", "threshold_free.delta_str", _TF, _RANK,
-   "1 - p (1 - ln p)", "The part of the operational gap fixed by the positive rate.")
-_m("delta_op", "Operational gap", "lower", "threshold_free.delta_op", _TF, _RANK,
-   "PR-AUC - P-CHR AUC", "Offline ranking quality lost at deployment.")
-_m("delta_cal", "Calibration gap", "lower", "threshold_free.delta_cal", _TF, _RANK,
-   "max(0, Delta_op - Delta_str)", "The recoverable, miscalibration part of the gap.")
+_m("delta_str", "Structural gap", "neither", "threshold_free.delta_str", _TF, threshold_free,
+   "fixed4", "1 - p (1 - ln p)", "The part of the operational gap fixed by the positive rate.")
+_m("delta_op", "Operational gap", "lower", "threshold_free.delta_op", _TF, threshold_free,
+   "fixed4", "PR-AUC - P-CHR AUC", "Offline ranking quality lost at deployment.")
+_m("delta_cal", "Calibration gap", "lower", "threshold_free.delta_cal", _TF, threshold_free,
+   "fixed4", "max(0, Delta_op - Delta_str)", "The recoverable, miscalibration part of the gap.")
 _m("best_operating_point", "Best operating point", "higher",
-   "threshold_free.operating_points[].recall", _TF, _RANK,
+   "threshold_free.operating_points[]", _TF, threshold_free, None,
    "max recall over thresholds with FP / (FP + TN) <= alpha",
    "Largest recall reachable under an FHR budget alpha, with its threshold.")
 
 _CAL = "Calibration"
-_m("ece", "ECE", "lower", "curves.ece", _CAL, "cacheeval.metrics.curves.expected_calibration_error",
+_m("ece", "ECE", "lower", "curves.ece", _CAL, curves, "fixed4",
    "sum_b (n_b / N) |mean predicted P(HIT)_b - observed HIT share_b|, 10 equal-width bins",
    "Expected calibration error of the predicted P(HIT) (confidence if served, else 1 - it).")
+_m("reliability", "Observed HIT share", "neither", "curves.reliability[]", _CAL, curves, None,
+   "per bin of predicted P(HIT): n, mean predicted, HIT share with its Wilson CI",
+   "The reliability diagram behind the ECE.")
+_m("score_curve", "Threshold sweep", "neither", "curves.score_curve[]", _CAL, curves, None,
+   "per distinct score s (thinned): #rows with score >= s, TP and FP among them",
+   "The threshold sweep, for plotting (JSON only).")
+
+_slice_rates("domain", "Per domain", "domain", ["f1", "fhr", "precision", "recall", "accuracy"])
+_slice_rates("label", "Per label", "label", ["hit_rate", "fhr", "recall"])
+_slice_rates("difficulty", "Per difficulty", "difficulty", ["fhr", "recall", "f1"])
 
 _LAT_S = "Latency"
-_m("latency_mean_ms", "mean", "lower", "latency.mean_ms", _LAT_S, f"{_LAT}.latency_stats",
+_m("latency_n", "Timed calls", "neither", "latency.n", _LAT_S, latency_stats, None,
+   "#rows with a latency that were called", "Calls the latency summary is over.",
+   public="latency_ms.n")
+_m("latency_mean_ms", "mean", "lower", "latency.mean_ms", _LAT_S, latency_stats, "fixed3",
    "sum(latency) / n", "Mean decision latency (ms).")
-_m("latency_p50_ms", "p50", "lower", "latency.p50_ms", _LAT_S, f"{_LAT}.percentile",
-   "nearest rank: v[ceil(0.50 n) - 1]", "Median decision latency (ms).")
-_m("latency_p95_ms", "p95", "lower", "latency.p95_ms", _LAT_S, f"{_LAT}.percentile",
-   "nearest rank: v[ceil(0.95 n) - 1]", "95th-percentile decision latency (ms).")
-_m("latency_p99_ms", "p99", "lower", "latency.p99_ms", _LAT_S, f"{_LAT}.percentile",
-   "nearest rank: v[ceil(0.99 n) - 1]", "99th-percentile decision latency (ms).")
+_m("latency_p50_ms", "p50", "lower", "latency.p50_ms", _LAT_S, latency_stats, "fixed3",
+   "nearest rank: v[ceil(0.50 n) - 1]", "Median decision latency (ms).", public="latency_ms.p50")
+_m("latency_p95_ms", "p95", "lower", "latency.p95_ms", _LAT_S, latency_stats, "fixed3",
+   "nearest rank: v[ceil(0.95 n) - 1]", "95th-percentile decision latency (ms).",
+   public="latency_ms.p95")
+_m("latency_p99_ms", "p99", "lower", "latency.p99_ms", _LAT_S, latency_stats, "fixed3",
+   "nearest rank: v[ceil(0.99 n) - 1]", "99th-percentile decision latency (ms).",
+   public="latency_ms.p99")
+_m("latency_max_ms", "max", "lower", "latency.max_ms", _LAT_S, latency_stats, "fixed3",
+   "max(latency)", "Slowest decision (ms).")
 
 _COST = "Cost"
 _m("cost_per_1k_usd", "Cost per 1k decisions", "lower", "cost.per_1k_decisions_usd", _COST,
-   f"{_LAT}.cost_stats", "1000 * sum(cost_per_call_usd[tier_used]) / n_decisions",
+   cost_stats, "usd", "1000 * sum(cost_per_call_usd[tier_used]) / n_decisions",
    "Price of 1,000 decisions from the cache's declared per-tier prices.")
+_m("cost_total_usd", "Total", "lower", "cost.total_usd", _COST, cost_stats, "usd",
+   "sum(cost_per_call_usd[tier_used])", "Price of the run's decisions.")
 
 _TIER = "Verification tiers"
-_m("tier_count", "Count", "neither", "tiers[].count", _TIER, f"{_USE}.tier_usage",
-   "#rows decided by the tier", "Decisions made by each tier.")
-_m("tier_share", "Share", "neither", "tiers[].share", _TIER, f"{_USE}.tier_usage",
-   "count / N", "Share of decisions made by each tier (exposes judge dependency).")
+_m("tier_count", "Count", "neither", "tiers[].count", _TIER, tier_usage, "int",
+   "#rows decided by the tier", "Decisions made by each tier.", public="tiers[tier].count")
+_m("tier_share", "Share", "neither", "tiers[].share", _TIER, tier_usage, "fixed3",
+   "count / N", "Share of decisions made by each tier (exposes judge dependency).",
+   public="tiers[tier].share")
 
 _ERR = "Errors and timeouts"
-_m("error_count", "Errors", "lower", "errors.n_errors", _ERR, f"{_USE}.error_stats",
+_m("error_count", "Errors", "lower", "errors.n_errors", _ERR, ErrorTally.stats, "int",
    "#rows whose call raised, returned an invalid verdict, or had no prediction",
-   "Failed decisions (scored MISS).")
-_m("timeout_count", "Timeouts", "lower", "errors.n_timeouts", _ERR, f"{_USE}.error_stats",
-   "#rows abandoned after timeout_ms", "Calls that exceeded the timeout (scored MISS).")
+   "Failed decisions (scored MISS).", public="errors.n_errors")
+_m("timeout_count", "Timeouts", "lower", "errors.n_timeouts", _ERR, ErrorTally.stats, "int",
+   "#rows abandoned after timeout_ms", "Calls that exceeded the timeout (scored MISS).",
+   public="errors.n_timeouts")
 
 _IDS = "Missing and extra ids"
-_m("missing_ids", "Missing", "lower", "ids.n_missing", _IDS, "cacheeval.harness.score",
-   "#labelled rows without a prediction", "Rows the predictions do not cover (scored MISS).")
-_m("extra_ids", "Extra", "lower", "ids.n_extra", _IDS, "cacheeval.harness.score",
+_m("missing_ids", "Missing (no prediction; scored MISS)", "lower", "ids.n_missing", _IDS, None,
+   "int", "#labelled rows without a prediction",
+   "Rows the predictions do not cover (scored MISS).")
+_m("extra_ids", "Extra (no such row; ignored)", "lower", "ids.n_extra", _IDS, None, "int",
    "#predictions for ids not among the rows", "Predictions that match no row (ignored).")
 # fmt: on

@@ -47,6 +47,7 @@ from typing import Any
 
 from ..dataset import load_bench
 from ..jsonio import loads, sha256_file
+from ..metrics.registry import public_metrics, values_at
 from ..predictions import HEADER_KEY, Prediction, prediction_problem
 from ..report import Report
 from ..schema import HIT, Row
@@ -360,14 +361,24 @@ def _half(preds: dict[str, bool], rows: Sequence[Row], ids: frozenset[str]) -> d
 
 
 def label_free(report: Report) -> dict[str, Any]:
-    """What an upload says about itself, whatever the labels: the latency it
-    reported, its tier shares and its error rows."""
-    lat = report.latency
-    return {
-        "latency_ms": {"n": lat.n, "p50": lat.p50_ms, "p95": lat.p95_ms, "p99": lat.p99_ms},
-        "tiers": [{"tier": t.tier, "count": t.count, "share": t.share} for t in report.tiers],
-        "errors": {"n_errors": report.errors.n_errors, "n_timeouts": report.errors.n_timeouts},
-    }
+    """What an upload says about itself, whatever the labels: every metric the
+    registry marks ``public`` (the latency it reported, its tier shares, its
+    error counts), in registry order. A public name ``group.name`` is a key of
+    the object ``group``; ``group[key].name`` a key of each row of the list
+    ``group``, whose rows start with their ``key`` field."""
+    out: dict[str, Any] = {}
+    for m in public_metrics():
+        group, _, name = (m.public or "").rpartition(".")
+        values = values_at(report, m.path)
+        if "[" in group:
+            group, key = group.rstrip("]").split("[")
+            items = values_at(report, m.path.rpartition(".")[0])
+            rows = out.setdefault(group, [{key: getattr(x, key)} for x in items])
+            for row, value in zip(rows, values, strict=True):
+                row[name] = value
+        else:
+            out.setdefault(group, {})[name] = values[0]
+    return out
 
 
 def grade(upload: Upload, test: TestSet, halves: Halves, *, cache_name: str) -> dict[str, Any]:

@@ -10,12 +10,14 @@ words: units and tags, variables, identifiers, names, content tokens), filling a
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from cacheeval.schema import Request
 
 from .canonical import (
     _CODE_FENCE_RE,
+    Token,
     _canon_number,
     _prepare,
     _stem,
@@ -76,7 +78,7 @@ _QUOTE_OPENERS = frozenset("'\"“‘(`")
 
 @dataclass(frozen=True, slots=True)
 class Side:
-    """The analysis of one request (see the module docstring).
+    """The analysis of one request (see :mod:`adapters.verified_cache.features`).
 
     Tuples keep the order of appearance; multiset comparisons use
     :class:`collections.Counter`, never set iteration order.
@@ -123,54 +125,98 @@ def _norm_key(text: str | None) -> str:
     return " ".join(t.canon for t in tokenize(text) if t.kind != "sym")
 
 
+@dataclass(slots=True)
+class _Items:
+    """What the token walk of :func:`analyze` collects, in order of appearance.
+    Mutable on purpose: one walk fills it, token by token, and :func:`analyze`
+    freezes it into a :class:`Side`."""
+
+    op_idx: set[int]
+    date_of: dict[int, str]
+    numbers: list[str] = field(default_factory=list)
+    ordinals: list[str] = field(default_factory=list)
+    variables: list[str] = field(default_factory=list)
+    identifiers: list[str] = field(default_factory=list)
+    entities: list[str] = field(default_factory=list)
+    weekdays: list[str] = field(default_factory=list)
+    times: list[str] = field(default_factory=list)
+    relative: list[str] = field(default_factory=list)
+    units: list[str] = field(default_factory=list)
+    currencies: list[str] = field(default_factory=list)
+    prog: list[str] = field(default_factory=list)
+    nat: list[str] = field(default_factory=list)
+    words: list[str] = field(default_factory=list)
+    content: list[str] = field(default_factory=list)
+    surface: list[str] = field(default_factory=list)
+    wh: list[str] = field(default_factory=list)
+    negations: int = 0
+    unit_roles: list[tuple[str, str]] = field(default_factory=list)
+
+
 def analyze(request: Request | str) -> Side:
     """Analyse one request (pure; the same request always gives the same Side)."""
     req = Request.of(request)
     query = req.query
     toks = tokenize(query)
     norm = _prepare(query)
-    op_idx = _operator_indices(toks)
     dates, date_of = _dates(toks)
-    in_date = date_of.keys()
+    items = _Items(op_idx=_operator_indices(toks), date_of=date_of)
+    _walk(items, toks, norm)
+    _add_code_languages(items.prog, query)
+    units = items.units
+    if "fahrenheit" in units or "celsius" in units or "kelvin" in units:
+        units = [u for u in units if u != "degree"]
 
-    numbers: list[str] = []
-    ordinals: list[str] = []
-    variables: list[str] = []
-    identifiers: list[str] = []
-    entities: list[str] = []
-    weekdays: list[str] = []
-    times: list[str] = []
-    relative: list[str] = []
-    units: list[str] = []
-    currencies: list[str] = []
-    prog: list[str] = []
-    nat: list[str] = []
-    words: list[str] = []
-    content: list[str] = []
-    surface: list[str] = []
-    wh: list[str] = []
-    negations = 0
+    quoted = tuple(
+        " ".join(t.canon for t in tokenize(m.group("s") or m.group("d") or "") if t.kind != "sym")
+        for m in _QUOTED_RE.finditer(norm)
+    )
+    text = " ".join(items.words)
+    char3 = frozenset(text[i : i + 3] for i in range(max(len(text) - 2, 1)))
+    return Side(
+        query=query,
+        text=text,
+        tokens=tuple(items.words),
+        content=tuple(items.content),
+        surface=tuple(items.surface),
+        numbers=tuple(items.numbers),
+        ordinals=tuple(items.ordinals),
+        operators=tuple(toks[k].raw for k in sorted(items.op_idx)),
+        variables=tuple(items.variables),
+        identifiers=tuple(items.identifiers),
+        entities=tuple(items.entities),
+        dates=tuple(dates),
+        weekdays=tuple(items.weekdays),
+        times=tuple(items.times),
+        relative=tuple(items.relative),
+        units=tuple(units),
+        currencies=tuple(items.currencies),
+        prog_langs=tuple(items.prog),
+        nat_langs=tuple(items.nat),
+        text_lang=detect_language(query),
+        quoted=tuple(q for q in quoted if q),
+        negations=items.negations,
+        wh_words=tuple(items.wh),
+        roles=_roles(toks) + tuple(items.unit_roles),
+        char3=char3,
+        n_chars=len(query),
+        context_key=_norm_key(context_only(req)),
+        context_turns=len(req.context or ()),
+        history=analyze(Request(_turn_text(req))) if req.context else None,
+        system_key=_norm_key(req.system_prompt),
+        tool_names=tool_names(req),
+        tool_intent=tool_intent(req, items.content),
+        tool_defs=tool_defs(req),
+    )
+
+
+def _walk(items: _Items, toks: Sequence[Token], norm: str) -> None:
+    """One pass over the tokens, each to its step; tracks whether a token starts a
+    sentence (after a sentence break, a quote or bracket, or only symbols)."""
     sentence_start = True
-    unit_roles: list[tuple[str, str]] = []
-
     for k, t in enumerate(toks):
-        prev = toks[k - 1] if k > 0 else None
-        nxt = toks[k + 1] if k + 1 < len(toks) else None
         if t.kind in ("sym", "arrow", "date"):
-            if t.raw == "%":
-                units.append("percent")
-                unit_roles.append(("u:percent", _amount_role(toks, k)))
-                content.append("u:percent")
-                surface.append("%")
-            elif t.raw in "$€£¥₹" and t.kind == "sym":
-                currencies.append(_CURRENCIES[t.raw])
-                given = nxt is not None and _digits(nxt)
-                unit_roles.append(("c:" + _CURRENCIES[t.raw], "src" if given else "dst"))
-                content.append("c:" + _CURRENCIES[t.raw])
-                surface.append(t.raw)
-            elif t.kind == "date":
-                content.append(t.canon)
-                surface.append(t.raw)
+            _symbol(items, toks, k)
             sentence_start = (
                 t.raw in _SENTENCE_BREAK
                 or t.raw in _QUOTE_OPENERS
@@ -180,200 +226,252 @@ def analyze(request: Request | str) -> Side:
         sentence_start_here = sentence_start
         sentence_start = False
         if t.kind == "time":
-            times.append(t.canon)
-            words.append(t.canon)
-            content.append(t.canon)
-            surface.append(t.raw.lower())
-            continue
-        if t.kind == "num":
-            value, ordinal = _canon_number(t.raw if _digits(t) else t.canon)
-            words.append(value + ("th" if ordinal else ""))
-            if k in in_date:
-                if date_of.get(k):
-                    content.append(date_of[k])
-                    surface.append(t.raw.lower())
-                continue
-            numbers.append(value)
-            if ordinal:
-                ordinals.append(value)
-            content.append(value)
-            surface.append(t.raw.lower())
-            continue
-        # a word
-        low, raw = t.canon, t.raw
-        after_number = prev is not None and _digits(prev)
-        after_degree = prev is not None and prev.raw == "°"
-        # the canonical content token: units, currencies, dates under one name
-        canon_content: str | None = None
-        unit = None
-        if low in _UNITS and (low not in _UNITS_AFTER_NUMBER or after_number):
-            unit = _UNITS[low]
-        elif low in _UNIT_LETTERS and low != "k" and (after_number or after_degree):
-            unit = _UNIT_LETTERS[low]
-        elif low == "k" and after_number and numbers and prev is not None and prev.end == t.start:
-            numbers[-1] = _canon_number(str(float(numbers[-1]) * 1000))[0]
-            if content:
-                content[-1] = numbers[-1]
-            continue
-        if unit is not None:
-            units.append(unit)
-            if unit != "degree":
-                unit_roles.append(("u:" + unit, _amount_role(toks, k)))
-            # "68 degrees Fahrenheit" == "68°F": the scale names the unit
-            canon_content = "" if unit == "degree" else "u:" + unit
-        words.append(unit if unit is not None and unit != "degree" else low)
-        if low in _CURRENCIES:
-            currencies.append(_CURRENCIES[low])
-            unit_roles.append(("c:" + _CURRENCIES[low], _amount_role(toks, k)))
-            canon_content = "c:" + _CURRENCIES[low]
-        if low in _WEEKDAYS:
-            weekdays.append(_WEEKDAYS[low])
-            canon_content = "w:" + _WEEKDAYS[low]
-        if k in in_date:
-            canon_content = date_of.get(k, "")
-        if low in _RELATIVE:
-            relative.append(_RELATIVE[low])
-        if low in _NAT_LANGS:
-            nat.append(_NAT_LANGS[low])
-        is_prog = (
-            unit is None
-            and low in _PROG_LANGS
-            and (low not in _CASED_PROG_LANGS or _cased_lang(raw, low))
-        )
-        if is_prog:
-            prog.append(_PROG_LANGS[low])
-        if low in NEGATIONS:
-            negations += 1
-        # a question or request frame with no content: "What is X?" == "Give me X"
-        # == "Name X" == "X?"
-        frame = (
-            sentence_start_here
-            and nxt is not None
-            and nxt.kind in ("word", "num")
-            and (
-                (low in ("give", "tell", "show") and nxt.canon in ("me", "us"))
-                or (low == "name" and nxt.canon not in _BE_VERBS and nxt.canon not in NEGATIONS)
-            )
-        )
-        if low in WH_WORDS:
-            wh.append(low)
-        # single-letter variables: next to an operator or bracket, glued to a
-        # coefficient ("3x"), or named ("solve for y"); "a"/"I" only in the first two
-        is_variable = False
-        if len(raw) == 1 and raw.isascii() and raw.isalpha() and canon_content is None:
-            by_op = (k - 1) in op_idx or (k + 1) in op_idx
-            by_bracket = (prev is not None and prev.raw in _MATH_NEIGHBOURS) or (
-                nxt is not None and nxt.raw in _MATH_NEIGHBOURS
-            )
-            coefficient = after_number and prev is not None and prev.end == t.start
-            named = (
-                prev is not None
-                and prev.kind == "word"
-                and prev.canon in ("for", "variable", "of", "let")
-                and raw not in "aAI"
-            )
-            if by_op or by_bracket or coefficient or named:
-                variables.append(raw)
-                is_variable = True
-        # identifiers: snake_case, camelCase, called names f(...), letter-digit codes
-        called = norm[t.end : t.end + 1] == "("
-        if (
-            not is_prog
-            and low not in _PHRASE_CANON
-            and low not in _MATH_FUNCTIONS
-            and (
-                "_" in raw
-                or _CAMEL_RE.search(raw)
-                or (called and len(raw) > 1)
-                or (len(raw) >= 3 and re.search(r"\d", raw) and re.search(r"[^\W\d_]", raw))
-            )
-        ):
-            identifiers.append(raw)
-        # capitalised tokens that are not merely the first word of a sentence
-        if (
-            raw[:1].isupper()
-            and (not sentence_start_here or (raw.isupper() and len(raw) >= 2))
-            and canon_content is None
-            and low not in FILLER
-            and low not in WH_WORDS
-            and low not in _MONTHS
-        ):
-            entities.append(_PROG_ALIASES.get(low, low) if is_prog else low)
-        if frame:
-            # an imperative frame asks what a question asks: "Name X" == "What is X"
-            wh.append("what")
-            continue
-        if low in _GENERIC_WH:
-            # "what"/"which" only say a question is asked; what it asks for is in the
-            # rest ("What is the smallest ocean?" == "smallest ocean?" == "Which ocean
-            # is the smallest?"), while when/where/who/why/how name the answer's kind
-            continue
-        if canon_content is not None:
-            if canon_content:
-                content.append(canon_content)
-                surface.append(low)
-        elif is_variable:
-            content.append(raw)
-            surface.append(raw)
-        elif is_prog:
-            # "JS" == "JavaScript"; "JavaScript (.js)" names it once
-            lang = _PROG_ALIASES.get(low, low)
-            if not content or content[-1] != lang:
-                content.append(lang)
-                surface.append(low)
-        elif low not in FILLER and low not in _PREPOSITIONS and low not in _DEGREE_WORDS:
-            content.append(_stem(low))
-            surface.append(low)
+            items.times.append(t.canon)
+            items.words.append(t.canon)
+            items.content.append(t.canon)
+            items.surface.append(t.raw.lower())
+        elif t.kind == "num":
+            _number(items, t, k)
+        else:
+            _word(items, toks, k, norm, sentence_start_here)
 
-    # syntax names a language only in code, or when the text names none ("a Go func
-    # reverse(s []int)" is not JavaScript because it says "function f(")
+
+def _symbol(items: _Items, toks: Sequence[Token], k: int) -> None:
+    """A symbol, arrow or ISO date: "%" and currency signs are units and content
+    tokens, a date a content token; other symbols leave no item."""
+    t = toks[k]
+    nxt = toks[k + 1] if k + 1 < len(toks) else None
+    if t.raw == "%":
+        items.units.append("percent")
+        items.unit_roles.append(("u:percent", _amount_role(toks, k)))
+        items.content.append("u:percent")
+        items.surface.append("%")
+    elif t.raw in "$€£¥₹" and t.kind == "sym":
+        items.currencies.append(_CURRENCIES[t.raw])
+        given = nxt is not None and _digits(nxt)
+        items.unit_roles.append(("c:" + _CURRENCIES[t.raw], "src" if given else "dst"))
+        items.content.append("c:" + _CURRENCIES[t.raw])
+        items.surface.append(t.raw)
+    elif t.kind == "date":
+        items.content.append(t.canon)
+        items.surface.append(t.raw)
+
+
+def _number(items: _Items, t: Token, k: int) -> None:
+    """A number: its canonical value, unless it is the day of a date (then the
+    date stands for it in the content tokens)."""
+    value, ordinal = _canon_number(t.raw if _digits(t) else t.canon)
+    items.words.append(value + ("th" if ordinal else ""))
+    if k in items.date_of:
+        if items.date_of.get(k):
+            items.content.append(items.date_of[k])
+            items.surface.append(t.raw.lower())
+        return
+    items.numbers.append(value)
+    if ordinal:
+        items.ordinals.append(value)
+    items.content.append(value)
+    items.surface.append(t.raw.lower())
+
+
+def _word(items: _Items, toks: Sequence[Token], k: int, norm: str, sentence_start: bool) -> None:
+    """A word: its unit/currency/date/language tags, whether it is a variable, an
+    identifier or a name, and its content token (none for filler and frames)."""
+    t = toks[k]
+    prev = toks[k - 1] if k > 0 else None
+    nxt = toks[k + 1] if k + 1 < len(toks) else None
+    low, raw = t.canon, t.raw
+    if _thousands_suffix(items, t, prev):
+        return
+    after_number = prev is not None and _digits(prev)
+    after_degree = prev is not None and prev.raw == "°"
+    unit = _unit(low, after_number, after_degree)
+    # the canonical content token: units, currencies, dates under one name
+    canon_content = _tag_word(items, toks, k, unit)
+    is_prog = (
+        unit is None
+        and low in _PROG_LANGS
+        and (low not in _CASED_PROG_LANGS or _cased_lang(raw, low))
+    )
+    if is_prog:
+        items.prog.append(_PROG_LANGS[low])
+    if low in NEGATIONS:
+        items.negations += 1
+    frame = _is_frame(low, nxt, sentence_start)
+    if low in WH_WORDS:
+        items.wh.append(low)
+    is_variable = canon_content is None and _is_variable(items, toks, k, after_number)
+    if is_variable:
+        items.variables.append(raw)
+    if _is_identifier(t, is_prog, norm):
+        items.identifiers.append(raw)
+    if _is_entity(t, sentence_start, canon_content):
+        items.entities.append(_PROG_ALIASES.get(low, low) if is_prog else low)
+    if frame:
+        # an imperative frame asks what a question asks: "Name X" == "What is X"
+        items.wh.append("what")
+        return
+    if low in _GENERIC_WH:
+        # "what"/"which" only say a question is asked; what it asks for is in the
+        # rest ("What is the smallest ocean?" == "smallest ocean?" == "Which ocean
+        # is the smallest?"), while when/where/who/why/how name the answer's kind
+        return
+    _add_content(items, t, canon_content, is_variable, is_prog)
+
+
+def _thousands_suffix(items: _Items, t: Token, prev: Token | None) -> bool:
+    """A "k" glued to a number ("5k") multiplies it by 1000 in place; whether it did."""
+    if not (
+        t.canon == "k"
+        and prev is not None
+        and _digits(prev)
+        and items.numbers
+        and prev.end == t.start
+    ):
+        return False
+    items.numbers[-1] = _canon_number(str(float(items.numbers[-1]) * 1000))[0]
+    if items.content:
+        items.content[-1] = items.numbers[-1]
+    return True
+
+
+def _unit(low: str, after_number: bool, after_degree: bool) -> str | None:
+    """The canonical unit a word names, if any: ambiguous unit words and single
+    letters only right after a number (letters also after a degree sign)."""
+    if low in _UNITS and (low not in _UNITS_AFTER_NUMBER or after_number):
+        return _UNITS[low]
+    if low in _UNIT_LETTERS and low != "k" and (after_number or after_degree):
+        return _UNIT_LETTERS[low]
+    return None
+
+
+def _tag_word(items: _Items, toks: Sequence[Token], k: int, unit: str | None) -> str | None:
+    """Record the word's canonical token and its tags (unit, currency, weekday,
+    relative day, natural language); return its canonical content token when it
+    is a unit, currency, weekday or part of a date ("" for none at all), else None."""
+    low = toks[k].canon
+    canon_content: str | None = None
+    if unit is not None:
+        items.units.append(unit)
+        if unit != "degree":
+            items.unit_roles.append(("u:" + unit, _amount_role(toks, k)))
+        # "68 degrees Fahrenheit" == "68°F": the scale names the unit
+        canon_content = "" if unit == "degree" else "u:" + unit
+    items.words.append(unit if unit is not None and unit != "degree" else low)
+    if low in _CURRENCIES:
+        items.currencies.append(_CURRENCIES[low])
+        items.unit_roles.append(("c:" + _CURRENCIES[low], _amount_role(toks, k)))
+        canon_content = "c:" + _CURRENCIES[low]
+    if low in _WEEKDAYS:
+        items.weekdays.append(_WEEKDAYS[low])
+        canon_content = "w:" + _WEEKDAYS[low]
+    if k in items.date_of:
+        canon_content = items.date_of.get(k, "")
+    if low in _RELATIVE:
+        items.relative.append(_RELATIVE[low])
+    if low in _NAT_LANGS:
+        items.nat.append(_NAT_LANGS[low])
+    return canon_content
+
+
+def _is_frame(low: str, nxt: Token | None, sentence_start: bool) -> bool:
+    """A question or request frame with no content: "What is X?" == "Give me X"
+    == "Name X" == "X?"."""
+    return (
+        sentence_start
+        and nxt is not None
+        and nxt.kind in ("word", "num")
+        and (
+            (low in ("give", "tell", "show") and nxt.canon in ("me", "us"))
+            or (low == "name" and nxt.canon not in _BE_VERBS and nxt.canon not in NEGATIONS)
+        )
+    )
+
+
+def _is_variable(items: _Items, toks: Sequence[Token], k: int, after_number: bool) -> bool:
+    """Single-letter variables: next to an operator or bracket, glued to a
+    coefficient ("3x"), or named ("solve for y"); "a"/"I" only in the first two."""
+    t = toks[k]
+    raw = t.raw
+    if not (len(raw) == 1 and raw.isascii() and raw.isalpha()):
+        return False
+    prev = toks[k - 1] if k > 0 else None
+    nxt = toks[k + 1] if k + 1 < len(toks) else None
+    by_op = (k - 1) in items.op_idx or (k + 1) in items.op_idx
+    by_bracket = (prev is not None and prev.raw in _MATH_NEIGHBOURS) or (
+        nxt is not None and nxt.raw in _MATH_NEIGHBOURS
+    )
+    coefficient = after_number and prev is not None and prev.end == t.start
+    named = (
+        prev is not None
+        and prev.kind == "word"
+        and prev.canon in ("for", "variable", "of", "let")
+        and raw not in "aAI"
+    )
+    return bool(by_op or by_bracket or coefficient or named)
+
+
+def _is_identifier(t: Token, is_prog: bool, norm: str) -> bool:
+    """Identifiers: snake_case, camelCase, called names f(...), letter-digit codes."""
+    low, raw = t.canon, t.raw
+    called = norm[t.end : t.end + 1] == "("
+    return bool(
+        not is_prog
+        and low not in _PHRASE_CANON
+        and low not in _MATH_FUNCTIONS
+        and (
+            "_" in raw
+            or _CAMEL_RE.search(raw)
+            or (called and len(raw) > 1)
+            or (len(raw) >= 3 and re.search(r"\d", raw) and re.search(r"[^\W\d_]", raw))
+        )
+    )
+
+
+def _is_entity(t: Token, sentence_start: bool, canon_content: str | None) -> bool:
+    """Capitalised tokens that are not merely the first word of a sentence."""
+    low, raw = t.canon, t.raw
+    return (
+        raw[:1].isupper()
+        and (not sentence_start or (raw.isupper() and len(raw) >= 2))
+        and canon_content is None
+        and low not in FILLER
+        and low not in WH_WORDS
+        and low not in _MONTHS
+    )
+
+
+def _add_content(
+    items: _Items, t: Token, canon_content: str | None, is_variable: bool, is_prog: bool
+) -> None:
+    """The word's content token: its canonical tag, the variable as written, the
+    language's one name, or its stem; none for filler, prepositions and degrees."""
+    low, raw = t.canon, t.raw
+    if canon_content is not None:
+        if canon_content:
+            items.content.append(canon_content)
+            items.surface.append(low)
+    elif is_variable:
+        items.content.append(raw)
+        items.surface.append(raw)
+    elif is_prog:
+        # "JS" == "JavaScript"; "JavaScript (.js)" names it once
+        lang = _PROG_ALIASES.get(low, low)
+        if not items.content or items.content[-1] != lang:
+            items.content.append(lang)
+            items.surface.append(low)
+    elif low not in FILLER and low not in _PREPOSITIONS and low not in _DEGREE_WORDS:
+        items.content.append(_stem(low))
+        items.surface.append(low)
+
+
+def _add_code_languages(prog: list[str], query: str) -> None:
+    """Languages given away by syntax: read only in code, or when the text names
+    none ("a Go func reverse(s []int)" is not JavaScript because it says
+    "function f(")."""
     fenced = "```" in query
     if fenced or not prog:
         code = "\n".join(_CODE_FENCE_RE.findall(query)) if fenced else query
         for pattern, lang in _PROG_SYNTAX:
             if pattern.search(code) and lang not in prog:
                 prog.append(lang)
-    if "fahrenheit" in units or "celsius" in units or "kelvin" in units:
-        units = [u for u in units if u != "degree"]
-
-    quoted = tuple(
-        " ".join(t.canon for t in tokenize(m.group("s") or m.group("d") or "") if t.kind != "sym")
-        for m in _QUOTED_RE.finditer(norm)
-    )
-    text = " ".join(words)
-    char3 = frozenset(text[i : i + 3] for i in range(max(len(text) - 2, 1)))
-    return Side(
-        query=query,
-        text=text,
-        tokens=tuple(words),
-        content=tuple(content),
-        surface=tuple(surface),
-        numbers=tuple(numbers),
-        ordinals=tuple(ordinals),
-        operators=tuple(toks[k].raw for k in sorted(op_idx)),
-        variables=tuple(variables),
-        identifiers=tuple(identifiers),
-        entities=tuple(entities),
-        dates=tuple(dates),
-        weekdays=tuple(weekdays),
-        times=tuple(times),
-        relative=tuple(relative),
-        units=tuple(units),
-        currencies=tuple(currencies),
-        prog_langs=tuple(prog),
-        nat_langs=tuple(nat),
-        text_lang=detect_language(query),
-        quoted=tuple(q for q in quoted if q),
-        negations=negations,
-        wh_words=tuple(wh),
-        roles=_roles(toks) + tuple(unit_roles),
-        char3=char3,
-        n_chars=len(query),
-        context_key=_norm_key(context_only(req)),
-        context_turns=len(req.context or ()),
-        history=analyze(Request(_turn_text(req))) if req.context else None,
-        system_key=_norm_key(req.system_prompt),
-        tool_names=tool_names(req),
-        tool_intent=tool_intent(req, content),
-        tool_defs=tool_defs(req),
-    )
