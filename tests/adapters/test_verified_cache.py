@@ -396,6 +396,17 @@ def test_policy_refuses_a_mutation(cache: VerifiedCache) -> None:
     assert request_policy("Email Dana that I'll be 10 minutes late").allowed
 
 
+def test_a_tool_declared_cacheable_is_not_mutating() -> None:
+    tip = {"name": "calculate_tip", "description": "Compute a tip.", "policy": "cacheable"}
+    req = Request("Calculate a 20% tip on an $86 bill", tools=(tip,))
+    assert request_policy(req).allowed
+    # the same name without the declaration: a tip is given (the name's verb decides)
+    undeclared = {"name": "calculate_tip", "description": "Compute a tip."}
+    assert request_policy(Request(req.query, tools=(undeclared,))).rule == "mutation"
+    nested = {"type": "function", "function": {**tip}}
+    assert request_policy(Request(req.query, tools=(nested,))).allowed
+
+
 def test_policy_refuses_another_system_prompt(cache: VerifiedCache) -> None:
     q = "Summarise the refund policy"
     assert cache.put(Request(q, system_prompt="You are the support bot of Acme."), "30 days").stored
