@@ -236,7 +236,9 @@ class GPTCacheAdapter:
     ``embedding_memo`` (real path only) reuses the fast path's embeddings, so a
     test can compare the two paths' decision logic on identical vectors;
     ``sqlite_in_memory`` keeps GPTCache's SQLite store in memory (see
-    :func:`run_real_pair`).
+    :func:`run_real_pair`). ``vectors`` (fast path and memo) is the text ->
+    embedding store to fill and read: adapters of one embedder may share one,
+    so a run that grades several thresholds embeds each text once.
     """
 
     def __init__(
@@ -247,6 +249,7 @@ class GPTCacheAdapter:
         path: str = "real",
         embedding_memo: bool = False,
         sqlite_in_memory: bool = False,
+        vectors: dict[str, np.ndarray] | None = None,
     ) -> None:
         if path not in ("real", "fast"):
             raise ValueError(f"path must be 'real' or 'fast', not {path!r}")
@@ -261,7 +264,7 @@ class GPTCacheAdapter:
         self.embedding_memo = embedding_memo
         self.sqlite_in_memory = sqlite_in_memory
         self._embedder: Any = None
-        self._vectors: dict[str, np.ndarray] = {}
+        self._vectors: dict[str, np.ndarray] = {} if vectors is None else vectors
 
     @classmethod
     def from_config(cls, config: GPTCacheConfig | str, **kwargs: Any) -> GPTCacheAdapter:

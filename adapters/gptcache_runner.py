@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from adapters.gptcache_adapter import CONFIGS, GPTCacheAdapter, GPTCacheConfig, gptcache_hit
 from cacheeval.dataset import load_bench
@@ -38,6 +38,9 @@ from cacheeval.predictions import Prediction
 from cacheeval.progress import terminal_progress
 from cacheeval.report import Report
 from cacheeval.schema import ADVERSARIAL, DOMAINS, Row
+
+if TYPE_CHECKING:
+    import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = "minilm@0.80"
@@ -83,11 +86,19 @@ def _rates(c: Confusion, c_adv: Confusion) -> dict[str, float | None]:
     }
 
 
-def run_config(config: GPTCacheConfig, rows: list[Row], dataset: Path, real: bool) -> ConfigRun:
+def run_config(
+    config: GPTCacheConfig,
+    rows: list[Row],
+    dataset: Path,
+    real: bool,
+    vectors: dict[str, np.ndarray] | None = None,
+) -> ConfigRun:
     """Grade one configuration on the real path (``real``) or the fast path, and
-    cross-check the two paths on every row (real) or on a seeded sample (fast)."""
+    cross-check the two paths on every row (real) or on a seeded sample (fast).
+    ``vectors``: the fast path's text -> embedding store, shared by the runs of
+    one embedder (the real path always embeds for itself, as GPTCache does)."""
     start = time.perf_counter()
-    fast = GPTCacheAdapter.from_config(config, path="fast")
+    fast = GPTCacheAdapter.from_config(config, path="fast", vectors=vectors)
     live = GPTCacheAdapter.from_config(config, path="real")
     if real:
         checked = rows
@@ -165,9 +176,17 @@ def per_row_csv(rows: Sequence[Row], preds: Sequence[Prediction]) -> bytes:
     return buf.getvalue().encode("utf-8")
 
 
-def sweep(rows: list[Row], embedder: str, embed: str = "query") -> list[dict[str, Any]]:
-    """Fast-path decisions at every threshold of :data:`SWEEP`."""
-    cache = GPTCacheAdapter(embedder=embedder, threshold=0.8, embed=embed, path="fast")
+def sweep(
+    rows: list[Row],
+    embedder: str,
+    embed: str = "query",
+    vectors: dict[str, np.ndarray] | None = None,
+) -> list[dict[str, Any]]:
+    """Fast-path decisions at every threshold of :data:`SWEEP` (``vectors`` as in
+    :func:`run_config`)."""
+    cache = GPTCacheAdapter(
+        embedder=embedder, threshold=0.8, embed=embed, path="fast", vectors=vectors
+    )
     pairs = [r.pair for r in rows]
     cache.prepare(pairs)
     return sweep_points(rows, [cache.rank(p) for p in pairs], embedder, embed)
@@ -457,10 +476,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     out: Path = args.out_dir
     out.mkdir(parents=True, exist_ok=True)
     runs = []
+    # One text -> embedding store per embedder: each text is embedded once for
+    # all the fast-path runs and the sweep.
+    stores: dict[str, dict[str, np.ndarray]] = {}
     for name in args.configs:
         real = name in args.real_configs
         _progress(f"gptcache {name}: {'real' if real else 'fast'} path over {len(rows)} rows ...")
-        run = run_config(CONFIGS[name], rows, args.bench, real)
+        cfg = CONFIGS[name]
+        run = run_config(cfg, rows, args.bench, real, stores.setdefault(cfg.embedder, {}))
         runs.append(run)
         h = run.report.headline
         _progress(
@@ -476,8 +499,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     _progress("threshold sweep ...")
     points: list[dict[str, Any]] = []
     for emb in EMBEDDERS:
-        points += sweep(rows, emb)
-    context_points = sweep(rows, "minilm", embed="full")
+        points += sweep(rows, emb, vectors=stores.setdefault(emb, {}))
+    context_points = sweep(rows, "minilm", embed="full", vectors=stores.setdefault("minilm", {}))
     write_bytes_atomic(out / "gptcache_sweep.csv", sweep_csv(points + context_points))
     summary = summary_markdown(runs, points, context_points, rows, args.bench)
     write_bytes_atomic(out / "SUMMARY.md", summary.encode("utf-8"))

@@ -174,15 +174,15 @@ def test_fast_path_equals_real_path_on_a_stratified_sample(config) -> None:
     # path reads the fast path's embeddings), so any difference is GPTCache's
     # put/get/faiss/threshold, not model noise.
     rows = _stratified_sample()
-    fast = GPTCacheAdapter.from_config(config, path="fast")
-    # Embeddings are shared across the configurations of one embedder.
-    fast._vectors = _VECTORS.setdefault(fast.embedder_name, {})
+    # Embeddings are shared across the configurations of one embedder, and the
+    # real path reads the fast path's (prepare computes them once).
+    vectors = _VECTORS.setdefault(CONFIGS[config].embedder, {})
+    fast = GPTCacheAdapter.from_config(config, path="fast", vectors=vectors)
     real = GPTCacheAdapter.from_config(
-        config, path="real", embedding_memo=True, sqlite_in_memory=True
+        config, path="real", embedding_memo=True, sqlite_in_memory=True, vectors=vectors
     )
     pairs = [r.pair for r in rows]
     fast.prepare(pairs)
-    real._vectors = fast._vectors  # share the embeddings (prepare computed the same ones)
     mismatches = []
     for p in pairs:
         f, g = fast(p), real(p)
