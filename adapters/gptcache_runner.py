@@ -18,6 +18,7 @@ import argparse
 import csv
 import dataclasses
 import io
+import os
 import random
 import sys
 import time
@@ -28,12 +29,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adapters.gptcache_adapter import CONFIGS, GPTCacheAdapter, GPTCacheConfig, gptcache_hit
+from cacheeval.blockrun import CacheSpec
 from cacheeval.dataset import load_bench
 from cacheeval.gitinfo import read_git_info
 from cacheeval.harness import predict, score
 from cacheeval.jsonio import sha256_file, write_bytes_atomic
 from cacheeval.metrics import Confusion, f1, fhr, hit_rate, precision, recall
 from cacheeval.metrics.sweep import threshold_sweep
+from cacheeval.parallel import predict_parallel
 from cacheeval.predictions import Prediction
 from cacheeval.progress import terminal_progress
 from cacheeval.report import Report
@@ -92,17 +95,29 @@ def run_config(
     dataset: Path,
     real: bool,
     vectors: dict[str, np.ndarray] | None = None,
+    workers: int = 0,
 ) -> ConfigRun:
     """Grade one configuration on the real path (``real``) or the fast path, and
     cross-check the two paths on every row (real) or on a seeded sample (fast).
     ``vectors``: the fast path's text -> embedding store, shared by the runs of
-    one embedder (the real path always embeds for itself, as GPTCache does)."""
+    one embedder (the real path always embeds for itself, as GPTCache does).
+    ``workers`` > 1 runs the real path on that many worker processes (the same
+    predictions in the same order; each call is still timed alone, in its worker)."""
     start = time.perf_counter()
     fast = GPTCacheAdapter.from_config(config, path="fast", vectors=vectors)
     live = GPTCacheAdapter.from_config(config, path="real")
     if real:
         checked = rows
-        preds = predict(live, rows, progress=terminal_progress())
+        if workers > 1:
+            spec = CacheSpec(
+                "adapters.gptcache_adapter",
+                "GPTCacheAdapter",
+                {"embedder": config.embedder, "threshold": config.threshold,
+                 "embed": config.embed, "path": "real"},
+            )  # fmt: skip
+            preds = predict_parallel(spec, rows, workers=workers, progress=terminal_progress())
+        else:
+            preds = predict(live, rows, progress=terminal_progress())
         real_preds = preds
     else:
         preds = predict(fast, rows, progress=terminal_progress())
@@ -461,6 +476,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"configurations graded on GPTCache's real path (default {DEFAULT_CONFIG}); "
         "the others use the fast path, cross-checked on a sample",
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=min(2, os.cpu_count() or 1),
+        help="worker processes for the real path (default: 2, or 1 on a 1-CPU machine; "
+        "the decisions do not depend on it)",
+    )
     parser.add_argument("--limit", type=int, default=None, help="first N rows only (smoke runs)")
     args = parser.parse_args(argv)
     if not args.labels.exists():
@@ -483,7 +505,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         real = name in args.real_configs
         _progress(f"gptcache {name}: {'real' if real else 'fast'} path over {len(rows)} rows ...")
         cfg = CONFIGS[name]
-        run = run_config(cfg, rows, args.bench, real, stores.setdefault(cfg.embedder, {}))
+        run = run_config(
+            cfg, rows, args.bench, real, stores.setdefault(cfg.embedder, {}), args.workers
+        )
         runs.append(run)
         h = run.report.headline
         _progress(
