@@ -23,6 +23,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,8 @@ from cacheeval.dataset import load_bench
 from cacheeval.gitinfo import read_git_info
 from cacheeval.harness import predict, score
 from cacheeval.jsonio import sha256_file, write_bytes_atomic
-from cacheeval.metrics import confusion, f1, fhr, precision, recall
+from cacheeval.metrics import Confusion, f1, fhr, hit_rate, precision, recall
+from cacheeval.metrics.sweep import threshold_sweep
 from cacheeval.predictions import Prediction
 from cacheeval.progress import terminal_progress
 from cacheeval.report import Report
@@ -68,18 +70,16 @@ def _progress(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def _rates(rows: Sequence[Row], hits: Sequence[bool]) -> dict[str, float | None]:
-    y = [r.y for r in rows]
-    c = confusion(y, hits)
-    adv = [i for i, r in enumerate(rows) if r.label == ADVERSARIAL]
-    c_adv = confusion([y[i] for i in adv], [hits[i] for i in adv])
+def _rates(c: Confusion, c_adv: Confusion) -> dict[str, float | None]:
+    """The sweep's rates at one threshold, from the confusion counts of every row
+    (``c``) and of the ADVERSARIAL rows (``c_adv``); CHR = (TP + FP) / N."""
     return {
         "precision": precision(c).value,
         "recall": recall(c).value,
         "f1": f1(c).value,
         "fhr": fhr(c).value,
         "adversarial_fhr": fhr(c_adv).value,
-        "chr": sum(hits) / len(hits) if hits else None,
+        "chr": hit_rate(c).value,
     }
 
 
@@ -170,17 +170,30 @@ def sweep(rows: list[Row], embedder: str, embed: str = "query") -> list[dict[str
     cache = GPTCacheAdapter(embedder=embedder, threshold=0.8, embed=embed, path="fast")
     pairs = [r.pair for r in rows]
     cache.prepare(pairs)
-    ranks = [cache.rank(p) for p in pairs]
+    return sweep_points(rows, [cache.rank(p) for p in pairs], embedder, embed)
+
+
+def sweep_points(
+    rows: Sequence[Row], ranks: Sequence[float], embedder: str, embed: str
+) -> list[dict[str, Any]]:
+    """GPTCache's rates at every threshold t of :data:`SWEEP` from the rows' ranks:
+    one :func:`~cacheeval.metrics.sweep.threshold_sweep` of the ranks (and one of
+    the ADVERSARIAL rows'), read where :func:`gptcache_hit` starts to serve."""
+    y = [r.y for r in rows]
+    adv = [i for i, r in enumerate(rows) if r.label == ADVERSARIAL]
+    every = threshold_sweep(y, ranks)
+    adversarial = threshold_sweep([y[i] for i in adv], [ranks[i] for i in adv])
     out = []
     for t in SWEEP:
-        hits = [gptcache_hit(rank, t) for rank in ranks]
+        fires = partial(gptcache_hit, threshold=t)
+        c, c_adv = (s.confusion(s.where(fires)) for s in (every, adversarial))
         out.append(
             {
                 "embedder": embedder,
                 "embed": embed,
                 "threshold": t,
                 "cosine_cut": round(2 * t - 1, 2),
-                **_rates(rows, hits),
+                **_rates(c, c_adv),
             }
         )
     return out
@@ -211,6 +224,12 @@ def _f(x: float | None, digits: int = 3) -> str:
     return "n/a" if x is None else f"{x:.{digits}f}"
 
 
+#: Thresholds of the sweep shown in SUMMARY.md (every one is in gptcache_sweep.csv).
+SUMMARY_THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.99)
+#: Thresholds of the query-vs-full-request table.
+CONTEXT_THRESHOLDS = (0.8, 0.85, 0.95)
+
+
 def summary_markdown(
     runs: Sequence[ConfigRun],
     points: Sequence[dict[str, Any]],
@@ -218,14 +237,53 @@ def summary_markdown(
     rows: Sequence[Row],
     dataset: Path,
 ) -> str:
+    """SUMMARY.md: every configuration, the threshold-free metrics per embedder,
+    the default's domains, the sweep and the full-request comparison."""
     git = read_git_info(REPO)
-    by_name = {r.config.name: r for r in runs}
-    lines = [
+    commit = f"`{(git.commit or 'unknown')[:12]}`{' (dirty)' if git.dirty else ''}"
+    default = next((r for r in runs if r.config.name == DEFAULT_CONFIG), None)
+    query_points = {p["threshold"]: p for p in points if p["embedder"] == "minilm"}
+    lines = _intro_lines(dataset.name, sha256_file(dataset)[:16], len(rows), commit)
+    lines += _config_lines(runs)
+    lines += _threshold_free_lines(_first_per_embedder(runs))
+    if default is not None:
+        lines += _domain_lines(default)
+    lines += _sweep_lines([p for p in points if p["threshold"] in SUMMARY_THRESHOLDS])
+    lines += _best_f1_lines(best_f1_by_embedder(points))
+    if context_points:
+        shown = [p for p in context_points if p["threshold"] in CONTEXT_THRESHOLDS]
+        lines += _context_lines([(query_points[p["threshold"]], p) for p in shown])
+    lines += _FILES_LINES
+    return "\n".join(lines)
+
+
+def _first_per_embedder(runs: Sequence[ConfigRun]) -> list[ConfigRun]:
+    """The first run of every embedder (its threshold-free metrics do not depend
+    on the threshold)."""
+    seen: dict[str, ConfigRun] = {}
+    for run in runs:
+        seen.setdefault(run.config.embedder, run)
+    return list(seen.values())
+
+
+def best_f1_by_embedder(points: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The sweep point of largest F1 per embedder (the first on ties; points
+    without an F1 never win)."""
+    best: dict[str, dict[str, Any]] = {}
+    for p in points:
+        cur = best.get(p["embedder"])
+        if p["f1"] is not None and (cur is None or p["f1"] > cur["f1"]):
+            best[p["embedder"]] = p
+    return best
+
+
+def _intro_lines(name: str, sha_prefix: str, n_rows: int, commit: str) -> list[str]:
+    return [
         "# GPTCache 0.1.44 on CacheEval",
         "",
-        f"Dataset `{dataset.name}` (sha256 `{sha256_file(dataset)[:16]}…`), {len(rows)} labelled "
+        f"Dataset `{name}` (sha256 `{sha_prefix}…`), {n_rows} labelled "
         f"rows (all splits, test labels from the private labels file); code at "
-        f"`{(git.commit or 'unknown')[:12]}`{' (dirty)' if git.dirty else ''}. "
+        f"{commit}. "
         "Regenerate with `python scripts/run_gptcache.py`.",
         "",
         "Protocol A-prime: per row a fresh GPTCache (SQLite through sqlalchemy + faiss, in a "
@@ -241,6 +299,11 @@ def summary_markdown(
         f"every row on the fast path and runs the real path on a seeded sample of "
         f"{LATENCY_SAMPLE} rows, for the latency figures and a second cross-check.",
         "",
+    ]
+
+
+def _config_lines(runs: Sequence[ConfigRun]) -> list[str]:
+    lines = [
         "| config | path | accuracy | F1 | FHR | ADVERSARIAL-FHR | precision | recall | p50 ms "
         "| p95 ms | fast≠real (rows checked) |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
@@ -253,7 +316,7 @@ def summary_markdown(
             f"{_f(h.recall.value)} | {_f(lat.p50_ms, 1)} | {_f(lat.p95_ms, 1)} | "
             f"{len(run.fast_disagreements)} ({run.checked}) |"
         )
-    lines += [
+    return lines + [
         "",
         "`fast≠real`: rows where the fast path decides differently from the real cache "
         "with live single-text embeddings; batch padding moves cosines by ~1e-7, so only "
@@ -265,40 +328,47 @@ def summary_markdown(
         "embedder='onnx-dir:/path')` runs a local ONNX encoder directory for users who "
         "have one.",
         "",
+    ]
+
+
+def _threshold_free_lines(runs: Sequence[ConfigRun]) -> list[str]:
+    lines = [
         "## Threshold-free metrics (GPTCache's rank scaled to [0, 1])",
         "",
         "| embedder | PR-AUC | ROC-AUC | P-CHR AUC | CRR | Δcal | best recall @ FHR ≤ 5% "
         "(threshold) |",
         "|---|---|---|---|---|---|---|",
     ]
-    seen: set[str] = set()
     for run in runs:
-        if run.config.embedder in seen:
-            continue
-        seen.add(run.config.embedder)
         tf = run.report.threshold_free
         if tf is None:
             continue
-        op = next((o for o in tf.operating_points if abs(o.alpha - 0.05) < 1e-12), None)
+        op = next((o for o in tf.operating_points if o.alpha == 0.05), None)
         best = "n/a" if op is None else f"{_f(op.recall)} ({_f(op.threshold, 4)})"
         lines.append(
             f"| {run.config.embedder} | {_f(tf.pr_auc)} | {_f(tf.roc_auc)} | "
             f"{_f(tf.p_chr_auc)} | {_f(tf.crr)} | {_f(tf.delta_cal)} | {best} |"
         )
-    default = by_name.get(DEFAULT_CONFIG)
-    if default is not None:
-        lines += [
-            "",
-            f"## Per-domain FHR and F1 of the default ({DEFAULT_CONFIG})",
-            "",
-            "| domain | n | FHR | F1 | recall |",
-            "|---|---|---|---|---|",
-        ]
-        for s in sorted(default.report.per_domain, key=lambda s: DOMAINS.index(s.key)):
-            lines.append(
-                f"| {s.key} | {s.n} | {_f(s.fhr.value)} | {_f(s.f1.value)} | {_f(s.recall.value)} |"
-            )
-    lines += [
+    return lines
+
+
+def _domain_lines(default: ConfigRun) -> list[str]:
+    lines = [
+        "",
+        f"## Per-domain FHR and F1 of the default ({default.config.name})",
+        "",
+        "| domain | n | FHR | F1 | recall |",
+        "|---|---|---|---|---|",
+    ]
+    for s in sorted(default.report.per_domain, key=lambda s: DOMAINS.index(s.key)):
+        lines.append(
+            f"| {s.key} | {s.n} | {_f(s.fhr.value)} | {_f(s.f1.value)} | {_f(s.recall.value)} |"
+        )
+    return lines
+
+
+def _sweep_lines(points: Sequence[dict[str, Any]]) -> list[str]:
+    lines = [
         "",
         "## Threshold sweep (fast path; full table in `gptcache_sweep.csv`)",
         "",
@@ -310,51 +380,52 @@ def summary_markdown(
         "|---|---|---|---|---|---|---|---|",
     ]
     for p in points:
-        if p["threshold"] in (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.99):
-            lines.append(
-                f"| {p['embedder']} | {p['threshold']:.2f} | {p['cosine_cut']:.2f} | "
-                f"{_f(p['precision'])} | {_f(p['recall'])} | {_f(p['f1'])} | {_f(p['fhr'])} | "
-                f"{_f(p['adversarial_fhr'])} |"
-            )
-    best_by_emb: dict[str, dict[str, Any]] = {}
-    for p in points:
-        cur = best_by_emb.get(p["embedder"])
-        if p["f1"] is not None and (cur is None or p["f1"] > cur["f1"]):
-            best_by_emb[p["embedder"]] = p
-    lines += ["", "Best F1 over the sweep, per embedder:", ""]
-    for emb, p in best_by_emb.items():
+        lines.append(
+            f"| {p['embedder']} | {p['threshold']:.2f} | {p['cosine_cut']:.2f} | "
+            f"{_f(p['precision'])} | {_f(p['recall'])} | {_f(p['f1'])} | {_f(p['fhr'])} | "
+            f"{_f(p['adversarial_fhr'])} |"
+        )
+    return lines
+
+
+def _best_f1_lines(best: dict[str, dict[str, Any]]) -> list[str]:
+    lines = ["", "Best F1 over the sweep, per embedder:", ""]
+    for emb, p in best.items():
         lines.append(
             f"- {emb}: F1 {_f(p['f1'])} at t = {p['threshold']:.2f} "
             f"(FHR {_f(p['fhr'])}, recall {_f(p['recall'])})"
         )
-    if context_points:
-        q = {p["threshold"]: p for p in points if p["embedder"] == "minilm"}
-        lines += [
-            "",
-            "## Embedding the whole request (system prompt + prior turns + query), MiniLM",
-            "",
-            "| t | FHR (query only) | FHR (full request) | recall (query only) "
-            "| recall (full request) |",
-            "|---|---|---|---|---|",
-        ]
-        for p in context_points:
-            if p["threshold"] in (0.8, 0.85, 0.95):
-                base = q[p["threshold"]]
-                lines.append(
-                    f"| {p['threshold']:.2f} | {_f(base['fhr'])} | {_f(p['fhr'])} | "
-                    f"{_f(base['recall'])} | {_f(p['recall'])} |"
-                )
-    lines += [
+    return lines
+
+
+def _context_lines(pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]]) -> list[str]:
+    """The (query-only, full-request) sweep points at the same thresholds."""
+    lines = [
         "",
-        "## Files",
+        "## Embedding the whole request (system prompt + prior turns + query), MiniLM",
         "",
-        "- `gptcache_<config>.md` / `.json`: the full harness report of each configuration",
-        "- `gptcache_<config>.csv`: per-row score, cosine, decision and latency",
-        "- `gptcache_sweep.csv`: precision, recall, F1, FHR, ADVERSARIAL-FHR and CHR at every "
-        "threshold 0.50-0.99 for each embedder (and MiniLM on the full request)",
-        "",
+        "| t | FHR (query only) | FHR (full request) | recall (query only) "
+        "| recall (full request) |",
+        "|---|---|---|---|---|",
     ]
-    return "\n".join(lines)
+    for base, p in pairs:
+        lines.append(
+            f"| {p['threshold']:.2f} | {_f(base['fhr'])} | {_f(p['fhr'])} | "
+            f"{_f(base['recall'])} | {_f(p['recall'])} |"
+        )
+    return lines
+
+
+_FILES_LINES = [
+    "",
+    "## Files",
+    "",
+    "- `gptcache_<config>.md` / `.json`: the full harness report of each configuration",
+    "- `gptcache_<config>.csv`: per-row score, cosine, decision and latency",
+    "- `gptcache_sweep.csv`: precision, recall, F1, FHR, ADVERSARIAL-FHR and CHR at every "
+    "threshold 0.50-0.99 for each embedder (and MiniLM on the full request)",
+    "",
+]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -121,7 +121,7 @@ def run_config(
     }  # fmt: skip
     v = shipped.verifier
     for set_name, (ecases, cosines) in ext.items():
-        scored = score_cases(without(ecases, drop), v, v.gate_threshold, v.threshold)
+        scored = score_cases(without(ecases, drop), v, v.gate_threshold, v.operating_point)
         row["external"][set_name] = external_figures(scored, cosines)
     return row
 

@@ -34,19 +34,28 @@ from typing import Any
 
 from adapters.verified_cache.adapter import VerifiedCacheAdapter
 from adapters.verified_cache.cache import DEFAULT_EMBEDDER, Resources
-from adapters.verified_cache.model import MODEL_DIR, OperatingPoint, Verifier
+from adapters.verified_cache.model import MODEL_DIR, Certificate, Verifier
 from adapters.verified_cache.training import (
     OutOfFold,
     build_cases,
     fit_shipped,
     out_of_fold,
 )
+from cacheeval.compare import (
+    Comparison,
+    DomainRates,
+    SystemHeadline,
+    compare,
+    comparison,
+    domain_table,
+    headline_table,
+    num,
+)
 from cacheeval.harness import predict, score
 from cacheeval.jsonio import dumps_pretty, write_bytes_atomic
+from cacheeval.markdown import table
 from cacheeval.metrics.latency import latency_stats
 from cacheeval.predictions import Prediction
-from cacheeval.report import Report
-from cacheeval.schema import DOMAINS
 from scripts.bench_verified_cache import cpu_model
 from scripts.train_verified_cache import dataset_id, load_labelled
 
@@ -75,12 +84,8 @@ def _progress(label: str, every: int = 250) -> Any:
     return report
 
 
-def _f(x: float | None, digits: int = 3) -> str:
-    return "n/a" if x is None else f"{x:.{digits}f}"
-
-
 def _ms(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.2f}"
+    return num(x, 2)
 
 
 def embedding_floor(resources: Resources, queries: Sequence[str]) -> Any:
@@ -98,70 +103,11 @@ def _tier_ratio(t: dict[str, Any], key: str) -> str:
     """The verifier tier's latency over the embedding floor, as text."""
     tier = t["tiers"].get("verifier", {}).get(key)
     base = t["verified"].get("embedding_" + key)
-    return _f(_ratio(tier, base), 2)
+    return num(_ratio(tier, base), 2)
 
 
 def _ratio(x: float | None, y: float | None) -> float | None:
     return x / y if x is not None and y else None
-
-
-def headline(report: Report) -> dict[str, Any]:
-    h = report.headline
-    return {
-        "n": report.provenance.n_rows,
-        "accuracy": h.accuracy.value,
-        "f1": h.f1.value,
-        "fhr": h.fhr.value,
-        "fhr_ci": [h.fhr.ci_low, h.fhr.ci_high],
-        "adversarial_fhr": h.adversarial_fhr.value,
-        "precision": h.precision.value,
-        "recall": h.recall.value,
-        "tp": report.confusion.tp,
-        "fp": report.confusion.fp,
-        "fn": report.confusion.fn,
-        "tn": report.confusion.tn,
-        "latency_p50_ms": report.latency.p50_ms,
-        "latency_p95_ms": report.latency.p95_ms,
-    }
-
-
-def per_domain(report: Report) -> dict[str, dict[str, Any]]:
-    return {
-        s.key: {
-            "n": s.n,
-            "fhr": s.fhr.value,
-            "fhr_ci": [s.fhr.ci_low, s.fhr.ci_high],
-            "recall": s.recall.value,
-            "precision": s.precision.value,
-            "f1": s.f1.value,
-            "fp": s.confusion.fp,
-            "negatives": s.confusion.fp + s.confusion.tn,
-        }
-        for s in report.per_domain
-    }
-
-
-def _fhr_cell(v: dict[str, Any]) -> str:
-    """``0.083 (2/24; 0.023-0.258)``: FHR, counts and its 95% Wilson interval."""
-    low, high = v.get("fhr_ci") or (None, None)
-    ci = f"; {_f(low)}-{_f(high)}" if low is not None and high is not None else ""
-    return f"{_f(v['fhr'])} ({v['fp']}/{v['negatives']}{ci})"
-
-
-def _domain_table(part: dict[str, Any], *, with_gptcache_f1: bool) -> list[str]:
-    """Per-domain verified vs GPTCache rows of one part (``test`` or ``oof``)."""
-    rows = []
-    for d in DOMAINS:
-        v = part["verified_per_domain"].get(d)
-        g = part["gptcache_per_domain"].get(d)
-        if v is None or g is None:
-            continue
-        row = [d, str(v["n"]), _fhr_cell(v), _f(v["recall"]), _f(v["f1"])]
-        row += [f"{_f(g['fhr'])} ({g['fp']}/{g['negatives']})", _f(g["recall"])]
-        rows.append(row + ([_f(g["f1"])] if with_gptcache_f1 else []))
-    header = ["domain", "rows", "verified FHR", "verified recall", "verified F1"]
-    header += ["GPTCache FHR", "GPTCache recall"] + (["GPTCache F1"] if with_gptcache_f1 else [])
-    return _table(header, rows)
 
 
 def tier_latency(preds: Sequence[Prediction]) -> dict[str, dict[str, Any]]:
@@ -176,7 +122,7 @@ def tier_latency(preds: Sequence[Prediction]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def op_dict(op: OperatingPoint) -> dict[str, Any]:
+def op_dict(op: Certificate) -> dict[str, Any]:
     return {
         "threshold": op.threshold,
         "fp": op.fp,
@@ -207,21 +153,24 @@ def oof_predictions(oof: OutOfFold) -> list[Prediction]:
     ]
 
 
-def targets(v: dict[str, Any], g: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every target of the issue with the measured value and pass/fail."""
+def targets(v: dict[str, Any], c: Comparison) -> list[dict[str, Any]]:
+    """Every target of the issue with the measured value and pass/fail: ``v`` the
+    verified cache's headline (with its latency ratios), ``c`` the comparison of
+    the verified cache (run 0) with GPTCache (run 1)."""
     out = []
     for key, (text, ok) in TARGETS.items():
         out.append({"target": text, "value": v[key], "pass": bool(ok(v[key]))})
-    ratio = (g["fhr"] / v["fhr"]) if v["fhr"] else None
-    ten_x = g["fhr"] is not None and v["fhr"] is not None and v["fhr"] * 10 <= g["fhr"]
+    diff = {d.metric: d for d in c.differences}
+    v_fhr, g_fhr = diff["fhr"].values
+    ten_x = g_fhr is not None and v_fhr is not None and v_fhr * 10 <= g_fhr
     out.append(
         {
             "target": "FHR >= 10x lower than GPTCache",
-            "value": ratio,
+            "value": diff["fhr"].ratios[1],
             "pass": bool(ten_x),
         }
     )
-    drop = (g["recall"] - v["recall"]) if g["recall"] is not None and v["recall"] else None
+    drop = diff["recall"].deltas[1]  # GPTCache's recall minus the verified cache's
     out.append(
         {
             "target": "recall at most 10 points below GPTCache",
@@ -240,42 +189,40 @@ def targets(v: dict[str, Any], g: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return lines
+#: Per-domain columns of the test split (run 0 verified, run 1 GPTCache); the
+#: out-of-fold table leaves out GPTCache's F1.
+TEST_DOMAIN_COLUMNS = (
+    (0, "fhr_ci"),
+    (0, "recall"),
+    (0, "f1"),
+    (1, "fhr"),
+    (1, "recall"),
+    (1, "f1"),
+)
+DOMAIN_NAMES = ("verified", "GPTCache")
 
 
-def _head_rows(pairs: Sequence[tuple[str, dict[str, Any]]]) -> list[list[str]]:
-    return [
+def part_comparison(part: dict[str, Any]) -> Comparison:
+    """The comparison of one part (``test`` or ``oof``) of the JSON, read back."""
+    return comparison(
+        ("verified cache", f"GPTCache {GPTCACHE_CONFIG}"),
+        [SystemHeadline.from_dict(part[k]) for k in ("verified", "gptcache")],
         [
-            name,
-            str(h["n"]),
-            _f(h["accuracy"]),
-            _f(h["f1"]),
-            _f(h["fhr"]),
-            _f(h["adversarial_fhr"]),
-            _f(h["precision"]),
-            _f(h["recall"]),
-            _ms(h.get("latency_p50_ms")),
-            _ms(h.get("latency_p95_ms")),
-        ]
-        for name, h in pairs
-    ]
+            {d: DomainRates.from_dict(v) for d, v in part[k].items()}
+            for k in ("verified_per_domain", "gptcache_per_domain")
+        ],
+    )
 
 
-HEAD = [
-    "system",
-    "rows",
-    "accuracy",
-    "F1",
-    "FHR",
-    "ADV-FHR",
-    "precision",
-    "recall",
-    "p50 ms",
-    "p95 ms",
-]
+def part_json(c: Comparison) -> dict[str, Any]:
+    """The JSON of a comparison's runs: headlines and per-domain rates."""
+    v, g = c.headlines
+    return {
+        "verified": v.to_dict(),
+        "gptcache": g.to_dict(),
+        "verified_per_domain": {d: r.to_dict() for d, r in c.domains[0].items()},
+        "gptcache_per_domain": {d: r.to_dict() for d, r in c.domains[1].items()},
+    }
 
 
 def external_section(ext: dict[str, Any] | None) -> list[str]:
@@ -305,6 +252,7 @@ def external_section(ext: dict[str, Any] | None) -> list[str]:
 def markdown(data: dict[str, Any]) -> str:
     t, o = data["test"], data["oof"]
     m = data["model"]
+    t_cmp, o_cmp = part_comparison(t), part_comparison(o)
     lines = [
         "# Verified cache vs GPTCache",
         "",
@@ -337,16 +285,11 @@ def markdown(data: dict[str, Any]) -> str:
         "a fresh cache per row with `put(a)` and `get(b)` inside the timed call.",
         "",
     ]
-    lines += _table(
-        HEAD,
-        _head_rows(
-            [("verified cache", t["verified"]), (f"GPTCache {GPTCACHE_CONFIG}", t["gptcache"])]
-        ),
-    )
+    lines += headline_table(t_cmp)
     lines += ["", "### Targets (test split)", ""]
-    lines += _table(
+    lines += table(
         ["target", "measured", "met"],
-        [[x["target"], _f(x["value"]), "yes" if x["pass"] else "**no**"] for x in t["targets"]],
+        [[x["target"], num(x["value"]), "yes" if x["pass"] else "**no**"] for x in t["targets"]],
     )
     lines += [
         "",
@@ -359,9 +302,9 @@ def markdown(data: dict[str, Any]) -> str:
         "is for the whole stream).",
         "",
     ]
-    lines += _domain_table(t, with_gptcache_f1=True)
+    lines += domain_table(t_cmp, TEST_DOMAIN_COLUMNS, DOMAIN_NAMES)
     lines += ["", "### Tiers and latency (verified cache, test split)", ""]
-    lines += _table(
+    lines += table(
         ["tier", "decisions", "p50 ms", "p95 ms", "mean ms"],
         [
             [k, str(v["n"]), _ms(v["p50_ms"]), _ms(v["p95_ms"]), _ms(v["mean_ms"])]
@@ -396,8 +339,8 @@ def markdown(data: dict[str, Any]) -> str:
         "Latency is single-call, no batching, on this machine "
         f"({data['machine']}); machines of this kind differ 2-3x in speed, so the targets "
         "are ratios to one bare embedding call of the same queries in the same run: get p50 "
-        f"= {_f(t['verified'].get('latency_ratio_p50'), 2)}x the embedding's p50, p95 = "
-        f"{_f(t['verified'].get('latency_ratio_p95'), 2)}x its p95 (the policy tier answers "
+        f"= {num(t['verified'].get('latency_ratio_p50'), 2)}x the embedding's p50, p95 = "
+        f"{num(t['verified'].get('latency_ratio_p95'), 2)}x its p95 (the policy tier answers "
         "without embedding anything; the verifier tier alone - embedding, features, model - "
         f"is {_tier_ratio(t, 'p50_ms')}x at p50 and {_tier_ratio(t, 'p95_ms')}x at p95). "
         "The verifier tier embeds the new query "
@@ -419,31 +362,23 @@ def markdown(data: dict[str, Any]) -> str:
         "No latency here (batch scoring).",
         "",
     ]
-    lines += _table(
-        HEAD,
-        _head_rows(
-            [
-                ("verified cache (OOF)", o["verified"]),
-                (f"GPTCache {GPTCACHE_CONFIG}", o["gptcache"]),
-            ]
-        ),
-    )
+    lines += headline_table(o_cmp, names=("verified cache (OOF)", o_cmp.names[1]))
     lines += ["", "### Targets (out of fold)", ""]
-    lines += _table(
+    lines += table(
         ["target", "measured", "met"],
-        [[x["target"], _f(x["value"]), "yes" if x["pass"] else "**no**"] for x in o["targets"]],
+        [[x["target"], num(x["value"]), "yes" if x["pass"] else "**no**"] for x in o["targets"]],
     )
     lines += ["", "### Per domain (out of fold)", ""]
-    lines += _domain_table(o, with_gptcache_f1=False)
+    lines += domain_table(o_cmp, TEST_DOMAIN_COLUMNS[:-1], DOMAIN_NAMES)
     lines += ["", "Tier usage (OOF): " + ", ".join(f"{k} {v}" for k, v in o["tiers"].items()), ""]
     lines += ["## Certified operating points", ""]
-    lines += _table(
+    lines += table(
         ["calibration data", "threshold", "false hits", "FHR", "one-sided CP 95% upper bound",
          "<= 5%", "recall"],
         [
-            [name, f"{op['threshold']:.4f}", f"{op['fp']}/{op['n_negative']}", _f(op["fhr"]),
-             _f(op["fhr_upper_one_sided_cp"], 4), "yes" if op["certified"] else "**no**",
-             _f(op["recall"])]
+            [name, f"{op['threshold']:.4f}", f"{op['fp']}/{op['n_negative']}", num(op["fhr"]),
+             num(op["fhr_upper_one_sided_cp"], 4), "yes" if op["certified"] else "**no**",
+             num(op["recall"])]
             for name, op in (("dev (shipped model)", m["operating_point"]),
                              ("OOF scores (OOF report)", o["operating_point"]))
         ],
@@ -466,7 +401,7 @@ def markdown(data: dict[str, Any]) -> str:
         "### Feature importances (total gain, shipped model)",
         "",
     ]
-    lines += _table(["feature", "gain"], [[n, f"{g:.1f}"] for n, g in m["importances"] if g > 0])
+    lines += table(["feature", "gain"], [[n, f"{g:.1f}"] for n, g in m["importances"] if g > 0])
     zero = [n for n, g in m["importances"] if g <= 0]
     if zero:
         lines += ["", "Unused by the trees (gain 0): " + ", ".join(f"`{n}`" for n in zero)]
@@ -568,11 +503,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     oof = out_of_fold(cases)
     o_report = score(oof_predictions(oof), rows, cache_name="verified-cache (OOF)")
 
-    vt, gt = headline(v_report), headline(g_test)
+    t_cmp = compare({"verified cache": v_report, f"GPTCache {GPTCACHE_CONFIG}": g_test})
+    o_cmp = compare({"verified cache (OOF)": o_report, f"GPTCache {GPTCACHE_CONFIG}": g_all})
+    t_part, o_part = part_json(t_cmp), part_json(o_cmp)
+    (vt, gt), (vo, go) = (
+        (t_part["verified"], t_part["gptcache"]),
+        (o_part["verified"], o_part["gptcache"]),
+    )
     vt["embedding_p50_ms"], vt["embedding_p95_ms"] = floor.p50_ms, floor.p95_ms
     vt["latency_ratio_p50"] = _ratio(vt["latency_p50_ms"], floor.p50_ms)
     vt["latency_ratio_p95"] = _ratio(vt["latency_p95_ms"], floor.p95_ms)
-    vo, go = headline(o_report), headline(g_all)
     # batch scoring (OOF) and the fast path have no meaningful per-call latency
     for h in (vo, go):
         h["latency_p50_ms"] = h["latency_p95_ms"] = None
@@ -591,9 +531,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "test": {
             "verified": vt,
             "gptcache": gt,
-            "targets": targets(vt, gt),
-            "verified_per_domain": per_domain(v_report),
-            "gptcache_per_domain": per_domain(g_test),
+            "targets": targets(vt, t_cmp),
+            "verified_per_domain": t_part["verified_per_domain"],
+            "gptcache_per_domain": t_part["gptcache_per_domain"],
             "tiers": tier_latency(v_preds),
             "put_latency": {
                 "n": put_lat.n,
@@ -611,9 +551,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "gates": oof.gates,
             "verified": vo,
             "gptcache": go,
-            "targets": targets(vo, go),
-            "verified_per_domain": per_domain(o_report),
-            "gptcache_per_domain": per_domain(g_all),
+            "targets": targets(vo, o_cmp),
+            "verified_per_domain": o_part["verified_per_domain"],
+            "gptcache_per_domain": o_part["gptcache_per_domain"],
             "operating_point": op_dict(oof.operating_point),
             "tiers": dict(sorted(Counter(s.tier for s in oof.scored).items())),
         },
@@ -652,13 +592,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     write_bytes_atomic(out_md, markdown(data).encode("utf-8"))
     write_bytes_atomic(out_json, dumps_pretty(data).encode("utf-8"))
     _log(
-        f"test: verified FHR {_f(vt['fhr'])} recall {_f(vt['recall'])} ADV-FHR "
-        f"{_f(vt['adversarial_fhr'])} p50 {_ms(vt['latency_p50_ms'])} ms p95 "
-        f"{_ms(vt['latency_p95_ms'])} ms | GPTCache FHR {_f(gt['fhr'])} recall {_f(gt['recall'])}"
+        f"test: verified FHR {num(vt['fhr'])} recall {num(vt['recall'])} ADV-FHR "
+        f"{num(vt['adversarial_fhr'])} p50 {_ms(vt['latency_p50_ms'])} ms p95 "
+        f"{_ms(vt['latency_p95_ms'])} ms | GPTCache FHR {num(gt['fhr'])} recall {num(gt['recall'])}"
     )
     _log(
-        f"OOF:  verified FHR {_f(vo['fhr'])} recall {_f(vo['recall'])} ADV-FHR "
-        f"{_f(vo['adversarial_fhr'])} | GPTCache FHR {_f(go['fhr'])} recall {_f(go['recall'])}"
+        f"OOF:  verified FHR {num(vo['fhr'])} recall {num(vo['recall'])} ADV-FHR "
+        f"{num(vo['adversarial_fhr'])} | GPTCache FHR {num(go['fhr'])} recall {num(go['recall'])}"
     )
     _log(f"wrote {out_md} and {out_json}")
     return 0

@@ -1,17 +1,22 @@
-"""Threshold-free metrics on cases computed by hand."""
+"""Threshold-free metrics and the threshold sweep behind them, on cases computed
+by hand and against brute force on random small inputs."""
 
 from __future__ import annotations
 
 import math
+import random
+from functools import partial
 
 import pytest
 
+from cacheeval.metrics.classification import Confusion, confusion
 from cacheeval.metrics.ranking import (
     fhr_budget,
     perfect_p_chr_auc,
     structural_gap,
     threshold_free,
 )
+from cacheeval.metrics.sweep import best_operating_point, threshold_sweep
 
 # Six scored rows (score, label):
 #   (0.9, 1) (0.8, 1) (0.8, 0) (0.5, 1) (0.3, 0) (0.3, 0)    N=6, P=3, Nn=3, p=1/2
@@ -158,3 +163,107 @@ def test_fhr_budget_matches_float_fhr() -> None:
             assert b / n <= alpha and (b + 1 > n or (b + 1) / n > alpha)
     with pytest.raises(ValueError):
         fhr_budget(1.5, 10)
+
+
+# --- the sweep behind them: threshold_sweep and best_operating_point ----------------------
+
+
+def _random_case(rng: random.Random) -> tuple[list[int], list[float | None]]:
+    """Up to 25 rows on a coarse grid (many ties), a tenth unscored."""
+    n = rng.randint(0, 25)
+    y = [rng.randint(0, 1) for _ in range(n)]
+    scores: list[float | None] = [
+        None if rng.random() < 0.1 else rng.choice([0.1, 0.25, 0.5, 0.75, 0.9, rng.random()])
+        for _ in range(n)
+    ]
+    return y, scores
+
+
+def _fp_at_most(limit: float, fp: int, n_negative: int) -> bool:
+    return fp <= limit
+
+
+def _brute_counts(y: list[int], scores: list[float | None], tau: float) -> tuple[int, int]:
+    """(fired, TP) when firing on ``score >= tau``, row by row."""
+    fired = [t for t, s in zip(y, scores, strict=True) if s is not None and s >= tau]
+    return len(fired), sum(fired)
+
+
+def test_sweep_hand_computed() -> None:
+    sw = threshold_sweep(Y, S)
+    assert (sw.n, sw.n_positive, sw.n_negative) == (6, 3, 3)
+    assert [(p.threshold, p.n_fired, p.tp, p.fp) for p in sw.points] == [
+        (0.9, 1, 1, 0),
+        (0.8, 3, 2, 1),
+        (0.5, 4, 3, 1),
+        (0.3, 6, 3, 3),
+    ]
+    assert sw.confusion(sw.at(0.6)) == Confusion(tp=2, fp=1, fn=1, tn=2)
+    assert sw.at(0.95).n_fired == 0 and sw.at(0.0).n_fired == 6
+    with pytest.raises(ValueError, match="finite"):
+        threshold_sweep([1], [math.nan])
+
+
+def test_sweep_counts_agree_with_brute_force() -> None:
+    rng = random.Random(16)
+    for _ in range(300):
+        y, scores = _random_case(rng)
+        sw = threshold_sweep(y, scores)
+        distinct = sorted({s for s in scores if s is not None}, reverse=True)
+        assert [p.threshold for p in sw.points] == distinct  # one point per distinct score
+        for p in sw.points:
+            assert (p.n_fired, p.tp) == _brute_counts(y, scores, p.threshold)
+            assert p.fp == p.n_fired - p.tp
+        for tau in (-1.0, 0.0, 0.3, 0.5, 0.75, 0.99, 2.0):
+            c = sw.confusion(sw.at(tau))
+            fired, tp = _brute_counts(y, scores, tau)
+            assert c == confusion(y, [s is not None and s >= tau for s in scores]), (y, scores, tau)
+            assert (c.tp + c.fp, c.tp) == (fired, tp)
+
+
+def test_best_operating_point_agrees_with_brute_force() -> None:
+    rng = random.Random(61)
+    for _ in range(300):
+        y, scores = _random_case(rng)
+        sw = threshold_sweep(y, scores)
+        n_neg = len(y) - sum(y)
+        alpha = rng.choice([0.0, 0.05, 0.2, 0.34, 0.5, 1.0])
+        limit = fhr_budget(alpha, n_neg) if n_neg else len(y)
+        # every threshold in budget (FP only grows as tau falls: a prefix)
+        cands = sorted({s for s in scores if s is not None}, reverse=True)
+        ok = []
+        for tau in cands:
+            fired, tp = _brute_counts(y, scores, tau)
+            if fired - tp > limit:
+                break
+            ok.append((tau, fired, tp))
+        best = best_operating_point(sw, alpha)
+        top_tp = max((tp for _, _, tp in ok), default=0)
+        if top_tp == 0:
+            assert best.threshold is None and best.n_fired == 0
+        else:  # the largest TP, at the highest threshold reaching it
+            assert best.threshold == next(t for t, _, tp in ok if tp == top_tp)
+            assert best.tp == top_tp
+        within = partial(_fp_at_most, limit)
+        lowest = best_operating_point(sw, within, alpha=alpha, rule="lowest")
+        assert lowest.threshold == (ok[-1][0] if ok else None)
+        assert lowest.n_fired == (ok[-1][1] if ok else 0)
+
+
+def test_best_operating_point_predicate_budget() -> None:
+    sw = threshold_sweep(Y, S)  # points (0.9, FP 0) (0.8, FP 1) (0.5, FP 1) (0.3, FP 3)
+    asked: list[int] = []
+
+    def within(fp: int, n_negative: int) -> bool:
+        asked.append(fp)
+        return fp / n_negative <= 0.5
+
+    op = best_operating_point(sw, within, alpha=0.5)
+    assert (op.alpha, op.threshold, op.tp, op.fp) == (0.5, 0.5, 3, 1)
+    assert asked == [0, 1, 3]  # once per distinct FP, stopping at the first refusal
+    never = best_operating_point(sw, lambda fp, nn: False, alpha=0.0, rule="lowest")
+    assert never.threshold is None and never.n_fired == 0 and never.fhr == 0.0
+    with pytest.raises(ValueError, match="alpha"):
+        best_operating_point(sw, within)
+    with pytest.raises(ValueError, match="rule"):
+        best_operating_point(sw, 0.1, rule="middle")  # type: ignore[arg-type]

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cacheeval.metrics.sweep import OperatingPoint
 from cacheeval.schema import Pair, Verdict
 
 from .cache import Resources, VerifiedCache
@@ -55,7 +56,7 @@ class VerifiedCacheAdapter:
         verifier: Verifier | None = None,
         embedder: Embedder | None = None,
         embedder_name: str | None = None,
-        threshold: float | None = None,
+        operating_point: OperatingPoint | None = None,
         gate_threshold: float | None = None,
         model_dir: str | Path | None = None,
     ) -> None:
@@ -64,7 +65,8 @@ class VerifiedCacheAdapter:
         self.resources = Resources(
             verifier=verifier, embedder=embedder, embedder_name=embedder_name
         )
-        self.threshold = threshold
+        #: Serve at this point (default: the model's certified one, ``model/meta.json``).
+        self.operating_point = operating_point
         self.gate_threshold = gate_threshold
         self._caches: dict[str, VerifiedCache] = {}
         self._refused: dict[str, str] = {}
@@ -73,7 +75,7 @@ class VerifiedCacheAdapter:
     def _new_cache(self) -> VerifiedCache:
         return VerifiedCache(
             resources=self.resources,
-            threshold=self.threshold,
+            operating_point=self.operating_point,
             gate_threshold=self.gate_threshold,
         )
 

@@ -42,6 +42,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from cacheeval.metrics.sweep import OperatingPoint
+
 from .features import (
     FEATURE_NAMES,
     Request,
@@ -54,7 +56,7 @@ from .features import (
     substitution_spans,
     tool_names,
 )
-from .model import served_score
+from .model import decide, serving_threshold
 from .policy import PolicyVerdict, pair_policy, request_policy, scope_key
 
 if TYPE_CHECKING:
@@ -353,15 +355,16 @@ class VerifiedCache:
         cache.get("how can I reset my password")      # the stored answer
         cache.get("Write a poem about passwords")     # None (policy: creative)
 
-    ``threshold`` and ``gate_threshold`` default to the shipped model's certified
-    operating point (``model/meta.json``). ``lazy_spans``: embed the differing
+    ``operating_point`` (serve when P(HIT) >= its threshold) and ``gate_threshold``
+    default to the model's certified operating point and recall gate
+    (``model/meta.json``). ``lazy_spans``: embed the differing
     spans only when the decision depends on them (exact: the verifier is
     monotone in that cosine); the reported score is then P(HIT) at the bound
     that decided (at most the true P(HIT) for a hit, at least it for a miss).
     """
 
     resources: Resources = field(default_factory=Resources)
-    threshold: float | None = None
+    operating_point: OperatingPoint | None = None
     gate_threshold: float | None = None
     top_k: int = 3
     lazy_spans: bool = True
@@ -430,11 +433,12 @@ class VerifiedCache:
         gate = self._gate_threshold()
         candidates = [i for i in order if float(sims[i]) >= gate]
         if not candidates:
+            _, score = decide("embedding", None, best_cos, self._threshold())
             return Decision(
                 False,
                 None,
                 "embedding",
-                served_score(None, best_cos, self._threshold()),
+                score,
                 f"best cosine {best_cos:.3f} is below the recall gate {gate:.2f}",
                 cosine=best_cos,
             )
@@ -466,15 +470,15 @@ class VerifiedCache:
                     assert cos_diff is not None
                     feats = with_value(feats, COS_DIFF, cos_diff)
                     p = verifier.probability(feats)
-            if p >= threshold:
+            hit, score = decide("verifier", p, float(sims[i]), threshold)
+            if hit:
                 return Decision(
-                    True, e.answer, "verifier", p, f"P(HIT) {p:.3f} >= {threshold:.3f}",
+                    True, e.answer, "verifier", score, f"P(HIT) {p:.3f} >= {threshold:.3f}",
                     cosine=float(sims[i]), features=feats,
                 )  # fmt: skip
-            refused = served_score(p, float(sims[i]), threshold)
-            if best is None or refused > best.score:
+            if best is None or score > best.score:
                 best = Decision(
-                    False, None, "verifier", refused, f"P(HIT) {p:.3f} < {threshold:.3f}",
+                    False, None, "verifier", score, f"P(HIT) {p:.3f} < {threshold:.3f}",
                     cosine=float(sims[i]), features=feats,
                 )  # fmt: skip
         assert best is not None
@@ -489,8 +493,15 @@ class VerifiedCache:
             self._matrices[scope] = m
         return m
 
+    @property
+    def point(self) -> OperatingPoint:
+        """The operating point served at: the one passed in, else the model's."""
+        if self.operating_point is not None:
+            return self.operating_point
+        return self.resources.verifier.operating_point
+
     def _threshold(self) -> float:
-        return self.threshold if self.threshold is not None else self.resources.verifier.threshold
+        return serving_threshold(self.point)
 
     def _gate_threshold(self) -> float:
         if self.gate_threshold is not None:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cacheeval.jsonio import dumps_pretty, write_bytes_atomic
+from cacheeval.metrics.sweep import OperatingPoint, best_operating_point, threshold_sweep
 
 from .features import FEATURE_NAMES, direction
 
@@ -186,6 +187,32 @@ def served_score(p: float | None, cosine: float, threshold: float) -> float:
     return FLOOR * threshold * min(max(cosine, 0.0), 1.0)
 
 
+def decide(tier: str, p: float | None, cosine: float, threshold: float) -> tuple[bool, float]:
+    """The tier rule, written once: whether a pair settled at ``tier`` is served,
+    and the score the cache reports (``p`` the verifier's P(HIT), ``cosine`` the
+    query cosine):
+
+        policy     -> (False, 0.0)       never served
+        exact      -> (True, 1.0)        always served
+        embedding  -> (False, served_score(None, cosine, threshold))  below the gate
+        verifier   -> (p >= threshold, served_score(p, cosine, threshold))
+
+    >>> decide("exact", None, 0.2, 0.7), decide("verifier", 0.8, 0.9, 0.7)
+    ((True, 1.0), (True, 0.8))
+    >>> decide("verifier", 0.6, 0.5, 0.7) == (False, 0.99 * 0.7 * 0.5)
+    True
+    """
+    if tier == "policy":
+        return False, 0.0
+    if tier == "exact":
+        return True, 1.0
+    if tier == "embedding":
+        return False, served_score(None, cosine, threshold)
+    if tier != "verifier" or p is None:
+        raise ValueError(f"tier {tier!r} with P(HIT) {p!r}: expected the verifier's P(HIT)")
+    return p >= threshold, served_score(p, cosine, threshold)
+
+
 # --- the operating point ----------------------------------------------------------------
 
 #: A threshold above every possible score: serve nothing.
@@ -193,25 +220,90 @@ NEVER = 1.000001
 
 
 @dataclass(frozen=True, slots=True)
-class OperatingPoint:
-    """A certified threshold: serve when ``score >= threshold``.
+class Certificate:
+    """A certified operating point: ``point`` (serve when ``score >= threshold``,
+    its counts over the calibration rows, ``point.alpha`` the FHR budget) and the
+    one-sided Clopper-Pearson upper bound ``fhr_upper`` of its FHR at
+    ``confidence``; ``certified`` says whether the bound is within the budget."""
 
-    Counts are over the calibration rows; ``fhr_upper`` is the one-sided
-    Clopper-Pearson upper bound at ``confidence``; ``certified`` says whether it
-    is within ``max_fhr``.
-    """
-
-    threshold: float
-    max_fhr: float
+    point: OperatingPoint
     confidence: float
     n_positive: int
     n_negative: int
-    tp: int
-    fp: int
-    fhr: float | None
     fhr_upper: float
-    recall: float | None
     certified: bool
+
+    @property
+    def threshold(self) -> float:
+        """The threshold; :data:`NEVER` when no threshold can be certified."""
+        return serving_threshold(self.point)
+
+    @property
+    def max_fhr(self) -> float:
+        return self.point.alpha
+
+    @property
+    def tp(self) -> int:
+        return self.point.tp
+
+    @property
+    def fp(self) -> int:
+        return self.point.fp
+
+    @property
+    def fhr(self) -> float | None:
+        return self.point.fhr
+
+    @property
+    def recall(self) -> float | None:
+        return self.point.recall
+
+    def to_dict(self) -> dict[str, Any]:
+        """What ``meta.json`` records as ``operating_point``."""
+        return {
+            "threshold": self.threshold,
+            "max_fhr": self.max_fhr,
+            "confidence": self.confidence,
+            "bound": "one-sided Clopper-Pearson upper confidence bound",
+            "n_positive": self.n_positive,
+            "n_negative": self.n_negative,
+            "tp": self.tp,
+            "fp": self.fp,
+            "fhr": self.fhr,
+            "fhr_upper": self.fhr_upper,
+            "recall": self.recall,
+            "certified": self.certified,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Certificate:
+        """From :meth:`to_dict` output (``meta.json``): the point's precision is
+        ``tp / (tp + fp)``, its threshold None for :data:`NEVER`."""
+        tp, fp, threshold = int(data["tp"]), int(data["fp"]), float(data["threshold"])
+        point = OperatingPoint(
+            alpha=float(data["max_fhr"]),
+            threshold=None if threshold >= NEVER else threshold,
+            recall=data["recall"],
+            precision=tp / (tp + fp) if tp + fp else None,
+            fhr=data["fhr"],
+            n_fired=tp + fp,
+            tp=tp,
+            fp=fp,
+        )
+        return cls(
+            point=point,
+            confidence=float(data["confidence"]),
+            n_positive=int(data["n_positive"]),
+            n_negative=int(data["n_negative"]),
+            fhr_upper=float(data["fhr_upper"]),
+            certified=bool(data["certified"]),
+        )
+
+
+def serving_threshold(point: OperatingPoint) -> float:
+    """The threshold a cache applies at ``point``: :data:`NEVER` when the point
+    has none (serve nothing)."""
+    return NEVER if point.threshold is None else float(point.threshold)
 
 
 def certify_threshold(
@@ -220,53 +312,34 @@ def certify_threshold(
     *,
     max_fhr: float = MAX_FHR,
     confidence: float = CONFIDENCE,
-) -> OperatingPoint:
+) -> Certificate:
     """The lowest threshold whose FHR upper bound on (scores, labels) is <= max_fhr.
 
     ``labels[i]`` is 1 for a HIT row. Rows the cache settles before the verifier
     (policy, recall gate) take score 0 and are never served (the threshold is
-    always > 0). Candidate thresholds are the distinct positive scores; lowering
-    the threshold only adds served rows, so FP and its bound only grow, and the
-    scan from the top stops at the first threshold that breaks the budget.
+    always > 0). On the :func:`~cacheeval.metrics.sweep.threshold_sweep` of the
+    positive scores, lowering the threshold only adds served rows, so FP and its
+    bound only grow: the certified point is the last one of the sweep with
+    ``fhr_upper_bound(FP, Nn) <= max_fhr`` (``rule="lowest"``).
     """
     if len(scores) != len(labels):
         raise ValueError(f"{len(scores)} scores but {len(labels)} labels")
-    n_pos = sum(1 for y in labels if y)
-    n_neg = len(labels) - n_pos
+    sweep = threshold_sweep(labels, [s if s > 0.0 else None for s in scores])
+    n_neg = sweep.n_negative
     if n_neg == 0:
         raise ValueError("calibration data has no must-miss rows: nothing to certify")
-    budget = max_false_hits(n_neg, max_fhr, confidence)
-    order = sorted(range(len(scores)), key=lambda i: -scores[i])
-    threshold, tp, fp = NEVER, 0, 0
-    i = 0
-    while i < len(order) and budget >= 0:
-        s = scores[order[i]]
-        if s <= 0.0:
-            break
-        j = i
-        add_tp = add_fp = 0
-        while j < len(order) and scores[order[j]] == s:
-            if labels[order[j]]:
-                add_tp += 1
-            else:
-                add_fp += 1
-            j += 1
-        if fp + add_fp > budget:
-            break
-        tp, fp, threshold = tp + add_tp, fp + add_fp, s
-        i = j
-    upper = fhr_upper_bound(fp, n_neg, confidence)
-    return OperatingPoint(
-        threshold=float(threshold),
-        max_fhr=max_fhr,
+
+    def within_budget(fp: int, n_negative: int) -> bool:
+        return fhr_upper_bound(fp, n_negative, confidence) <= max_fhr
+
+    point = best_operating_point(sweep, within_budget, alpha=max_fhr, rule="lowest")
+    upper = fhr_upper_bound(point.fp, n_neg, confidence)
+    return Certificate(
+        point=point,
         confidence=confidence,
-        n_positive=n_pos,
+        n_positive=sweep.n_positive,
         n_negative=n_neg,
-        tp=tp,
-        fp=fp,
-        fhr=fp / n_neg,
         fhr_upper=upper,
-        recall=tp / n_pos if n_pos else None,
         certified=upper <= max_fhr,
     )
 
@@ -397,13 +470,13 @@ class ModelMeta:
 
 
 class Verifier:
-    """A trained booster plus its operating threshold and recall gate.
+    """A trained booster plus its certified operating point and recall gate.
 
     Example::
 
         v = Verifier.load()                # adapters/verified_cache/model/
         p = v.probability(feature_vector)  # P(HIT)
-        serve = p >= v.threshold
+        serve = p >= serving_threshold(v.operating_point)
     """
 
     def __init__(self, booster: lightgbm.Booster, meta: ModelMeta) -> None:
@@ -414,8 +487,12 @@ class Verifier:
             )
         self.booster = booster
         self.meta = meta
-        self.threshold = meta.threshold
         self.gate_threshold = meta.gate_threshold
+        #: The certified operating point (None for a model saved without one,
+        #: e.g. the provisional models the training pipeline scores with).
+        self.certificate = (
+            Certificate.from_dict(meta.operating_point) if meta.operating_point else None
+        )
         #: The embedder whose cosines the verifier was trained on (models made
         #: before this was recorded used fp32 MiniLM ONNX).
         self.embedder_name = str(meta.training.get("embedder", "minilm-onnx"))
@@ -425,6 +502,13 @@ class Verifier:
             len(constraints) == len(FEATURE_NAMES)
             and constraints[FEATURE_NAMES.index("cos_diff")] == 1
         )
+
+    @property
+    def operating_point(self) -> OperatingPoint:
+        """The certified operating point a cache serving with this model applies."""
+        if self.certificate is None:
+            raise ValueError("this model carries no certified operating point: pass one in")
+        return self.certificate.point
 
     def probability(self, features: Sequence[float]) -> float:
         """P(HIT) for one feature vector."""

@@ -118,10 +118,25 @@ def _tool_name(tool: Mapping[str, Any]) -> str:
     return name if isinstance(name, str) else ""
 
 
+def _declared_policy(tool: Mapping[str, Any]) -> str:
+    """The cache policy a tool definition declares (``policy`` beside ``name``, or in
+    ``function``), "" when it declares none."""
+    fn = tool.get("function")
+    policy = tool.get("policy")
+    if not isinstance(policy, str) and isinstance(fn, Mapping):
+        policy = fn.get("policy")
+    return policy if isinstance(policy, str) else ""
+
+
 def mutating_tools(request: Request) -> tuple[str, ...]:
-    """Names of the offered tools whose name carries a mutating verb, sorted."""
+    """Names of the offered tools whose name carries a mutating verb, sorted. A tool
+    its definition declares ``"policy": "cacheable"`` (a pure function of its
+    arguments) is never one, whatever its name says ("calculate_tip" computes a
+    tip, it does not give one)."""
     out = []
     for tool in request.tools or ():
+        if _declared_policy(tool) == "cacheable":
+            continue
         name = _tool_name(tool)
         parts = set(re.split(r"[_\W]+", name.lower()))
         if parts & MUTATING_VERBS:

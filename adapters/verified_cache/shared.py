@@ -12,9 +12,11 @@ None when the policy tier refuses or no candidate clears the gate.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
+from cacheeval.metrics.sweep import OperatingPoint
 from cacheeval.schema import Request
 
 from .cache import Resources, VerifiedCache
@@ -37,7 +39,7 @@ class VerifiedShared:
     def __init__(
         self,
         *,
-        threshold: float | None = None,
+        operating_point: OperatingPoint | None = None,
         gate_threshold: float | None = None,
         top_k: int = 3,
         model_dir: str | Path | None = None,
@@ -45,7 +47,7 @@ class VerifiedShared:
         verifier = Verifier.load(Path(model_dir)) if model_dir is not None else None
         self.cache = VerifiedCache(
             resources=Resources(verifier=verifier),
-            threshold=threshold,
+            operating_point=operating_point,
             gate_threshold=gate_threshold,
             top_k=top_k,
         )
@@ -65,12 +67,14 @@ class VerifiedShared:
         return decision.answer, min(max(decision.score, 0.0), 1.0)
 
     def nearest(self, request: Request) -> tuple[str | None, float]:
-        threshold, lazy = self.cache.threshold, self.cache.lazy_spans
-        self.cache.threshold, self.cache.lazy_spans = 0.0, False
+        point, lazy = self.cache.operating_point, self.cache.lazy_spans
+        # only the threshold of the point is read by the lookup: 0 serves every candidate
+        self.cache.operating_point = dataclasses.replace(self.cache.point, threshold=0.0)
+        self.cache.lazy_spans = False
         try:
             decision = self.cache.lookup(request)
         finally:
-            self.cache.threshold, self.cache.lazy_spans = threshold, lazy
+            self.cache.operating_point, self.cache.lazy_spans = point, lazy
         if not decision.hit:
             return None, 0.0
         return decision.answer, min(max(decision.score, 0.0), 1.0)

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cacheeval.layout import stable_seed
+from cacheeval.metrics.classification import accuracy, confusion, f1, fhr, precision, recall
+from cacheeval.metrics.sweep import OperatingPoint
 from cacheeval.schema import Request, Row
 
 from .cache import (
@@ -35,12 +37,13 @@ from .model import (
     CONFIDENCE,
     MAX_FHR,
     NUM_BOOST_ROUND,
-    OperatingPoint,
+    Certificate,
     Verifier,
     certify_threshold,
     data_sha256,
+    decide,
     default_params,
-    served_score,
+    serving_threshold,
     train_booster,
 )
 from .policy import check
@@ -189,18 +192,18 @@ class Scored:
     raw: float
 
 
-def served(case: PairCase, raw: float, tier: str, threshold: float) -> float:
-    """The reported score of a case: the policy's 0.0 and the exact match's 1.0 as
-    they are, else :func:`~.model.served_score` (the embedding floor)."""
-    if tier in ("policy", "exact"):
-        return raw
-    return served_score(raw if tier == "verifier" else None, case.cos_query, threshold)
+def scored_at(case: PairCase, raw: float, tier: str, point: OperatingPoint) -> Scored:
+    """A case decided at ``point`` by the cache's tier rule (:func:`~.model.decide`)."""
+    hit, score = decide(tier, raw if tier == "verifier" else None, case.cos_query,
+                        serving_threshold(point))  # fmt: skip
+    return Scored(case, score, tier, hit, raw)
 
 
-def score_cases(
-    cases: Sequence[PairCase], verifier: Verifier, gate: float, threshold: float
-) -> list[Scored]:
-    """Score cases with one verifier: the batch equivalent of the cache's lookup."""
+def raw_scores(
+    cases: Sequence[PairCase], verifier: Verifier, gate: float
+) -> list[tuple[float, str]]:
+    """(raw score, tier) of every case (:func:`case_score`), with one batch of
+    verifier predictions."""
     reach = verifier_rows(cases, gate)
     probs = dict(
         zip(
@@ -209,12 +212,16 @@ def score_cases(
             strict=True,
         )
     )
-    out = []
-    for c in cases:
-        s, tier = case_score(c, gate, probs.get(c.id))
-        hit = tier == "exact" or (tier == "verifier" and s >= threshold)
-        out.append(Scored(c, served(c, s, tier, threshold), tier, hit, s))
-    return out
+    return [case_score(c, gate, probs.get(c.id)) for c in cases]
+
+
+def score_cases(
+    cases: Sequence[PairCase], verifier: Verifier, gate: float, point: OperatingPoint
+) -> list[Scored]:
+    """Score cases with one verifier at ``point``: the batch equivalent of the
+    cache's lookup."""
+    raw = raw_scores(cases, verifier, gate)
+    return [scored_at(c, s, tier, point) for c, (s, tier) in zip(cases, raw, strict=True)]
 
 
 def _fit(train: Sequence[PairCase], seed_offset: int = 0) -> tuple[Any, float, list[PairCase]]:
@@ -232,7 +239,7 @@ class Shipped:
     """The shipped model: trained on train, certified on dev, scored on every split."""
 
     verifier: Verifier
-    operating_point: OperatingPoint
+    operating_point: Certificate
     scored: list[Scored]
 
 
@@ -252,10 +259,10 @@ def fit_shipped(
         raise ValueError("need labelled train and dev rows")
     booster, gate, rows = _fit(train)
     provisional = Verifier.from_booster(booster, threshold=0.5, gate_threshold=gate)
-    dev_scored = score_cases(dev, provisional, gate, 0.5)
+    dev_raw = raw_scores(dev, provisional, gate)
     op = certify_threshold(
-        [s.raw for s in dev_scored],
-        [s.case.y for s in dev_scored],
+        [s for s, _ in dev_raw],
+        [c.y for c in dev],
         max_fhr=max_fhr,
         confidence=confidence,
     )
@@ -277,33 +284,16 @@ def fit_shipped(
         booster,
         threshold=op.threshold,
         gate_threshold=gate,
-        operating_point=_op_dict(op),
+        operating_point=op.to_dict(),
         training=training,
     )
-    return Shipped(verifier, op, score_cases(cases, verifier, gate, op.threshold))
+    return Shipped(verifier, op, score_cases(cases, verifier, gate, op.point))
 
 
 def _lgb_version() -> str:
     import lightgbm
 
     return str(lightgbm.__version__)
-
-
-def _op_dict(op: OperatingPoint) -> dict[str, Any]:
-    return {
-        "threshold": op.threshold,
-        "max_fhr": op.max_fhr,
-        "confidence": op.confidence,
-        "bound": "one-sided Clopper-Pearson upper confidence bound",
-        "n_positive": op.n_positive,
-        "n_negative": op.n_negative,
-        "tp": op.tp,
-        "fp": op.fp,
-        "fhr": op.fhr,
-        "fhr_upper": op.fhr_upper,
-        "recall": op.recall,
-        "certified": op.certified,
-    }
 
 
 def grouped_folds(cases: Sequence[PairCase], k: int = 5) -> dict[str, int]:
@@ -327,7 +317,7 @@ class OutOfFold:
 
     folds: dict[str, int]
     gates: list[float]
-    operating_point: OperatingPoint
+    operating_point: Certificate
     scored: list[Scored]
 
 
@@ -352,19 +342,15 @@ def out_of_fold(
         booster, gate, _ = _fit(train)
         gates.append(gate)
         verifier = Verifier.from_booster(booster, threshold=0.5, gate_threshold=gate)
-        for s in score_cases(held, verifier, gate, 0.5):
-            scores[s.case.id] = (s.raw, s.tier)
+        for c, raw in zip(held, raw_scores(held, verifier, gate), strict=True):
+            scores[c.id] = raw
     op = certify_threshold(
         [scores[c.id][0] for c in cases],
         [c.y for c in cases],
         max_fhr=max_fhr,
         confidence=confidence,
     )
-    scored = []
-    for c in cases:
-        value, tier = scores[c.id]
-        hit = tier == "exact" or (tier == "verifier" and value >= op.threshold)
-        scored.append(Scored(c, served(c, value, tier, op.threshold), tier, hit, value))
+    scored = [scored_at(c, *scores[c.id], op.point) for c in cases]
     return OutOfFold(folds, gates, op, scored)
 
 
@@ -373,21 +359,18 @@ def summarize(scored: Sequence[Scored]) -> dict[str, Any]:
     per tier)."""
 
     def rates(items: Sequence[Scored]) -> dict[str, Any]:
-        tp = sum(1 for s in items if s.hit and s.case.y)
-        fp = sum(1 for s in items if s.hit and not s.case.y)
-        fn = sum(1 for s in items if not s.hit and s.case.y)
-        tn = sum(1 for s in items if not s.hit and not s.case.y)
+        c = confusion([s.case.y for s in items], [s.hit for s in items])
         return {
-            "n": len(items),
-            "tp": tp,
-            "fp": fp,
-            "fn": fn,
-            "tn": tn,
-            "fhr": fp / (fp + tn) if fp + tn else None,
-            "recall": tp / (tp + fn) if tp + fn else None,
-            "precision": tp / (tp + fp) if tp + fp else None,
-            "accuracy": (tp + tn) / len(items) if items else None,
-            "f1": 2 * tp / (2 * tp + fp + fn) if tp else (0.0 if fp + fn else None),
+            "n": c.n,
+            "tp": c.tp,
+            "fp": c.fp,
+            "fn": c.fn,
+            "tn": c.tn,
+            "fhr": fhr(c).value,
+            "recall": recall(c).value,
+            "precision": precision(c).value,
+            "accuracy": accuracy(c).value,
+            "f1": f1(c).value,
         }
 
     out = rates(scored)

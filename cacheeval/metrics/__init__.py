@@ -6,6 +6,8 @@ latencies (standard library only). Each reported metric is declared in
   recall, F1, FHR, hit rate), each an :class:`Estimate` with a Wilson interval;
 * :mod:`.intervals` - the Wilson score interval;
 * :mod:`.slices` - the same rates per domain, label and difficulty;
+* :mod:`.sweep` - the threshold sweep (confusion counts at every distinct
+  score) and the best operating point under an FHR budget, behind every curve;
 * :mod:`.ranking` - threshold-free metrics of a hit score (PR-AUC, ROC-AUC,
   P-CHR AUC, CRR, the gaps, best operating points);
 * :mod:`.latency` - latency percentiles and cost per 1,000 decisions;
@@ -31,6 +33,7 @@ from .latency import CostStats, LatencyStats, cost_stats, latency_stats, percent
 from .ranking import DEFAULT_ALPHAS, OperatingPoint, ThresholdFree, threshold_free
 from .registry import METRICS, MetricSpec
 from .slices import Slice, slice_of, slices
+from .sweep import Sweep, best_operating_point, threshold_sweep
 from .usage import ErrorExample, ErrorKind, ErrorStats, TierUsage, error_stats, tier_usage
 
 __all__ = [
@@ -47,9 +50,11 @@ __all__ = [
     "MetricSpec",
     "OperatingPoint",
     "Slice",
+    "Sweep",
     "ThresholdFree",
     "TierUsage",
     "accuracy",
+    "best_operating_point",
     "confusion",
     "cost_stats",
     "error_stats",
@@ -64,6 +69,7 @@ __all__ = [
     "slice_of",
     "slices",
     "threshold_free",
+    "threshold_sweep",
     "tier_usage",
     "wilson_interval",
 ]

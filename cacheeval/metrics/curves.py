@@ -1,10 +1,11 @@
 """Curves of a scored run, kept in the report so they can be drawn: the
 threshold sweep behind PR and P-CHR curves, and the reliability diagram.
 
-Score curve (the same sweep as :mod:`.ranking`): the cache fires on every row
-with ``score >= tau``; at the k-th distinct score from the top, ``n_fired_k``
-rows fire, ``tp_k`` of them HIT rows and ``fp_k = n_fired_k - tp_k`` MISS
-rows. With N rows, P HIT rows and Nn = N - P MISS rows, a point gives
+Score curve (:func:`~.sweep.threshold_sweep`, as in :mod:`.ranking`): the
+cache fires on every row with ``score >= tau``; at the k-th distinct score
+from the top, ``n_fired_k`` rows fire, ``tp_k`` of them HIT rows and
+``fp_k = n_fired_k - tp_k`` MISS rows. With N rows, P HIT rows and
+Nn = N - P MISS rows, a point gives
 
 * precision ``tp / n_fired``, recall ``tp / P`` (the PR curve),
 * CHR ``n_fired / N`` (the P-CHR curve), FHR ``fp / Nn``.
@@ -25,27 +26,29 @@ expected calibration error is ``ECE = sum_b (n_b / N) |mean_pred_b - obs_b|``.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import compress
 
 from .classification import Estimate, proportion
+from .sweep import CurvePoint, threshold_sweep
+
+__all__ = [
+    "MAX_CURVE_POINTS",
+    "RELIABILITY_BINS",
+    "CurvePoint",
+    "Curves",
+    "ReliabilityBin",
+    "curves",
+    "expected_calibration_error",
+    "p_hit",
+    "reliability",
+    "score_curve",
+]
 
 #: Points a report keeps per score curve.
 MAX_CURVE_POINTS = 200
 #: Equal-width bins of the reliability diagram.
 RELIABILITY_BINS = 10
-
-
-@dataclass(frozen=True, slots=True)
-class CurvePoint:
-    """The run at threshold ``score >= threshold`` (see the module docstring)."""
-
-    threshold: float
-    n_fired: int
-    tp: int
-    fp: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,27 +95,16 @@ def score_curve(
     (CurvePoint(threshold=0.9, n_fired=1, tp=1, fp=0),
      CurvePoint(threshold=0.8, n_fired=3, tp=2, fp=1))
     """
-    if len(y_true) != len(scores):
-        raise ValueError(f"{len(y_true)} labels but {len(scores)} scores")
     if max_points < 1:
         raise ValueError("max_points must be at least 1")
-    all_count: Counter[float | None] = Counter(scores)
-    pos_count: Counter[float | None] = Counter(compress(scores, y_true))
-    all_count.pop(None, None)
-    keys = sorted((k for k in all_count if k is not None), reverse=True)
-    if not all(map(math.isfinite, keys)):
-        raise ValueError("scores must be finite numbers (or None)")
-    n = len(scores)
-    step = n / max_points
+    points = threshold_sweep(y_true, scores).points
+    step = len(scores) / max_points
     out: list[CurvePoint] = []
-    fired = tp = 0
     next_mark = step
-    for i, k in enumerate(keys):
-        fired += all_count[k]
-        tp += pos_count.get(k, 0)
-        if i == 0 or i == len(keys) - 1 or fired >= next_mark:
-            out.append(CurvePoint(threshold=k, n_fired=fired, tp=tp, fp=fired - tp))
-            while next_mark <= fired:
+    for i, point in enumerate(points):
+        if i == 0 or i == len(points) - 1 or point.n_fired >= next_mark:
+            out.append(point)
+            while next_mark <= point.n_fired:
                 next_mark += step
     return tuple(out)
 

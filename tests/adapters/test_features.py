@@ -566,3 +566,62 @@ def test_negation_scope_flip() -> None:
         )["critical_diff"]
         >= 1.0
     )
+
+
+def test_a_changed_date_is_no_typo() -> None:
+    # both dates read "march" on the surface; their values differ
+    a = "I'm on leave until March 14 and Dana is covering."
+    b = "I'm on leave until March 24 and Dana is covering."
+    assert not _no_content_diff(a, b)
+    assert run(difference_features, a, b)["content_equal"] == 0.0
+    assert run(date_features, a, b)["date_diff"] == 1.0
+    # the same date in another notation is still the same
+    assert _no_content_diff("on leave until March 14", "on leave until 14 March")
+
+
+def test_quoting_the_same_words_is_no_change() -> None:
+    same = run(
+        entity_features,
+        "What does 'je voudrais l'addition' mean in English?",
+        "What does “je voudrais l’addition” mean in English",
+    )
+    assert same["quoted_diff"] == 0.0
+    unquoted = run(
+        entity_features,
+        'convert snake_case to camelCase, e.g. "user_id" -> "userId"',
+        "convert snake_case to camelCase (user_id becomes userId)",
+    )
+    assert unquoted["quoted_diff"] == 0.0
+    changed = run(entity_features, "Translate 'good morning'", "Translate good night")
+    assert changed["quoted_diff"] == 1.0
+    # reported speech is not a string the answer repeats
+    speech = run(
+        entity_features,
+        "'We have no plans to cut interest rates again this year,' the chairman said.",
+        "The chairman said there were no plans for another rate cut this year.",
+    )
+    assert speech["quoted_diff"] == 0.0
+
+
+def test_math_written_in_words_reads_as_symbols() -> None:
+    pairs = [
+        ("Solve t^2 - 9 = 0 for t", "Which values of t make t squared minus 9 equal to zero?"),
+        ("What value of x makes 3x - 7 equal to 11?", "Solve 3x - 7 = 11"),
+        ("For which values of k is 2k + 5 less than 17?", "Solve 2k + 5 < 17"),
+        ("What is x plus 4 when x is 3?", "What is x + 4 when x is 3?"),
+    ]
+    for a, b in pairs:
+        assert run(operator_features, a, b)["op_diff"] == 0.0, (a, b)
+        assert run(number_features, a, b)["num_diff"] == 0.0, (a, b)
+    # a changed operator written in words is still a change
+    assert run(operator_features, "Solve x plus 3 = 5", "Solve x - 3 = 5")["op_diff"] == 2.0
+    # not between two operands: ordinary words
+    assert analyze("Take it three times a day").operators == ()
+    assert analyze("It costs less than a pizza").operators == ()
+
+
+def test_negation_inside_a_rewording_is_not_a_negation_change() -> None:
+    assert run(operator_features, "i like spicy food", "i dont like spicy food")["neg_diff"] == 1.0
+    assert run(operator_features, "Can I eat eggs?", "What can't I eat?")["neg_diff"] == 1.0
+    reworded = run(operator_features, "How come frozen water doesn't sink?", "Why does ice float?")
+    assert reworded["neg_diff"] == 0.0

@@ -24,13 +24,16 @@ from adapters.verified_cache.features import FEATURE_NAMES, Request  # noqa: E40
 from adapters.verified_cache.model import (  # noqa: E402
     MODEL_DIR,
     NEVER,
+    Certificate,
     Verifier,
     beta_ppf,
     betainc,
     certify_threshold,
     clopper_pearson,
+    decide,
     fhr_upper_bound,
     max_false_hits,
+    serving_threshold,
     train_booster,
 )
 from adapters.verified_cache.policy import check, request_policy  # noqa: E402
@@ -43,6 +46,7 @@ from adapters.verified_cache.training import (  # noqa: E402
     out_of_fold,
     score_cases,
 )
+from cacheeval.metrics.sweep import OperatingPoint  # noqa: E402
 from cacheeval.schema import Row  # noqa: E402
 
 from .conftest import make_row  # noqa: E402
@@ -244,6 +248,49 @@ def test_certify_threshold_picks_the_lowest_safe_threshold() -> None:
         certify_threshold([0.9], [1])
 
 
+def test_certify_threshold_is_the_last_certifiable_positive_score() -> None:
+    # Brute force: scan the distinct positive scores from the top, counting served
+    # must-miss rows, and stop where the one-sided bound first exceeds the budget.
+    rng = random.Random(16)
+    for _ in range(40):
+        n = rng.randint(60, 160)
+        labels = [int(rng.random() < 0.4) for _ in range(n)]
+        scores = [
+            0.0 if rng.random() < 0.15 else min(1.0, round(rng.random() * 0.8 + 0.3 * y, 2))
+            for y in labels
+        ]
+        n_neg = labels.count(0)
+        expected, expected_fp = NEVER, 0
+        for s in sorted({s for s in scores if s > 0}, reverse=True):
+            fp = sum(1 for x, y in zip(scores, labels, strict=True) if x >= s and not y)
+            if fhr_upper_bound(fp, n_neg) > 0.10:
+                break
+            expected, expected_fp = s, fp
+        op = certify_threshold(scores, labels, max_fhr=0.10)
+        assert (op.threshold, op.fp) == (expected, expected_fp)
+        assert op.point.n_fired == sum(1 for x in scores if x >= op.threshold)
+
+
+def test_certificate_round_trips_the_meta_record() -> None:
+    op = certify_threshold([0.9, 0.8, 0.8] + [0.1] * 80, [1, 1, 0] + [0] * 80, max_fhr=0.1)
+    assert Certificate.from_dict(op.to_dict()) == op
+    assert (op.point.threshold, op.point.n_fired, op.point.precision) == (0.8, 3, 2 / 3)
+    never = certify_threshold([0.9, 0.8], [1, 0])
+    assert never.point.threshold is None and never.to_dict()["threshold"] == NEVER
+    assert Certificate.from_dict(never.to_dict()) == never
+
+
+def test_decide_is_the_tier_rule() -> None:
+    assert decide("policy", None, 0.9, 0.7) == (False, 0.0)
+    assert decide("exact", None, 0.1, 0.7) == (True, 1.0)
+    assert decide("embedding", None, 0.5, 0.7) == (False, 0.99 * 0.7 * 0.5)
+    assert decide("verifier", 0.7, 0.5, 0.7) == (True, 0.7)  # at the threshold: served
+    assert decide("verifier", 0.69, 0.5, 0.7) == (False, 0.99 * 0.7 * 0.5)
+    assert decide("verifier", 0.99, 0.5, NEVER)[0] is False
+    with pytest.raises(ValueError):
+        decide("verifier", None, 0.5, 0.7)
+
+
 # --- training ---------------------------------------------------------------------------
 
 
@@ -349,6 +396,17 @@ def test_policy_refuses_a_mutation(cache: VerifiedCache) -> None:
     assert request_policy("Email Dana that I'll be 10 minutes late").allowed
 
 
+def test_a_tool_declared_cacheable_is_not_mutating() -> None:
+    tip = {"name": "calculate_tip", "description": "Compute a tip.", "policy": "cacheable"}
+    req = Request("Calculate a 20% tip on an $86 bill", tools=(tip,))
+    assert request_policy(req).allowed
+    # the same name without the declaration: a tip is given (the name's verb decides)
+    undeclared = {"name": "calculate_tip", "description": "Compute a tip."}
+    assert request_policy(Request(req.query, tools=(undeclared,))).rule == "mutation"
+    nested = {"type": "function", "function": {**tip}}
+    assert request_policy(Request(req.query, tools=(nested,))).allowed
+
+
 def test_policy_refuses_another_system_prompt(cache: VerifiedCache) -> None:
     q = "Summarise the refund policy"
     assert cache.put(Request(q, system_prompt="You are the support bot of Acme."), "30 days").stored
@@ -380,6 +438,14 @@ def test_policy_refuses_poems_live_data_and_profiles(cache: VerifiedCache) -> No
         assert request_policy(query).allowed, query
 
 
+def _at_half(shipped) -> OperatingPoint:
+    """The shipped point moved to threshold 0.5 (the certified one serves nothing on
+    40 dev rows); a cache reads only the threshold."""
+    point = shipped.operating_point.point
+    assert point.threshold is None  # what the shipped cache would serve: nothing
+    return dataclasses.replace(point, threshold=0.5)
+
+
 def test_lazy_span_embedding_gives_the_same_decisions(synthetic, shipped) -> None:
     rows, _ = synthetic
     if not shipped.verifier.monotone_cos_diff:
@@ -390,8 +456,7 @@ def test_lazy_span_embedding_gives_the_same_decisions(synthetic, shipped) -> Non
         res = Resources(verifier=shipped.verifier, embedder=emb)
         out = []
         for r in rows:
-            # threshold 0.5: the certified one serves nothing on 40 dev rows
-            c = VerifiedCache(resources=res, lazy_spans=lazy, threshold=0.5)
+            c = VerifiedCache(resources=res, lazy_spans=lazy, operating_point=_at_half(shipped))
             c.put(r.request("a"), "answer")
             out.append(c.lookup(r.request("b")).hit)
         decisions[lazy] = out
@@ -402,13 +467,18 @@ def test_lazy_span_embedding_gives_the_same_decisions(synthetic, shipped) -> Non
 def test_adapter_matches_batch_scoring(synthetic, shipped) -> None:
     rows, _ = synthetic
     v = shipped.verifier
-    adapter = VerifiedCacheAdapter(verifier=v, embedder=HashEmbedder(), threshold=0.5)
+    adapter = VerifiedCacheAdapter(
+        verifier=v, embedder=HashEmbedder(), operating_point=_at_half(shipped)
+    )
     adapter.prepare([r.pair for r in rows])
     verdicts = {r.id: adapter(r.pair) for r in rows}
     adapter.close()
     assert len(adapter.put_latencies_ms) == len(rows)
     batch = score_cases(
-        build_cases(rows, Resources(embedder=HashEmbedder())), v, v.gate_threshold, 0.5
+        build_cases(rows, Resources(embedder=HashEmbedder())),
+        v,
+        v.gate_threshold,
+        _at_half(shipped),
     )
     assert any(s.hit for s in batch) and not all(s.hit for s in batch)
     for s in batch:
@@ -436,6 +506,9 @@ def test_committed_model_matches_this_code() -> None:
     op = meta.operating_point
     assert op["certified"] and op["fhr_upper"] <= op["max_fhr"] == 0.05
     assert meta.threshold == op["threshold"]
+    # the certified point the cache serves with, read back from the record unchanged
+    assert v.certificate is not None and v.certificate.to_dict() == op
+    assert v.operating_point.threshold == meta.threshold and v.operating_point.alpha == 0.05
     assert meta.training["split"] == "train" and meta.training["calibration"] == "dev"
     assert meta.training["params"]["num_threads"] == 1 and meta.training["params"]["deterministic"]
     assert 0.0 < v.gate_threshold < 1.0
@@ -458,7 +531,8 @@ def test_model_files_round_trip_and_tampering(tmp_path: Path, shipped) -> None:
     shipped.verifier.save(tmp_path)
     loaded = Verifier.load(tmp_path)
     assert loaded.model_string() == shipped.verifier.model_string()
-    assert loaded.threshold == shipped.verifier.threshold
+    assert loaded.meta == shipped.verifier.meta
+    assert loaded.certificate == shipped.verifier.certificate == shipped.operating_point
     (tmp_path / "verifier.txt").write_text(loaded.model_string() + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match="sha256"):
         Verifier.load(tmp_path)
@@ -480,7 +554,7 @@ def test_anchor_examples_with_minilm_offline(no_network) -> None:
     assert cache.get("Solve a + 2 = 8") is None  # the answer names the variable
     assert cache.get("Solve x + 2 = 9") is None  # another operand
     hit = cache.lookup("solve x+2=8")
-    assert hit.hit and hit.tier == "verifier" and hit.score >= v.threshold
+    assert hit.hit and hit.tier == "verifier" and hit.score >= serving_threshold(v.operating_point)
     cache.put("Write a Python function to reverse a list", "def rev(xs): return xs[::-1]")
     assert cache.get("Write a JavaScript function to reverse a list") is None
     assert math.isfinite(cache.lookup("Write a Python function to reverse a list!").score)

@@ -416,7 +416,76 @@ def _canonicalise(tokens: list[Token]) -> list[Token]:
         else:
             out.append(t)
         i += 1
+    return _math_words(out)
+
+
+#: Math written in words, read as the symbols ("x minus y equals 2" == "x - y = 2",
+#: "t squared" == "t^2"): (words, symbols), longest first.
+_MATH_PHRASES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (("is", "equal", "to"), ("=",)), (("is", "less", "than"), ("<",)),
+    (("is", "greater", "than"), (">",)), (("multiplied", "by"), ("*",)),
+    (("divided", "by"), ("/",)), (("equal", "to"), ("=",)), (("less", "than"), ("<",)),
+    (("greater", "than"), (">",)), (("equals",), ("=",)), (("equal",), ("=",)),
+    (("plus",), ("+",)), (("minus",), ("-",)), (("times",), ("*",)),
+    (("squared",), ("^", "2")), (("cubed",), ("^", "3")),
+)  # fmt: skip
+
+
+def _math_operand(tok: Token, before: bool) -> bool:
+    """A number, a single-letter variable (not "a" or "I", which are words) or a
+    bracket closing (``before`` the operator) or opening (after it)."""
+    if tok.kind == "num":
+        return True
+    if tok.kind == "word":
+        return (
+            len(tok.raw) == 1 and tok.raw.isascii() and tok.raw.isalpha() and tok.raw not in "aAI"
+        )
+    return tok.raw == (")" if before else "(")
+
+
+def _math_words(tokens: list[Token]) -> list[Token]:
+    """Operators written in words as symbols, where they stand between two operands
+    (a comma before the word is dropped: "n, minus 7" is "n - 7"); "squared" and
+    "cubed" after an operand as powers. Elsewhere the words stay ("five times a
+    day", "less than a week")."""
+    if not any(t.kind == "word" and t.canon in _MATH_WORDS for t in tokens):
+        return tokens
+    out: list[Token] = []
+    i, n = 0, len(tokens)
+    while i < n:
+        t = tokens[i]
+        prev = out[-2] if len(out) >= 2 and out[-1].raw == "," else (out[-1] if out else None)
+        if (
+            t.kind == "word"
+            and t.canon in _MATH_WORDS
+            and prev is not None
+            and _math_operand(prev, True)
+        ):
+            for words, symbols in _MATH_PHRASES:
+                j = i + len(words)
+                if tuple(x.canon for x in tokens[i:j]) != words:
+                    continue
+                power = symbols[0] == "^"
+                if not power and (j >= n or not _math_operand(tokens[j], False)):
+                    continue
+                if out[-1].raw == ",":
+                    out.pop()
+                end = tokens[j - 1].end
+                out.append(Token("sym", symbols[0], symbols[0], t.start, end))
+                if power:
+                    out.append(Token("num", symbols[1], symbols[1], t.start, end))
+                i = j
+                break
+            else:
+                out.append(t)
+                i += 1
+            continue
+        out.append(t)
+        i += 1
     return out
+
+
+_MATH_WORDS = frozenset(words[0] for words, _ in _MATH_PHRASES)
 
 
 def _counts_one(tokens: list[Token], i: int) -> bool:

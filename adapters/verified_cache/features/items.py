@@ -35,11 +35,12 @@ def _digits(tok: Token) -> bool:
 
 
 def _is_math_operand(tok: Token | None) -> bool:
-    """A number written in digits, a single letter, or a bracket."""
+    """A number (in digits, or in words: "t squared minus nine"), a single letter,
+    or a bracket."""
     if tok is None:
         return False
     if tok.kind == "num":
-        return _digits(tok)
+        return True
     if tok.kind == "word":
         return len(tok.raw) == 1
     return tok.raw in "()"

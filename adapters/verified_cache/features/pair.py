@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from .alignment import (
+    SHORT_SPAN,
     Diff,
     content_diff,
 )
@@ -132,6 +133,18 @@ def _one_sided_groups(mine: Counter[str], other: Counter[str], only: set[str]) -
     }
 
 
+def _negation_is_the_change(d: Diff) -> bool:
+    """Whether a negation added or dropped can be what the pair changes: besides
+    negation words, each side keeps at most :data:`SHORT_SPAN` words of its own
+    ("can I eat X" vs "what can't I eat"). In a reworded pair the negation is
+    part of the rewording ("why doesn't ice sink" vs "why does ice float", "with
+    no garden" vs "in my apartment"); a negated word both sides use is
+    ``neg_scope_flip``'s."""
+    rest_a = [w for w in d.a_only if w not in NEGATIONS]
+    rest_b = [w for w in d.b_only if w not in NEGATIONS]
+    return len(rest_a) <= SHORT_SPAN and len(rest_b) <= SHORT_SPAN
+
+
 def operator_features(a: Side, b: Side, d: Diff) -> Features:
     """Math operators and answer-determining function words (derivative/integral,
     encode/decode, asc/desc, not/never...): swaps within a contrast group (a
@@ -149,7 +162,7 @@ def operator_features(a: Side, b: Side, d: Diff) -> Features:
     return {
         "op_diff": float(_multiset_diff(a.operators, b.operators)),
         "contrast_swap": float(swaps),
-        "neg_diff": float(abs(a.negations - b.negations)),
+        "neg_diff": float(abs(a.negations - b.negations)) if _negation_is_the_change(d) else 0.0,
         "neg_scope_flip": float(_negation_flips(a.tokens, b.tokens)),
     }
 
@@ -177,8 +190,30 @@ def entity_features(a: Side, b: Side, d: Diff) -> Features:
     return {
         "entity_diff": float(len(miss_a) + len(miss_b)),
         "entity_both_changed": _flag(bool(miss_a) and bool(miss_b)),
-        "quoted_diff": _flag(Counter(a.quoted) != Counter(b.quoted)),
+        "quoted_diff": _flag(_quote_changed(a, b) or _quote_changed(b, a)),
     }
+
+
+#: A quoted span longer than this is reported speech ("'We will not cut rates this
+#: year,' the chairman said"), whose wording the other side may render freely.
+QUOTE_MAX_WORDS = 8
+
+
+def _quote_changed(a: Side, b: Side) -> bool:
+    """Whether ``a`` quotes words that ``b`` does not say at all: quoting or
+    unquoting the same words ("e.g. "user_id" -> "userId"" vs "user_id becomes
+    userId") or typing other quote marks is no change; "translate 'good
+    morning'" vs "translate 'good night'" is. Filler words in the quote are read
+    only when it has nothing else."""
+    words = set(b.tokens)
+    for quote in Counter(a.quoted) - Counter(b.quoted):
+        toks = quote.split()
+        if len(toks) > QUOTE_MAX_WORDS:
+            continue  # reported speech, not a string the answer repeats
+        content = [w for w in toks if w not in FILLER] or toks
+        if any(w not in words for w in content):
+            return True
+    return False
 
 
 def order_features(a: Side, b: Side, d: Diff) -> Features:
