@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
-from typing import overload
+from typing import TypeVar, overload
 
 from .idset import IdSet
 from .metrics.classification import Confusion
@@ -37,6 +37,8 @@ from .schema import Row
 #: How many missing/extra/hidden ids a join keeps (the report lists 10).
 KEEP_IDS = 10
 MISSING_ERROR = "MissingPrediction: no prediction for this row"
+
+T = TypeVar("T")
 
 
 class _Codes:
@@ -58,7 +60,26 @@ class _Codes:
         return found
 
 
-class Decoded(Sequence[str | None]):
+class _Column(Sequence[T]):
+    """A read-only sequence computed from flat arrays: a subclass gives
+    ``__len__``, ``_at`` (one item, from its index) and a fast ``__iter__``."""
+
+    __slots__ = ()
+
+    def _at(self, i: int) -> T:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[T]: ...
+    def __getitem__(self, i: int | slice) -> T | list[T]:
+        if isinstance(i, slice):
+            return list(self)[i]
+        return self._at(i)
+
+
+class Decoded(_Column[str | None]):
     """A read-only sequence of the strings a code column stands for."""
 
     __slots__ = ("_codes", "_names")
@@ -70,13 +91,7 @@ class Decoded(Sequence[str | None]):
     def __len__(self) -> int:
         return len(self._codes)
 
-    @overload
-    def __getitem__(self, i: int) -> str | None: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[str | None]: ...
-    def __getitem__(self, i: int | slice) -> str | None | list[str | None]:
-        if isinstance(i, slice):
-            return [self._name(c) for c in self._codes[i]]
+    def _at(self, i: int) -> str | None:
         return self._name(self._codes[i])
 
     def _name(self, code: int) -> str | None:
@@ -86,7 +101,7 @@ class Decoded(Sequence[str | None]):
         return map(self._name, self._codes)
 
 
-class Masked(Sequence[float | None]):
+class Masked(_Column[float | None]):
     """A read-only sequence of ``values[i]`` where ``present[i]``, else None."""
 
     __slots__ = ("_values", "_present")
@@ -98,20 +113,14 @@ class Masked(Sequence[float | None]):
     def __len__(self) -> int:
         return len(self._values)
 
-    @overload
-    def __getitem__(self, i: int) -> float | None: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[float | None]: ...
-    def __getitem__(self, i: int | slice) -> float | None | list[float | None]:
-        if isinstance(i, slice):
-            return list(self)[i]
+    def _at(self, i: int) -> float | None:
         return self._values[i] if self._present[i] else None
 
     def __iter__(self) -> Iterator[float | None]:
         return (v if ok else None for v, ok in zip(self._values, self._present, strict=True))
 
 
-class HitProbabilities(Sequence[float | None]):
+class HitProbabilities(_Column[float | None]):
     """Each row's predicted probability of HIT
     (:func:`~cacheeval.metrics.curves.p_hit` of its decision and confidence)."""
 
@@ -123,13 +132,7 @@ class HitProbabilities(Sequence[float | None]):
     def __len__(self) -> int:
         return len(self._hit)
 
-    @overload
-    def __getitem__(self, i: int) -> float | None: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[float | None]: ...
-    def __getitem__(self, i: int | slice) -> float | None | list[float | None]:
-        if isinstance(i, slice):
-            return list(self)[i]
+    def _at(self, i: int) -> float | None:
         return p_hit(bool(self._hit[i]), self._confidence[i] if self._present[i] else None)
 
     def __iter__(self) -> Iterator[float | None]:

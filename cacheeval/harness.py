@@ -400,6 +400,21 @@ def _call_prepare(
         raise CacheCallError(f"prepare() raised {describe_exception(e)}") from e
 
 
+def _outcome(
+    row_id: str, value: Any, exc: BaseException | None, latency_ms: float, strict: bool
+) -> Prediction:
+    """The prediction of a call that returned ``value`` or raised ``exc``; under
+    ``strict`` (``on_error="raise"``) a failed call raises :class:`CacheCallError`."""
+    if exc is not None:
+        if strict:
+            raise CacheCallError(f"row {row_id}: {describe_exception(exc)}") from exc
+        return _failed(row_id, "error", describe_exception(exc), latency_ms)
+    pred = _to_prediction(row_id, value, latency_ms)
+    if strict and pred.error is not None:
+        raise CacheCallError(f"row {row_id}: {pred.error}")
+    return pred
+
+
 def _run_inline(
     call: Callable[[Pair], Any],
     items: Sequence[Row | Pair],
@@ -423,14 +438,9 @@ def _run_inline(
             ms = (clock() - t0) / 1e6
             if isinstance(e, KeyboardInterrupt) and sigint.fired:
                 raise
-            if strict:
-                raise CacheCallError(f"row {row_id}: {describe_exception(e)}") from e
-            append(_failed(row_id, "error", describe_exception(e), ms))
+            append(_outcome(row_id, None, e, ms, strict))
         else:
-            pred = _to_prediction(row_id, value, (clock() - t0) / 1e6)
-            if strict and pred.error is not None:
-                raise CacheCallError(f"row {row_id}: {pred.error}")
-            append(pred)
+            append(_outcome(row_id, value, None, (clock() - t0) / 1e6, strict))
         if sigint.fired:  # the cache swallowed the user's Ctrl-C: stop all the same
             raise KeyboardInterrupt
         if progress is not None:
@@ -468,15 +478,7 @@ def _run_with_timeout(
                 worker = _Worker(call)
             else:
                 # On the worker thread no signal arrives: any exception is the cache's.
-                if exc is not None:
-                    if strict:
-                        raise CacheCallError(f"row {row_id}: {describe_exception(exc)}") from exc
-                    out.append(_failed(row_id, "error", describe_exception(exc), ns / 1e6))
-                else:
-                    pred = _to_prediction(row_id, value, ns / 1e6)
-                    if strict and pred.error is not None:
-                        raise CacheCallError(f"row {row_id}: {pred.error}")
-                    out.append(pred)
+                out.append(_outcome(row_id, value, exc, ns / 1e6, strict))
             if progress is not None:
                 progress(done, total)
     finally:

@@ -57,6 +57,7 @@ from pathlib import Path
 
 from cacheeval.baselines import ExactMatch
 from cacheeval.schema import Pair, Verdict
+from scripts.machine import cpu_model
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SEED = 20261124
@@ -292,17 +293,6 @@ def eval_argv(rows: Path, work: Path, cache: list[str], tag: str) -> list[str]:
 
 
 # --- the benchmark ---------------------------------------------------------------------------
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def run_cache(

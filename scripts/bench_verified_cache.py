@@ -34,23 +34,12 @@ from adapters.verified_cache.model import MODEL_DIR, Verifier
 from cacheeval.dataset import load_bench
 from cacheeval.jsonio import JsonlError
 from cacheeval.metrics.latency import LatencyStats, latency_stats
+from scripts.machine import cpu_model
 
 REPO = Path(__file__).resolve().parents[1]
 #: get() latency over one embedding call of the same query, at p50 and p95.
 P50_RATIO = 1.3
 P95_RATIO = 2.0
-
-
-def cpu_model() -> str:
-    """The CPU's model name from /proc/cpuinfo (``platform.processor()`` elsewhere)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _ms(x: float | None) -> str:

@@ -1,7 +1,8 @@
 """What ``eval``, ``predict`` and ``score`` share to run over a benchmark file
 of any length: the selected rows as a stream, the cache started (in this
 process or on workers, see :mod:`cacheeval.parallel`), and the truth of the
-rows in flight."""
+rows in flight; and the options that name a cache (also ``replay``'s and
+``external``'s) with their argument types (also ``serve``'s)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,76 @@ _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 class UsageError(Exception):
     """A problem with the command line or its inputs: exit 2 with one line."""
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a finite number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number: {text!r}")
+    return value
+
+
+def add_cache_arguments(parser: argparse.ArgumentParser, *, shared: bool = False) -> None:
+    """--baseline | --cache-module [--cache-class] [--cache-arg ...], --cache-name;
+    for a per-row cache also --on-error and --timeout-ms.
+
+    ``shared`` names a shared cache (``replay``): a baseline of
+    :data:`~cacheeval.shared_baselines.SHARED_BASELINES`, and no --on-error
+    (``replay`` places its own --timeout-ms, whose help differs)."""
+    if shared:
+        from ..shared_baselines import SHARED_BASELINES
+
+        baselines = sorted(SHARED_BASELINES)
+        module_help = "dotted module or .py file exposing the cache"
+        name_help = "name shown in the report"
+    else:
+        from ..baselines import BASELINES
+
+        baselines = sorted(BASELINES)
+        module_help = "dotted module or path to a .py file exposing `cache` (or --cache-class)"
+        name_help = "name shown in the report (default: the cache's)"
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--baseline", choices=baselines, help="a reference cache")
+    which.add_argument("--cache-module", metavar="MOD", help=module_help)
+    parser.add_argument("--cache-class", metavar="CLS", help="class in the module to instantiate")
+    parser.add_argument(
+        "--cache-arg",
+        dest="cache_args",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="constructor argument (VALUE parsed as JSON when it parses, else a string)",
+    )
+    parser.add_argument("--cache-name", help=name_help)
+    if shared:
+        return
+    parser.add_argument(
+        "--on-error",
+        choices=("miss", "raise"),
+        default="miss",
+        help="a failing call is scored MISS (default) or aborts the run",
+    )
+    parser.add_argument(
+        "--timeout-ms",
+        type=positive_float,
+        metavar="N",
+        help="abandon a call after N ms (scored MISS, reported as a timeout)",
+    )
 
 
 def parse_cache_args(items: list[str]) -> dict[str, Any]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
+
+from .verify import add_shards_arguments
 
 NAME = "audit"
 HELP = (
@@ -14,18 +15,7 @@ HELP = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..layout import DOMAINS_DIR
-    from ..schema import DOMAINS
-
-    parser.add_argument(
-        "--shards",
-        type=Path,
-        default=DOMAINS_DIR,
-        help="directory of domain shards <domain>.jsonl (default: domains/ of this checkout)",
-    )
-    parser.add_argument(
-        "--domain", action="append", choices=DOMAINS, metavar="DOMAIN", help="only this domain"
-    )
+    add_shards_arguments(parser, "only this domain")
     parser.add_argument("--folds", type=int, default=5, help="cross-validation folds (default 5)")
     parser.add_argument(
         "--flag-gap",

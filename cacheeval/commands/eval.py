@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,11 @@ from ..schema import DOMAINS, SPLITS
 # Shared with the other commands, which import them from here.
 from ._running import UsageError as UsageError
 from ._running import _one_line as _one_line
+from ._running import add_cache_arguments as add_cache_arguments
 from ._running import cache_spec as cache_spec
 from ._running import hidden_count_message as hidden_count_message
 from ._running import parse_cache_args as parse_cache_args
+from ._running import positive_int
 
 NAME = "eval"
 HELP = "Run a cache or a baseline over the benchmark and write a report."
@@ -61,47 +64,11 @@ def add_rows_arguments(parser: argparse.ArgumentParser, *, labels: bool = True) 
         )
 
 
-def add_cache_arguments(parser: argparse.ArgumentParser) -> None:
-    """--baseline | --cache-module [--cache-class] [--cache-arg ...], --cache-name,
-    --on-error, --timeout-ms."""
-    from ..baselines import BASELINES
-
-    which = parser.add_mutually_exclusive_group(required=True)
-    which.add_argument("--baseline", choices=sorted(BASELINES), help="a reference cache")
-    which.add_argument(
-        "--cache-module",
-        metavar="MOD",
-        help="dotted module or path to a .py file exposing `cache` (or --cache-class)",
-    )
-    parser.add_argument("--cache-class", metavar="CLS", help="class in the module to instantiate")
-    parser.add_argument(
-        "--cache-arg",
-        dest="cache_args",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="constructor argument (VALUE parsed as JSON when it parses, else a string)",
-    )
-    parser.add_argument("--cache-name", help="name shown in the report (default: the cache's)")
-    parser.add_argument(
-        "--on-error",
-        choices=("miss", "raise"),
-        default="miss",
-        help="a failing call is scored MISS (default) or aborts the run",
-    )
-    parser.add_argument(
-        "--timeout-ms",
-        type=_positive_float,
-        metavar="N",
-        help="abandon a call after N ms (scored MISS, reported as a timeout)",
-    )
-
-
 def add_scale_arguments(parser: argparse.ArgumentParser) -> None:
     """--workers N, --ray [ADDRESS] (see :mod:`cacheeval.parallel`)."""
     parser.add_argument(
         "--workers",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help="decide the rows in N worker processes, each building the cache once and seeing "
         "only the pairs (default: in this process)",
@@ -114,26 +81,6 @@ def add_scale_arguments(parser: argparse.ArgumentParser) -> None:
         help="decide the rows on Ray actors: without ADDRESS a local Ray with --workers CPUs "
         "(default: all), with one the cluster there (needs pip install 'cacheeval[scale]')",
     )
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number: {text!r}")
-    return value
 
 
 def hidden_rows_message(rows: Any) -> str:
@@ -176,25 +123,26 @@ def write_report(report: Any, md_path: Path, json_path: Path | None) -> None:
         write_bytes_atomic(json_path, report.to_json().encode("utf-8"))
 
 
-# --- the command --------------------------------------------------------------------------
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_rows_arguments(parser)
-    add_cache_arguments(parser)
-    add_scale_arguments(parser)
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    """--out (the Markdown report) and --json."""
     parser.add_argument("--out", required=True, type=Path, help="Markdown report to write")
     parser.add_argument("--json", type=Path, help="also write the report as JSON")
-    parser.add_argument("--predictions", type=Path, help="also write the predictions JSONL")
-    parser.set_defaults(_prog=parser.prog)
 
 
-def run(args: argparse.Namespace) -> int:
+def run_report_command(
+    args: argparse.Namespace, name: str, make_report: Callable[[argparse.Namespace, str], Any]
+) -> int:
+    """Run a command that ends in a report: ``make_report(args, prog)`` (None
+    when Ctrl-C stopped it) written to --out and --json, then its summary line.
+    A usage, data or file error is one line on stderr (exit 2); a failing
+    cache under ``--on-error raise`` exits 1."""
     from ..harness import CacheCallError
 
-    prog = prog_name(args, f"cacheeval {NAME}")
+    prog = prog_name(args, f"cacheeval {name}")
     try:
-        report = _evaluate(args, prog)
+        report = make_report(args, prog)
+        if report is not None:
+            write_report(report, args.out, args.json)
     except UsageError as e:
         return fail(prog, str(e))
     except CacheCallError as e:
@@ -207,10 +155,26 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# --- the command --------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_rows_arguments(parser)
+    add_cache_arguments(parser)
+    add_scale_arguments(parser)
+    add_report_arguments(parser)
+    parser.add_argument("--predictions", type=Path, help="also write the predictions JSONL")
+    parser.set_defaults(_prog=parser.prog)
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_report_command(args, NAME, _evaluate)
+
+
 def _evaluate(args: argparse.Namespace, prog: str) -> Any:
     """Stream the labelled rows through the cache, scoring each prediction as
-    it comes back (and writing it, with --predictions); the report, or None
-    when Ctrl-C stopped the run."""
+    it comes back (and writing it, with --predictions); the report (not yet
+    written), or None when Ctrl-C stopped the run."""
     from dataclasses import replace
 
     from ..columns import ScoreColumns
@@ -285,8 +249,6 @@ def _evaluate(args: argparse.Namespace, prog: str) -> Any:
         created=created,
         hidden_rows_skipped=selected.hidden,
     )
-    report = build_report_from_columns(
+    return build_report_from_columns(
         columns, provenance=provenance, ids=IdCheck(0, (), 0, ()), cost_per_call_usd=cache.prices
     )
-    write_report(report, args.out, args.json)
-    return report

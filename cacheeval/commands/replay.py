@@ -24,14 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from ..schema import SPLITS
+from ._running import add_cache_arguments, positive_float
 from .eval import (
     EXIT_OK,
     UsageError,
-    _positive_float,
+    add_report_arguments,
     fail,
     hidden_rows_message,
     parse_cache_args,
     prog_name,
+    write_report,
 )
 
 NAME = "replay"
@@ -49,8 +51,6 @@ def _non_negative_int(text: str) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..shared_baselines import SHARED_BASELINES
-
     parser.add_argument("--bench", required=True, type=Path, help="benchmark JSONL file")
     parser.add_argument(
         "--split",
@@ -60,21 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="look up the rows of this split (repeatable; default: every split)",
     )
     parser.add_argument("--labels", type=Path, help="private labels file of the test split")
-    which = parser.add_mutually_exclusive_group(required=True)
-    which.add_argument("--baseline", choices=sorted(SHARED_BASELINES), help="a reference cache")
-    which.add_argument(
-        "--cache-module", metavar="MOD", help="dotted module or .py file exposing the cache"
-    )
-    parser.add_argument("--cache-class", metavar="CLS", help="class in the module to instantiate")
-    parser.add_argument(
-        "--cache-arg",
-        dest="cache_args",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="constructor argument (VALUE parsed as JSON when it parses, else a string)",
-    )
-    parser.add_argument("--cache-name", help="name shown in the report")
+    add_cache_arguments(parser, shared=True)
     parser.add_argument(
         "--distractors",
         type=_non_negative_int,
@@ -91,10 +77,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="store sizes at which lookup latency is probed (default 100 and 1000)",
     )
-    parser.add_argument("--timeout-ms", type=_positive_float, metavar="N",
+    parser.add_argument("--timeout-ms", type=positive_float, metavar="N",
                         help="abandon a call after N ms (the cache is then stuck)")  # fmt: skip
-    parser.add_argument("--out", required=True, type=Path, help="Markdown report to write")
-    parser.add_argument("--json", type=Path, help="also write the report as JSON")
+    add_report_arguments(parser)
     parser.set_defaults(_prog=parser.prog)
 
 
@@ -167,7 +152,7 @@ def _rows(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[Any]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..jsonio import sha256_file, write_bytes_atomic
+    from ..jsonio import sha256_file
     from ..progress import terminal_progress
     from ..replay import DEFAULT_LATENCY_SIZES, replay
     from ..replay_report import build_replay_report
@@ -202,9 +187,7 @@ def run(args: argparse.Namespace) -> int:
             dataset_sha256=sha256_file(args.bench),
             splits=sorted(set(args.splits or SPLITS), key=SPLITS.index),
         )
-        write_bytes_atomic(args.out, report.to_markdown().encode("utf-8"))
-        if args.json is not None:
-            write_bytes_atomic(args.json, report.to_json().encode("utf-8"))
+        write_report(report, args.out, args.json)
     except UsageError as e:
         return fail(prog, str(e))
     except (RuntimeError, TypeError, ValueError) as e:

@@ -20,14 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from .eval import (
-    EXIT_OK,
     UsageError,
+    add_report_arguments,
     add_rows_arguments,
-    fail,
     hidden_count_message,
-    prog_name,
-    summary_line,
-    write_report,
+    run_report_command,
 )
 
 NAME = "score"
@@ -39,21 +36,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--predictions", required=True, type=Path, help="predictions JSONL from `predict`"
     )
-    parser.add_argument("--out", required=True, type=Path, help="Markdown report to write")
-    parser.add_argument("--json", type=Path, help="also write the report as JSON")
+    add_report_arguments(parser)
     parser.set_defaults(_prog=parser.prog)
 
 
 def run(args: argparse.Namespace) -> int:
-    prog = prog_name(args, f"cacheeval {NAME}")
-    try:
-        report = _score(args, prog)
-    except UsageError as e:
-        return fail(prog, str(e))
-    except OSError as e:
-        return fail(prog, f"{e.filename}: {e.strerror}")
-    print(summary_line(report, args.out))
-    return EXIT_OK
+    return run_report_command(args, NAME, _score)
 
 
 def _score(args: argparse.Namespace, prog: str) -> Any:
@@ -130,8 +118,6 @@ def _score(args: argparse.Namespace, prog: str) -> Any:
         seen.n_extra,
         tuple(seen.extra_ids[:MAX_IDS]),
     )
-    report = build_report_from_columns(
+    return build_report_from_columns(
         columns, provenance=provenance, ids=ids, cost_per_call_usd=header.cost_per_call_usd
     )
-    write_report(report, args.out, args.json)
-    return report

@@ -27,34 +27,16 @@ import argparse
 import sys
 from pathlib import Path
 
+from ._running import positive_float, positive_int
+
 NAME = "serve"
 HELP = "Run the hidden-label grading service (or add a submitter, or regrade the board)."
 
 _PROG = f"cacheeval {NAME}"
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number: {text!r}")
-    return value
-
-
 def _port(text: str) -> int:
-    value = _positive_int(text)
+    value = positive_int(text)
     if value > 65535:
         raise argparse.ArgumentTypeError(f"not a TCP port: {text!r}")
     return value
@@ -123,21 +105,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=_port, default=8000, help="port to bind (default: 8000)")
     parser.add_argument(
         "--rate-limit",
-        type=_positive_int,
+        type=positive_int,
         default=5,
         metavar="N",
         help="graded submissions allowed per submitter per window (default: 5)",
     )
     parser.add_argument(
         "--rate-window-hours",
-        type=_positive_float,
+        type=positive_float,
         default=24.0,
         metavar="H",
         help="length of the rate-limit window in hours (default: 24)",
     )
     parser.add_argument(
         "--max-body-mb",
-        type=_positive_float,
+        type=positive_float,
         default=5.0,
         metavar="MB",
         help="largest upload accepted, in MiB (default: 5)",

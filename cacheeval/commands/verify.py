@@ -15,7 +15,9 @@ HELP = (
 )
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_shards_arguments(parser: argparse.ArgumentParser, domain_help: str) -> None:
+    """--shards DIR and --domain DOMAIN (repeatable): the shards a command
+    reads (also ``audit``'s)."""
     from ..layout import DOMAINS_DIR
     from ..schema import DOMAINS
 
@@ -26,12 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="directory of domain shards <domain>.jsonl (default: domains/ of this checkout)",
     )
     parser.add_argument(
-        "--domain",
-        action="append",
-        choices=DOMAINS,
-        metavar="DOMAIN",
-        help="only this domain (repeatable; default: every present shard)",
+        "--domain", action="append", choices=DOMAINS, metavar="DOMAIN", help=domain_help
     )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_shards_arguments(parser, "only this domain (repeatable; default: every present shard)")
     parser.add_argument(
         "--jobs",
         type=int,

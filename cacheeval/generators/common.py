@@ -1,5 +1,7 @@
 """What every domain generator shares: the one fixture error, the typed row a
-generator returns (:class:`DraftRow`), and the provisional difficulty rule.
+generator returns (:class:`DraftRow`), the provisional difficulty rule, and
+small pieces of row building (:data:`CONSTRUCTION`, :func:`coin_order`,
+:func:`lower_first`).
 
 A generator returns drafts in file order: every shard field but ``id`` and
 ``difficulty``, which the pipeline assigns when it numbers the rows
@@ -16,13 +18,36 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from ..layout import source_ref
-from ..schema import HIT, ROW_FIELDS, Request, Row, derive_binary_label
+from ..layout import rng, source_ref
+from ..schema import (
+    ADVERSARIAL,
+    EQUIV,
+    HIT,
+    PARA_SAFE,
+    RELATED_UNSAFE,
+    ROW_FIELDS,
+    UNRELATED,
+    Request,
+    Row,
+    derive_binary_label,
+)
 
 #: Shard rows hold every row field but ``split``, which assemble assigns.
 SHARD_FIELDS: tuple[str, ...] = tuple(f for f in ROW_FIELDS if f != "split")
+
+#: How a hand-written pair of each label was made (see the dataset conventions);
+#: the domains whose pairs are all authored by hand use it as it is.
+CONSTRUCTION: dict[str, str] = {
+    EQUIV: "curated",
+    PARA_SAFE: "paraphrase_rewrite",
+    RELATED_UNSAFE: "curated",
+    ADVERSARIAL: "adversarial_perturbation",
+    UNRELATED: "curated",
+}
+
+S = TypeVar("S")
 
 
 class FixtureError(ValueError):
@@ -87,6 +112,18 @@ def read_fixture_json(path: Path, shown: str | None = None) -> tuple[Any, str]:
         raise FixtureError(
             f"{where}:{e.lineno}: {message}", path=path, line=e.lineno, reason=message
         ) from None
+
+
+def coin_order(sides: tuple[S, S], *seed: str | int) -> tuple[S, S]:
+    """``sides``, swapped when a coin seeded on ``seed`` (:func:`~cacheeval.layout.rng`)
+    comes up below one half, so which side is a says nothing about the row."""
+    a, b = sides
+    return (b, a) if rng(*seed).random() < 0.5 else (a, b)
+
+
+def lower_first(text: str) -> str:
+    """``text`` with its first letter in lower case (for joining two phrases)."""
+    return text[:1].lower() + text[1:]
 
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)

@@ -44,7 +44,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -61,18 +61,16 @@ from ..schema import (
     UNRELATED,
 )
 from ..verify import check_row
-from .common import DraftRow, FixtureError, fixture_files, fixture_source, read_fixture_json
+from .common import (
+    CONSTRUCTION,
+    DraftRow,
+    FixtureError,
+    fixture_files,
+    fixture_source,
+    read_fixture_json,
+)
 
 DOMAIN = "conversational"
-
-#: How a pair of each label was made (see the dataset conventions).
-CONSTRUCTION: dict[str, str] = {
-    EQUIV: "curated",
-    PARA_SAFE: "paraphrase_rewrite",
-    RELATED_UNSAFE: "curated",
-    ADVERSARIAL: "adversarial_perturbation",
-    UNRELATED: "curated",
-}
 
 #: subcategory -> (label it belongs to, where such a pair shows up in real traffic).
 SUBCATEGORIES: dict[str, tuple[str, str]] = {
@@ -444,10 +442,7 @@ def load_families(fixture_dir: Path) -> list[Family]:
 def _resolve(
     ref: str, home: Family, by_key: dict[str, Family], spec: RowSpec
 ) -> tuple[Family, Intent, Phrasing, str]:
-    fam_key, _, local = ref.rpartition(":")
-    fam = by_key.get(fam_key) if fam_key else home
-    if fam is None:
-        raise home.fx.error(f"unknown family {fam_key!r} in reference {ref!r}", offset=spec.offset)
+    fam, local = ref_family(ref, home, by_key, spec)
     req_key, _, phr_key = local.partition(".")
     req = fam.requests.get(req_key)
     if req is None or phr_key not in req.phrasings:
@@ -507,15 +502,7 @@ def _build(spec: RowSpec, home: Family, by_key: dict[str, Family]) -> DraftRow:
     def fail(message: str) -> FixtureError:
         return fx.error(message, offset=spec.offset)
 
-    if spec.label not in LABELS:
-        raise fail(f"unknown label {spec.label!r}")
-    sub = SUBCATEGORIES.get(spec.subcategory)
-    if sub is None:
-        raise fail(f"unknown subcategory {spec.subcategory!r} (add it to SUBCATEGORIES)")
-    if sub[0] != spec.label:
-        raise fail(f"subcategory {spec.subcategory!r} belongs to {sub[0]}, not {spec.label}")
-    if ":" in spec.ref_a:
-        raise fail("query_a must come from the row's own family")
+    sub = spec_subcategory(spec, home, SUBCATEGORIES)
     _, ra, pa, _ = _resolve(spec.ref_a, home, by_key, spec)
     fb, rb, pb, _ = _resolve(spec.ref_b, home, by_key, spec)
     if spec.label in HIT_LABELS and (fb is not home or rb is not ra):
@@ -638,3 +625,35 @@ def build_rows(
             where.append((fam.fx, spec.offset))
     check_rows(domain, rows, where)
     return rows
+
+
+T = TypeVar("T", bound=tuple[str, ...])
+
+
+def spec_subcategory(spec: RowSpec, home: FamilyLike, subcategories: Mapping[str, T]) -> T:
+    """The ``subcategories`` entry of a row spec (its label first), after
+    checking the label, the subcategory and that query_a is the family's own."""
+
+    def fail(message: str) -> FixtureError:
+        return home.fx.error(message, offset=spec.offset)
+
+    if spec.label not in LABELS:
+        raise fail(f"unknown label {spec.label!r}")
+    sub = subcategories.get(spec.subcategory)
+    if sub is None:
+        raise fail(f"unknown subcategory {spec.subcategory!r} (add it to SUBCATEGORIES)")
+    if sub[0] != spec.label:
+        raise fail(f"subcategory {spec.subcategory!r} belongs to {sub[0]}, not {spec.label}")
+    if ":" in spec.ref_a:
+        raise fail("query_a must come from the row's own family")
+    return sub
+
+
+def ref_family(ref: str, home: F, by_key: Mapping[str, F], spec: RowSpec) -> tuple[F, str]:
+    """The family a reference ``[family:]local`` names (``home`` without a
+    ``family:``) and its local part."""
+    fam_key, _, local = ref.rpartition(":")
+    fam = by_key.get(fam_key) if fam_key else home
+    if fam is None:
+        raise home.fx.error(f"unknown family {fam_key!r} in reference {ref!r}", offset=spec.offset)
+    return fam, local

@@ -36,14 +36,21 @@ also used by the personalized and multi_turn generators.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
-from ..layout import rng
 from ..schema import ADVERSARIAL, EQUIV, PARA_SAFE, RELATED_UNSAFE, UNRELATED
-from .common import DraftRow, FixtureError, fixture_files, fixture_source, read_fixture_json
+from .common import (
+    DraftRow,
+    FixtureError,
+    coin_order,
+    fixture_files,
+    fixture_source,
+    lower_first,
+    read_fixture_json,
+)
 
 DOMAIN = "creative"
 
@@ -95,6 +102,45 @@ def items_of(fx: Fixture, list_key: str) -> list[dict[str, Any]]:
         if not isinstance(item, dict) or not isinstance(item.get("key"), str) or not item["key"]:
             raise fx.error(None, f"{list_key}[{n}] must be an object with a non-empty string 'key'")
     return items
+
+
+class FamilyItems:
+    """The ``families`` items of every fixture of a folder, each with its
+    fixture, in file then list order; a key used twice is a located
+    :class:`FixtureError`. :attr:`fixture_of` maps each key met so far to its
+    fixture (to locate what is found wrong once all families are read).
+    Shared with the personalized and multi_turn generators."""
+
+    def __init__(self, fixture_dir: Path) -> None:
+        self._dir = fixture_dir
+        self.fixture_of: dict[str, Fixture] = {}
+
+    def __iter__(self) -> Iterator[tuple[Fixture, dict[str, Any]]]:
+        seen = self.fixture_of
+        for fx in read_fixtures(self._dir):
+            for item in items_of(fx, "families"):
+                key = item["key"]
+                if key in seen:
+                    raise fx.error(key, f"duplicate family key (also in {seen[key].path})")
+                seen[key] = fx
+                yield fx, item
+
+
+class Keyed(Protocol):
+    @property
+    def key(self) -> str: ...
+
+
+F = TypeVar("F", bound=Keyed)
+
+
+def rows_by_family(
+    families: Sequence[F], family_rows: Callable[[F, dict[str, F]], list[DraftRow]]
+) -> list[DraftRow]:
+    """Every family's rows, in family order; ``family_rows`` also gets the
+    families by key (an UNRELATED row's other side comes from another family)."""
+    by_key = {f.key: f for f in families}
+    return [r for fam in families for r in family_rows(fam, by_key)]
 
 
 def req_str(fx: Fixture, item: dict[str, Any], field: str) -> str:
@@ -182,37 +228,34 @@ def _variants(
 def load_families(fixture_dir: Path) -> list[Family]:
     """Parse and check every creative fixture; families in file then list order."""
     families: list[Family] = []
-    seen: dict[str, Fixture] = {}
-    for fx in read_fixtures(fixture_dir):
-        for item in items_of(fx, "families"):
-            key = item["key"]
-            if key in seen:
-                raise fx.error(key, f"duplicate family key (also in {seen[key].path})")
-            seen[key] = fx
-            outputs = req_list(fx, item, "outputs", min_len=2)
-            if len(outputs) != 2 or not all(isinstance(o, str) and o.strip() for o in outputs):
-                raise fx.error(key, "field 'outputs' must hold exactly two non-empty strings")
-            partners = req_list(fx, item, "unrelated_with")
-            if not all(isinstance(p, str) for p in partners):
-                raise fx.error(key, "field 'unrelated_with' must list family keys")
-            fam = Family(
-                key=key,
-                form=req_str(fx, item, "form"),
-                what=req_str(fx, item, "what"),
-                grounding=req_str(fx, item, "grounding"),
-                unrelated_with=tuple(partners),
-                request=req_str(fx, item, "request"),
-                outputs=(outputs[0], outputs[1]),
-                surface=_variants(fx, item, "surface", output=False),
-                paraphrase=_variants(fx, item, "paraphrase", output=False),
-                related=_variants(fx, item, "related", output=True),
-                adversarial=_variants(fx, item, "adversarial", output=True),
-                path=fx.path,
-            )
-            texts = [fam.request] + [v.text for v in _all_variants(fam)]
-            if len(set(texts)) != len(texts):
-                raise fx.error(key, "two of the family's requests are identical")
-            families.append(fam)
+    items = FamilyItems(fixture_dir)
+    seen = items.fixture_of
+    for fx, item in items:
+        key = item["key"]
+        outputs = req_list(fx, item, "outputs", min_len=2)
+        if len(outputs) != 2 or not all(isinstance(o, str) and o.strip() for o in outputs):
+            raise fx.error(key, "field 'outputs' must hold exactly two non-empty strings")
+        partners = req_list(fx, item, "unrelated_with")
+        if not all(isinstance(p, str) for p in partners):
+            raise fx.error(key, "field 'unrelated_with' must list family keys")
+        fam = Family(
+            key=key,
+            form=req_str(fx, item, "form"),
+            what=req_str(fx, item, "what"),
+            grounding=req_str(fx, item, "grounding"),
+            unrelated_with=tuple(partners),
+            request=req_str(fx, item, "request"),
+            outputs=(outputs[0], outputs[1]),
+            surface=_variants(fx, item, "surface", output=False),
+            paraphrase=_variants(fx, item, "paraphrase", output=False),
+            related=_variants(fx, item, "related", output=True),
+            adversarial=_variants(fx, item, "adversarial", output=True),
+            path=fx.path,
+        )
+        texts = [fam.request] + [v.text for v in _all_variants(fam)]
+        if len(set(texts)) != len(texts):
+            raise fx.error(key, "two of the family's requests are identical")
+        families.append(fam)
     by_key = {f.key: f for f in families}
     for fam in families:
         for partner in fam.unrelated_with:
@@ -347,12 +390,10 @@ def _row(
     other: Family | None = None,
 ) -> DraftRow:
     """A row pairing ``base`` (text, output) with ``variant``; a seeded coin picks side a."""
-    a, b = base, variant
-    if rng(DOMAIN, fam.key, label, swap_key).random() < 0.5:
-        a, b = b, a
+    a, b = coin_order((base, variant), DOMAIN, fam.key, label, swap_key)
     grounding = f"{fam.grounding}; {_GROUNDING_TAIL[label]}."
     if other is not None:
-        grounding = f"{fam.grounding}, and {other.grounding[0].lower()}{other.grounding[1:]}."
+        grounding = f"{fam.grounding}, and {lower_first(other.grounding)}."
     return DraftRow(
         domain=DOMAIN,
         subcategory=subcategory,
@@ -426,6 +467,4 @@ def family_rows(fam: Family, by_key: dict[str, Family]) -> list[DraftRow]:
 
 def generate(fixture_dir: Path) -> list[DraftRow]:
     """The creative rows of ``fixture_dir``: every family's rows, in fixture order."""
-    families = load_families(fixture_dir)
-    by_key = {f.key: f for f in families}
-    return [r for fam in families for r in family_rows(fam, by_key)]
+    return rows_by_family(load_families(fixture_dir), family_rows)

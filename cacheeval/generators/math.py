@@ -37,22 +37,13 @@ from typing import Any
 
 from ..layout import rng
 from ..schema import HIT_LABELS, LABELS, UNRELATED
-from .common import DraftRow, FixtureError, fixture_source, read_fixture_json
+from .common import CONSTRUCTION, DraftRow, FixtureError, fixture_source, read_fixture_json
 
 DOMAIN = "math"
 FAMILY_FILES: tuple[str, ...] = ("algebra.json", "calculus.json", "arithmetic.json", "applied.json")
 UNRELATED_FILE = "unrelated.json"
 METHOD = "sympy"
 TOLERANCE = 1e-9
-
-#: Honest construction method per label (see the dataset conventions).
-CONSTRUCTION: dict[str, str] = {
-    "EQUIV": "curated",
-    "PARA_SAFE": "paraphrase_rewrite",
-    "RELATED_UNSAFE": "curated",
-    "ADVERSARIAL": "adversarial_perturbation",
-    "UNRELATED": "curated",
-}
 
 #: Where traffic of each subcategory comes from; joined to the family's grounding.
 SUB_GROUNDING: dict[str, str] = {

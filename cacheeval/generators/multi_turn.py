@@ -73,13 +73,13 @@ from typing import Any
 from ..layout import rng
 from ..schema import ADVERSARIAL, EQUIV, PARA_SAFE, RELATED_UNSAFE, UNRELATED
 from ..verify.textnorm import normalize_answer
-from .common import DraftRow, FixtureError, fixture_source
+from .common import DraftRow, FixtureError, coin_order, fixture_source, lower_first
 from .creative import (
+    FamilyItems,
     Fixture,
-    items_of,
-    read_fixtures,
     req_list,
     req_str,
+    rows_by_family,
     sub_str,
 )
 
@@ -377,16 +377,12 @@ def _check_history(
 def load_families(fixture_dir: Path) -> list[Family]:
     """Parse and check every multi_turn fixture; families in file then list order."""
     families: list[Family] = []
-    seen: dict[str, Fixture] = {}
-    for fx in read_fixtures(fixture_dir):
-        for item in items_of(fx, "families"):
-            key = item["key"]
-            if key in seen:
-                raise fx.error(key, f"duplicate family key (also in {seen[key].path})")
-            seen[key] = fx
-            fam = _family(fx, item)
-            _check_family(fx, fam)
-            families.append(fam)
+    items = FamilyItems(fixture_dir)
+    seen = items.fixture_of
+    for fx, item in items:
+        fam = _family(fx, item)
+        _check_family(fx, fam)
+        families.append(fam)
     by_key = {f.key: f for f in families}
     for fam in families:
         partner = by_key.get(fam.unrelated_with)
@@ -507,9 +503,7 @@ def _row(
     grounding: str | None = None,
 ) -> DraftRow:
     """A row of two sides; a seeded coin decides which is side a."""
-    a, b = sides
-    if rng(DOMAIN, fam.key, label, kind, subcategory).random() < 0.5:
-        a, b = b, a
+    a, b = coin_order(sides, DOMAIN, fam.key, label, kind, subcategory)
     same = normalize_answer(a.query) == normalize_answer(b.query)
     if grounding is None:
         grounding = f"{fam.grounding}; {_GROUNDING_TAIL[kind]}."
@@ -639,7 +633,7 @@ def family_rows(fam: Family, by_key: dict[str, Family]) -> list[DraftRow]:
             (base, side(other, ov, other.final.text)),
             f"Two unrelated conversations: one about {fam.topic} ({ref}) ending in {q(f)}, the "
             f"other about {other.topic} ({ov.referent}) ending in {q(other.final.text)}.",
-            f"{fam.grounding}, and {other.grounding[0].lower()}{other.grounding[1:]}; "
+            f"{fam.grounding}, and {lower_first(other.grounding)}; "
             f"a shared cache sees both kinds of chat.",
         )
     )
@@ -648,9 +642,7 @@ def family_rows(fam: Family, by_key: dict[str, Family]) -> list[DraftRow]:
 
 def generate(fixture_dir: Path) -> list[DraftRow]:
     """The multi_turn rows of ``fixture_dir``: every family's rows, in fixture order."""
-    families = load_families(fixture_dir)
-    by_key = {f.key: f for f in families}
-    return [r for fam in families for r in family_rows(fam, by_key)]
+    return rows_by_family(load_families(fixture_dir), family_rows)
 
 
 __all__ = ["FixtureError", "generate", "load_families", "family_rows", "history", "side"]

@@ -61,23 +61,25 @@ from ..schema import (
     ADVERSARIAL,
     EQUIV,
     HIT_LABELS,
-    LABELS,
     PARA_SAFE,
     RELATED_UNSAFE,
     UNRELATED,
 )
-from .common import DraftRow, FixtureError, fixture_source
+from .common import CONSTRUCTION, DraftRow, FixtureError, fixture_source
 
 # The fixture machinery (error locations, row checks) is shared with the
 # conversational generator rather than copied.
 from .conversational import (
     FixtureText,
+    Phrasing,
     RowSpec,
     build_rows,
     edit_description,
     expect,
     fixture_families,
+    ref_family,
     row_specs,
+    spec_subcategory,
     strip_end,
 )
 
@@ -100,14 +102,6 @@ LANGUAGES: dict[str, str] = {
 
 #: Scripts written without spaces between words: edits are described per character.
 _UNSPACED = frozenset({"ja", "zh"})
-
-CONSTRUCTION: dict[str, str] = {
-    EQUIV: "curated",
-    PARA_SAFE: "paraphrase_rewrite",
-    RELATED_UNSAFE: "curated",
-    ADVERSARIAL: "adversarial_perturbation",
-    UNRELATED: "curated",
-}
 
 #: Whether a subcategory pairs the same question (True), different questions (False).
 _SAME_Q = "same_question"
@@ -234,12 +228,6 @@ SUBCATEGORIES: dict[str, tuple[str, str, str, str]] = {
 
 
 @dataclass(frozen=True, slots=True)
-class Phrasing:
-    text: str
-    note: str | None
-
-
-@dataclass(frozen=True, slots=True)
 class Version:
     """One question in one answer language: its accepted answers and phrasings."""
 
@@ -341,10 +329,7 @@ class _Side:
 
 
 def _resolve(ref: str, home: Family, by_key: dict[str, Family], spec: RowSpec) -> _Side:
-    fam_key, _, local = ref.rpartition(":")
-    fam = by_key.get(fam_key) if fam_key else home
-    if fam is None:
-        raise home.fx.error(f"unknown family {fam_key!r} in reference {ref!r}", offset=spec.offset)
+    fam, local = ref_family(ref, home, by_key, spec)
     parts = local.split(".")
     if len(parts) != 3:
         raise home.fx.error(
@@ -411,16 +396,7 @@ def _build(spec: RowSpec, home: Family, by_key: dict[str, Family]) -> DraftRow:
     def fail(message: str) -> FixtureError:
         return home.fx.error(message, offset=spec.offset)
 
-    if spec.label not in LABELS:
-        raise fail(f"unknown label {spec.label!r}")
-    sub = SUBCATEGORIES.get(spec.subcategory)
-    if sub is None:
-        raise fail(f"unknown subcategory {spec.subcategory!r} (add it to SUBCATEGORIES)")
-    label, q_rel, l_rel, clause = sub
-    if label != spec.label:
-        raise fail(f"subcategory {spec.subcategory!r} belongs to {label}, not {spec.label}")
-    if ":" in spec.ref_a:
-        raise fail("query_a must come from the row's own family")
+    _, q_rel, l_rel, clause = spec_subcategory(spec, home, SUBCATEGORIES)
     sa = _resolve(spec.ref_a, home, by_key, spec)
     sb = _resolve(spec.ref_b, home, by_key, spec)
     same_q = sa.family is sb.family and sa.question is sb.question

@@ -40,13 +40,13 @@ from typing import Any
 
 from ..layout import rng
 from ..schema import ADVERSARIAL, EQUIV, PARA_SAFE, RELATED_UNSAFE, UNRELATED
-from .common import DraftRow, fixture_source
+from .common import DraftRow, coin_order, fixture_source, lower_first
 from .creative import (
+    FamilyItems,
     Fixture,
-    items_of,
-    read_fixtures,
     req_list,
     req_str,
+    rows_by_family,
     sentence,
     sub_str,
 )
@@ -115,32 +115,29 @@ def _users(fx: Fixture, item: dict[str, Any]) -> tuple[dict[str, str], dict[str,
 def load_families(fixture_dir: Path) -> list[Family]:
     """Parse and check every personalized fixture; families in file then list order."""
     families: list[Family] = []
-    seen: dict[str, Fixture] = {}
-    for fx in read_fixtures(fixture_dir):
-        for item in items_of(fx, "families"):
-            key = item["key"]
-            if key in seen:
-                raise fx.error(key, f"duplicate family key (also in {seen[key].path})")
-            seen[key] = fx
-            partners = item.get("unrelated_with")
-            if not isinstance(partners, list) or not all(isinstance(p, str) for p in partners):
-                raise fx.error(key, "field 'unrelated_with' must be a list of family keys")
-            fam = Family(
-                key=key,
-                topic=req_str(fx, item, "topic"),
-                grounding=req_str(fx, item, "grounding"),
-                adv_axis=req_str(fx, item, "adv_axis"),
-                unrelated_with=tuple(partners),
-                system=req_str(fx, item, "system"),
-                users=_users(fx, item),
-                base=_query(fx, item, "base", note=False, answer=True),
-                surface=_query(fx, item, "surface", note=True, answer=False),
-                paraphrase=_query(fx, item, "paraphrase", note=True, answer=False),
-                related=_query(fx, item, "related", note=True, answer=True),
-                path=fx.path,
-            )
-            _check_family(fx, fam)
-            families.append(fam)
+    items = FamilyItems(fixture_dir)
+    seen = items.fixture_of
+    for fx, item in items:
+        key = item["key"]
+        partners = item.get("unrelated_with")
+        if not isinstance(partners, list) or not all(isinstance(p, str) for p in partners):
+            raise fx.error(key, "field 'unrelated_with' must be a list of family keys")
+        fam = Family(
+            key=key,
+            topic=req_str(fx, item, "topic"),
+            grounding=req_str(fx, item, "grounding"),
+            adv_axis=req_str(fx, item, "adv_axis"),
+            unrelated_with=tuple(partners),
+            system=req_str(fx, item, "system"),
+            users=_users(fx, item),
+            base=_query(fx, item, "base", note=False, answer=True),
+            surface=_query(fx, item, "surface", note=True, answer=False),
+            paraphrase=_query(fx, item, "paraphrase", note=True, answer=False),
+            related=_query(fx, item, "related", note=True, answer=True),
+            path=fx.path,
+        )
+        _check_family(fx, fam)
+        families.append(fam)
     for fam in families:
         for partner in fam.unrelated_with:
             if partner not in seen or partner == fam.key:
@@ -208,9 +205,7 @@ def _row(
     rationale: str,
     grounding: str,
 ) -> DraftRow:
-    a, b = sides
-    if rng(DOMAIN, fam.key, label, swap_key).random() < 0.5:
-        a, b = b, a
+    a, b = coin_order(sides, DOMAIN, fam.key, label, swap_key)
     same = names[0] == names[1]
     policy = "personalized" if same else "cross_user"
     if same:
@@ -313,7 +308,7 @@ def family_rows(fam: Family, by_key: dict[str, Family]) -> list[DraftRow]:
             "different users with unrelated requests, and neither personalised answer may be "
             "cached."
         )
-        grounding = f"{fam.grounding}; {other_fam.grounding[0].lower()}{other_fam.grounding[1:]}."
+        grounding = f"{fam.grounding}; {lower_first(other_fam.grounding)}."
         rows.append(
             _row(
                 UNRELATED,
@@ -331,6 +326,4 @@ def family_rows(fam: Family, by_key: dict[str, Family]) -> list[DraftRow]:
 
 def generate(fixture_dir: Path) -> list[DraftRow]:
     """The personalized rows of ``fixture_dir``: every family's rows, in fixture order."""
-    families = load_families(fixture_dir)
-    by_key = {f.key: f for f in families}
-    return [r for fam in families for r in family_rows(fam, by_key)]
+    return rows_by_family(load_families(fixture_dir), family_rows)

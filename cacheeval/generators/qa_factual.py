@@ -72,7 +72,15 @@ from ..schema import (
 )
 from ..verify import check_row
 from ..verify.textnorm import normalize_answer
-from .common import DraftRow, FixtureError, fixture_files, fixture_source, read_fixture_json
+from .common import (
+    CONSTRUCTION,
+    DraftRow,
+    FixtureError,
+    fixture_files,
+    fixture_source,
+    lower_first,
+    read_fixture_json,
+)
 
 DOMAIN = "qa_factual"
 
@@ -158,15 +166,6 @@ SUBCATEGORIES: dict[str, tuple[str, str]] = {
         "a study session drifts to an adjacent fact of the same topic",
     ),
     "cross_topic": (UNRELATED, "a general-knowledge assistant sees unrelated lookups side by side"),
-}
-
-#: How each construction method applies: hand-written pairs by label.
-CONSTRUCTION: dict[str, str] = {
-    EQUIV: "curated",
-    PARA_SAFE: "paraphrase_rewrite",
-    RELATED_UNSAFE: "curated",
-    ADVERSARIAL: "adversarial_perturbation",
-    UNRELATED: "curated",
 }
 
 
@@ -563,11 +562,6 @@ def order_rows(domain: str, rows: list[DraftRow]) -> list[DraftRow]:
     return sorted(rows, key=lambda r: (stable_seed(domain, r.query_a, r.query_b), r.query_a))
 
 
-def lower_first(text: str) -> str:
-    """``text`` with its first letter in lower case (for joining two phrases)."""
-    return text[:1].lower() + text[1:]
-
-
 def grounding_text(
     family_grounding: str, subcategory: str, subcategories: Mapping[str, tuple[str, str]]
 ) -> str:
@@ -587,6 +581,52 @@ def verify_or_fail(row: DraftRow, path: Path, line: int) -> None:
             f"labelled {row.label} ({row.binary_label}) but the checker says "
             f"{got.binary}: {got.detail}",
         )
+
+
+def pair_row(
+    p: ResolvedPair[Q],
+    domain: str,
+    subcategories: Mapping[str, tuple[str, str]],
+    *,
+    rationale: str,
+    verification_method: str,
+    verification_payload: dict[str, Any],
+) -> DraftRow:
+    """The row of one resolved pair: the two forms and answers, the family's
+    grounding (an UNRELATED row's joined with the other family's), and the
+    domain's rationale and verification."""
+    spec = p.spec
+    grounding = p.family.grounding
+    if spec.label == UNRELATED:
+        grounding = f"{grounding} next to {lower_first(p.grounding_b)}"
+    return DraftRow(
+        domain=domain,
+        subcategory=spec.subcategory,
+        label=spec.label,
+        query_a=p.text_a,
+        query_b=p.text_b,
+        expected_answer_a=p.qa.answer,
+        expected_answer_b=p.qb.answer,
+        rationale=rationale,
+        verification_method=verification_method,
+        verification_payload=verification_payload,
+        construction_method=CONSTRUCTION[spec.label],
+        source=fixture_source(p.family.path, p.family.key),
+        real_world_grounding=grounding_text(grounding, spec.subcategory, subcategories),
+    )
+
+
+def generate_pairs(
+    domain: str, families: Sequence[Family[Q]], build: Callable[[ResolvedPair[Q]], DraftRow]
+) -> list[DraftRow]:
+    """The row ``build`` makes of every resolved pair of ``families``, each
+    verified against its label, in a content-keyed order (:func:`order_rows`)."""
+    rows = []
+    for p in resolve_pairs(families):
+        row = build(p)
+        verify_or_fail(row, p.family.path, p.spec.line)
+        rows.append(row)
+    return order_rows(domain, rows)
 
 
 # --- qa_factual -------------------------------------------------------------------------
@@ -647,18 +687,10 @@ def fact_rationale(p: ResolvedPair[FactQuestion]) -> str:
 
 def build_fact_row(p: ResolvedPair[FactQuestion], domain: str) -> DraftRow:
     """The row of one resolved pair."""
-    spec = p.spec
-    grounding = p.family.grounding
-    if spec.label == UNRELATED:
-        grounding = f"{grounding} next to {lower_first(p.grounding_b)}"
-    return DraftRow(
-        domain=domain,
-        subcategory=spec.subcategory,
-        label=spec.label,
-        query_a=p.text_a,
-        query_b=p.text_b,
-        expected_answer_a=p.qa.answer,
-        expected_answer_b=p.qb.answer,
+    return pair_row(
+        p,
+        domain,
+        SUBCATEGORIES,
         rationale=fact_rationale(p),
         verification_method="exact_match",
         verification_payload={
@@ -668,9 +700,6 @@ def build_fact_row(p: ResolvedPair[FactQuestion], domain: str) -> DraftRow:
             "lang_a": "en",
             "lang_b": "en",
         },
-        construction_method=CONSTRUCTION[spec.label],
-        source=fixture_source(p.family.path, p.family.key),
-        real_world_grounding=grounding_text(grounding, spec.subcategory, SUBCATEGORIES),
     )
 
 
@@ -683,10 +712,4 @@ def load_families(fixture_dir: Path) -> list[Family[FactQuestion]]:
 def generate(fixture_dir: Path) -> list[DraftRow]:
     """All qa_factual rows of ``fixture_dir/*.json``, each verified against its
     label, in a content-keyed order."""
-    families = load_families(fixture_dir)
-    rows = []
-    for p in resolve_pairs(families):
-        row = build_fact_row(p, DOMAIN)
-        verify_or_fail(row, p.family.path, p.spec.line)
-        rows.append(row)
-    return order_rows(DOMAIN, rows)
+    return generate_pairs(DOMAIN, load_families(fixture_dir), lambda p: build_fact_row(p, DOMAIN))

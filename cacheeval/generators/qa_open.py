@@ -35,22 +35,18 @@ from pathlib import Path
 from typing import Any
 
 from ..schema import ADVERSARIAL, EQUIV, PARA_SAFE, RELATED_UNSAFE, UNRELATED
-from .common import DraftRow, fixture_files, fixture_source
+from .common import DraftRow, fixture_files
 from .qa_factual import (
-    CONSTRUCTION,
     Family,
     Locator,
     ResolvedPair,
     describe_edit,
-    grounding_text,
+    generate_pairs,
     load_pair_families,
-    lower_first,
     new_wording,
     nonempty_str,
-    order_rows,
+    pair_row,
     parse_forms,
-    resolve_pairs,
-    verify_or_fail,
 )
 
 DOMAIN = "qa_open"
@@ -246,18 +242,10 @@ def _payload_criteria(q: OpenQuestion) -> list[dict[str, str]]:
 
 def build_open_row(p: ResolvedPair[OpenQuestion]) -> DraftRow:
     """The row of one resolved pair."""
-    spec = p.spec
-    grounding = p.family.grounding
-    if spec.label == UNRELATED:
-        grounding = f"{grounding} next to {lower_first(p.grounding_b)}"
-    return DraftRow(
-        domain=DOMAIN,
-        subcategory=spec.subcategory,
-        label=spec.label,
-        query_a=p.text_a,
-        query_b=p.text_b,
-        expected_answer_a=p.qa.answer,
-        expected_answer_b=p.qb.answer,
+    return pair_row(
+        p,
+        DOMAIN,
+        SUBCATEGORIES,
         rationale=open_rationale(p),
         verification_method="rubric",
         verification_payload={
@@ -265,9 +253,6 @@ def build_open_row(p: ResolvedPair[OpenQuestion]) -> DraftRow:
             "criteria_a": _payload_criteria(p.qa),
             "criteria_b": _payload_criteria(p.qb),
         },
-        construction_method=CONSTRUCTION[spec.label],
-        source=fixture_source(p.family.path, p.family.key),
-        real_world_grounding=grounding_text(grounding, spec.subcategory, SUBCATEGORIES),
     )
 
 
@@ -279,10 +264,4 @@ def load_families(fixture_dir: Path) -> list[Family[OpenQuestion]]:
 def generate(fixture_dir: Path) -> list[DraftRow]:
     """All qa_open rows of ``fixture_dir/*.json``, each verified against its
     label, in a content-keyed order."""
-    families = load_families(fixture_dir)
-    rows = []
-    for p in resolve_pairs(families):
-        row = build_open_row(p)
-        verify_or_fail(row, p.family.path, p.spec.line)
-        rows.append(row)
-    return order_rows(DOMAIN, rows)
+    return generate_pairs(DOMAIN, load_families(fixture_dir), build_open_row)

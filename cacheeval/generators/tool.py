@@ -59,7 +59,7 @@ from ..layout import rng
 from ..schema import EQUIV, HIT, HIT_LABELS, LABELS, MISS, POLICY_NO_CACHE, UNRELATED
 from ..verify import check_row
 from ..verify import tool as toolcheck
-from .common import DraftRow, FixtureError, fixture_source, read_fixture_json
+from .common import CONSTRUCTION, DraftRow, FixtureError, fixture_source, read_fixture_json
 
 DOMAIN = "tool"
 LIBRARY_FILE = "tools.json"
@@ -74,13 +74,6 @@ FAMILY_FILES: tuple[str, ...] = (
 )
 UNRELATED_FILE = "unrelated.json"
 
-CONSTRUCTION: dict[str, str] = {
-    "EQUIV": "curated",
-    "PARA_SAFE": "paraphrase_rewrite",
-    "RELATED_UNSAFE": "curated",
-    "ADVERSARIAL": "adversarial_perturbation",
-    "UNRELATED": "curated",
-}
 POLICY_KINDS = toolcheck.NEVER_CACHE
 
 

@@ -20,6 +20,7 @@ from cacheeval.layout import REPO_ROOT
 from cacheeval.pipeline.generate import generate_shard
 from cacheeval.schema import HIT, LABELS, MISS, Row
 from cacheeval.verify import check_row
+from tests.generators.shard_checks import line_of
 
 DOMAIN = "conversational"
 
@@ -178,13 +179,6 @@ def _write(tmp_path: Path, family: dict[str, Any], text: str | None = None) -> P
     return tmp_path
 
 
-def _line_of(path: Path, needle: str) -> int:
-    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if needle in line:
-            return i
-    raise AssertionError(needle)
-
-
 def test_invalid_json_names_file_and_line(tmp_path: Path) -> None:
     src = _write(tmp_path, {}, text='{\n  "families": {\n    "x": [1,, 2]\n  }\n}\n')
     with pytest.raises(conversational.FixtureError, match=r"bad\.json:3: not valid JSON"):
@@ -196,7 +190,7 @@ def test_unknown_reference_names_the_row_line(tmp_path: Path) -> None:
     fam["rows"][1] = ["ADVERSARIAL", "entity_swap", "tea.base", "oolong.base"]
     src = _write(tmp_path, fam)
     # The error points at the line where the faulty row starts.
-    line = _line_of(src / DOMAIN / "bad.json", '"ADVERSARIAL"')
+    line = line_of(src / DOMAIN / "bad.json", '"ADVERSARIAL"')
     with pytest.raises(
         conversational.FixtureError, match=rf"bad\.json:{line}: reference 'oolong\.base'"
     ):
@@ -209,7 +203,7 @@ def test_label_the_checker_contradicts_is_refused(tmp_path: Path) -> None:
     fam["requests"]["green"]["criteria"] = fam["requests"]["tea"]["criteria"]
     fam["requests"]["green"]["answer"] = "Steep black or green tea for 2 minutes."
     src = _write(tmp_path, fam)
-    line = _line_of(src / DOMAIN / "bad.json", '"ADVERSARIAL"')
+    line = line_of(src / DOMAIN / "bad.json", '"ADVERSARIAL"')
     with pytest.raises(conversational.FixtureError, match=rf"bad\.json:{line}: .*checker says HIT"):
         conversational.generate(src / "conversational")
 

@@ -22,6 +22,7 @@ from cacheeval.pipeline.generate import generate_shard
 from cacheeval.schema import HIT, LABELS, MISS, Row
 from cacheeval.verify import check_row
 from cacheeval.verify.textnorm import normalize_answer
+from tests.generators.shard_checks import line_of
 
 DOMAIN = "multi_turn"
 
@@ -222,13 +223,6 @@ def _edit(sources: Path, name: str, old: str, new: str) -> Path:
     return path
 
 
-def _line_of(path: Path, needle: str) -> int:
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if needle in line:
-            return n
-    raise AssertionError(needle)
-
-
 def test_invalid_json_names_file_line_and_column(sources: Path) -> None:
     path = _edit(sources, "coding.json", '"key": "git_undo",', '"key": "git_undo",,')
     with pytest.raises(
@@ -244,7 +238,7 @@ def test_answer_without_its_referent_is_located(sources: Path) -> None:
         '"answer": "In Safari open Settings',
         '"answer": "In the browser open Settings',
     )
-    line = _line_of(path, '"key": "clear_cache"')
+    line = line_of(path, '"key": "clear_cache"')
     with pytest.raises(FixtureError, match=rf":{line}: item 'clear_cache': answer .* 'Safari'"):
         gen.generate(sources / "multi_turn")
 

@@ -19,6 +19,7 @@ from cacheeval.pipeline.generate import generate_shard
 from cacheeval.schema import ADVERSARIAL, HIT, LABELS, MISS, Row
 from cacheeval.verify import check_row
 from cacheeval.verify.textnorm import normalize_answer
+from tests.generators.shard_checks import line_of
 
 DOMAIN = "multilingual"
 
@@ -192,16 +193,11 @@ def _write(tmp_path: Path, family: dict[str, Any]) -> Path:
     return tmp_path
 
 
-def _line_of(path: Path, needle: str) -> int:
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return next(i for i, line in enumerate(lines, 1) if needle in line)
-
-
 def test_unknown_language_code_is_reported_with_line(tmp_path: Path) -> None:
     fam = _family()
     fam["questions"]["cap"]["langs"]["xx"] = fam["questions"]["cap"]["langs"].pop("es")
     src = _write(tmp_path, fam)
-    line = _line_of(src / DOMAIN / "bad.json", '"xx"')
+    line = line_of(src / DOMAIN / "bad.json", '"xx"')
     with pytest.raises(
         multilingual.FixtureError, match=rf"bad\.json:{line}: unknown language code 'xx'"
     ):
@@ -212,7 +208,7 @@ def test_subcategory_must_fit_the_languages(tmp_path: Path) -> None:
     fam = _family()
     fam["rows"][1][1] = "entity_swap"
     src = _write(tmp_path, fam)
-    line = _line_of(src / DOMAIN / "bad.json", '"ADVERSARIAL"')
+    line = line_of(src / DOMAIN / "bad.json", '"ADVERSARIAL"')
     with pytest.raises(
         multilingual.FixtureError, match=rf"bad\.json:{line}: entity_swap needs two"
     ):
@@ -241,7 +237,7 @@ def test_miss_label_the_checker_contradicts_is_refused(tmp_path: Path) -> None:
     }
     fam["rows"][1] = ["ADVERSARIAL", "entity_swap", "cap.es.base", "seat.es.base"]
     src = _write(tmp_path, fam)
-    line = _line_of(src / DOMAIN / "bad.json", '"ADVERSARIAL"')
+    line = line_of(src / DOMAIN / "bad.json", '"ADVERSARIAL"')
     with pytest.raises(multilingual.FixtureError, match=rf"bad\.json:{line}: .*checker says HIT"):
         multilingual.generate(src / "multilingual")
 
@@ -250,7 +246,7 @@ def test_a_row_with_two_plain_english_sides_is_refused(tmp_path: Path) -> None:
     fam = _family()
     fam["rows"][0] = ["EQUIV", "case_punctuation_variant", "cap.en.base", "cap.en.surf"]
     src = _write(tmp_path, fam)
-    line = _line_of(src / DOMAIN / "bad.json", '"EQUIV"')
+    line = line_of(src / DOMAIN / "bad.json", '"EQUIV"')
     with pytest.raises(
         multilingual.FixtureError, match=rf"bad\.json:{line}: both sides are plain English"
     ):

@@ -18,21 +18,17 @@ from cacheeval.generators import qa_factual
 from cacheeval.generators.qa_factual import FixtureError, describe_edit, new_wording
 from cacheeval.layout import REPO_ROOT
 from cacheeval.pipeline.generate import generate_shard
-from cacheeval.schema import HIT, HIT_LABELS, LABELS, Row
+from cacheeval.schema import HIT, LABELS, Row
 from cacheeval.verify import check_row
 from cacheeval.verify.textnorm import normalize_answer
+from tests.generators.shard_checks import flip_words_missing_from_hits, line_of
 
 DOMAIN = "qa_factual"
-WORD = re.compile(r"[\w°]+(?:[-.,'’/][\w°]+)*")
 
 
 @pytest.fixture(scope="module")
 def rows() -> list[dict[str, Any]]:
     return generate_shard("qa_factual")
-
-
-def _words(text: str) -> set[str]:
-    return {w.casefold() for w in WORD.findall(text)} - qa_factual._STOP
 
 
 # --- the shard -------------------------------------------------------------------
@@ -132,16 +128,7 @@ def test_adversarial_flip_words_also_occur_in_hit_rows(rows: list[dict[str, Any]
     """Counterbalance: a word that turns a pair into an ADVERSARIAL miss
     ("Austria", "second", "°F", "1950" ...) must also appear, unchanged on both
     sides, in some HIT row, so query_b alone does not give the label away."""
-    in_hits: set[str] = set()
-    for r in rows:
-        if r["label"] in HIT_LABELS:
-            in_hits |= _words(r["query_a"]) & _words(r["query_b"])
-    uncovered = {
-        r["id"]: sorted((_words(r["query_a"]) ^ _words(r["query_b"])) - in_hits)
-        for r in rows
-        if r["label"] == "ADVERSARIAL"
-    }
-    assert {k: v for k, v in uncovered.items() if v} == {}
+    assert flip_words_missing_from_hits(rows) == {}
 
 
 # --- edit descriptions used in rationales ---------------------------------------------
@@ -205,10 +192,6 @@ def _write(tmp_path: Path, pair: str = GOOD_PAIR, answer: str = "Vienna") -> Pat
     return path
 
 
-def _line_of(path: Path, needle: str) -> int:
-    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if needle in line)
-
-
 def test_a_small_valid_fixture_generates(tmp_path: Path) -> None:
     _write(tmp_path)
     got = generate_shard(DOMAIN, tmp_path / DOMAIN, check_matrix=False)
@@ -223,14 +206,14 @@ def test_invalid_json_names_the_line(tmp_path: Path) -> None:
     path = _write(tmp_path, pair=GOOD_PAIR + ",")  # trailing comma before "]"
     with pytest.raises(FixtureError) as err:
         qa_factual.generate(tmp_path / "qa_factual")
-    assert str(err.value).startswith(f"{path}:{_line_of(path, 'near_homonym') + 1}: not valid JSON")
+    assert str(err.value).startswith(f"{path}:{line_of(path, 'near_homonym') + 1}: not valid JSON")
 
 
 def test_unknown_label_names_the_pair_line(tmp_path: Path) -> None:
     path = _write(tmp_path, pair='["australia.base", "austria.base", "SIMILAR", "near_homonym"]')
     with pytest.raises(FixtureError, match=r"unknown label 'SIMILAR'") as err:
         qa_factual.generate(tmp_path / "qa_factual")
-    assert str(err.value).startswith(f"{path}:{_line_of(path, 'SIMILAR')}:")
+    assert str(err.value).startswith(f"{path}:{line_of(path, 'SIMILAR')}:")
 
 
 def test_hit_pair_across_two_questions_is_rejected(tmp_path: Path) -> None:
@@ -239,7 +222,7 @@ def test_hit_pair_across_two_questions_is_rejected(tmp_path: Path) -> None:
     )
     with pytest.raises(FixtureError, match="joins two forms of ONE question") as err:
         qa_factual.generate(tmp_path / "qa_factual")
-    assert err.value.line == _line_of(path, "PARA_SAFE")
+    assert err.value.line == line_of(path, "PARA_SAFE")
 
 
 def test_subcategory_of_another_label_is_rejected(tmp_path: Path) -> None:
@@ -256,7 +239,7 @@ def test_miss_pair_whose_answers_coincide_is_rejected(tmp_path: Path) -> None:
         qa_factual.generate(tmp_path / "qa_factual")
     with pytest.raises(FixtureError) as err:
         qa_factual.generate(tmp_path / "qa_factual")
-    assert err.value.line == _line_of(path, "near_homonym")
+    assert err.value.line == line_of(path, "near_homonym")
 
 
 def test_unused_form_is_rejected(tmp_path: Path) -> None:
@@ -276,7 +259,7 @@ def test_answer_outside_its_aliases_is_rejected(tmp_path: Path) -> None:
     path.write_text(path.read_text().replace('"aliases": ["Vienna"]', '"aliases": ["Wien"]'))
     with pytest.raises(FixtureError, match="answer 'Vienna' is not among its aliases") as err:
         qa_factual.generate(tmp_path / "qa_factual")
-    assert err.value.line == _line_of(path, '"austria"')
+    assert err.value.line == line_of(path, '"austria"')
 
 
 def test_script_reports_fixture_errors_without_traceback(
@@ -290,6 +273,6 @@ def test_script_reports_fixture_errors_without_traceback(
     )
     err = capsys.readouterr().err
     assert code == 2
-    assert f"{path}:{_line_of(path, 'nowhere')}: side b: no form capitals.nowhere.base" in err
+    assert f"{path}:{line_of(path, 'nowhere')}: side b: no form capitals.nowhere.base" in err
     assert "Traceback" not in err
     assert not (tmp_path / "x").exists()

@@ -13,24 +13,20 @@ import pytest
 
 from cacheeval.dataset import row_problem
 from cacheeval.domains import MATRIX
-from cacheeval.generators import qa_factual, qa_open
+from cacheeval.generators import qa_open
 from cacheeval.generators.qa_factual import FixtureError
 from cacheeval.layout import REPO_ROOT
 from cacheeval.pipeline.generate import generate_shard
-from cacheeval.schema import HIT, HIT_LABELS, LABELS, MISS, Row
+from cacheeval.schema import HIT, LABELS, MISS, Row
 from cacheeval.verify import check_row, tier_of
+from tests.generators.shard_checks import flip_words_missing_from_hits, line_of
 
 DOMAIN = "qa_open"
-WORD = re.compile(r"[\w°]+(?:[-.,'’/][\w°]+)*")
 
 
 @pytest.fixture(scope="module")
 def rows() -> list[dict[str, Any]]:
     return generate_shard("qa_open")
-
-
-def _words(text: str) -> set[str]:
-    return {w.casefold() for w in WORD.findall(text)} - qa_factual._STOP
 
 
 def _meets(text: str, pattern: str) -> bool:
@@ -140,16 +136,7 @@ def test_sources_name_an_authored_family(rows: list[dict[str, Any]]) -> None:
 def test_adversarial_flip_words_also_occur_in_hit_rows(rows: list[dict[str, Any]]) -> None:
     """Counterbalance: "disadvantages", "child", "one sentence", "JavaScript" ...
     also appear unchanged on both sides of some HIT row."""
-    in_hits: set[str] = set()
-    for r in rows:
-        if r["label"] in HIT_LABELS:
-            in_hits |= _words(r["query_a"]) & _words(r["query_b"])
-    uncovered = {
-        r["id"]: sorted((_words(r["query_a"]) ^ _words(r["query_b"])) - in_hits)
-        for r in rows
-        if r["label"] == "ADVERSARIAL"
-    }
-    assert {k: v for k, v in uncovered.items() if v} == {}
+    assert flip_words_missing_from_hits(rows) == {}
 
 
 # --- bad fixtures give path:line errors ---------------------------------------------------
@@ -197,10 +184,6 @@ def _write(tmp_path: Path, pattern: str = "panel") -> Path:
     return path
 
 
-def _line_of(path: Path, needle: str) -> int:
-    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if needle in line)
-
-
 def test_a_small_valid_fixture_generates(tmp_path: Path) -> None:
     _write(tmp_path)
     got = generate_shard(DOMAIN, tmp_path / DOMAIN, check_matrix=False)
@@ -214,7 +197,7 @@ def test_answer_failing_its_own_criteria_is_rejected(tmp_path: Path) -> None:
     path = _write(tmp_path, pattern="photovoltaic")
     with pytest.raises(FixtureError, match="solar.pros: the answer fails its own criteria") as err:
         qa_open.generate(tmp_path / "qa_open")
-    line = _line_of(path, '"pros"')
+    line = line_of(path, '"pros"')
     assert str(err.value).startswith(f"{path}:{line}:")
 
 
@@ -222,7 +205,7 @@ def test_pattern_that_does_not_compile_is_rejected(tmp_path: Path) -> None:
     path = _write(tmp_path, pattern="panel(")
     with pytest.raises(FixtureError, match="does not compile") as err:
         qa_open.generate(tmp_path / "qa_open")
-    assert err.value.line == _line_of(path, "mentions panels")
+    assert err.value.line == line_of(path, "mentions panels")
 
 
 def test_wrong_number_of_criteria_is_rejected(tmp_path: Path) -> None:
@@ -254,4 +237,4 @@ def test_miss_pair_that_the_rubric_calls_a_hit_is_rejected(tmp_path: Path) -> No
     path.write_text(text)
     with pytest.raises(FixtureError, match="checker says HIT") as err:
         qa_open.generate(tmp_path / "qa_open")
-    assert err.value.line == _line_of(path, "polarity_flip")
+    assert err.value.line == line_of(path, "polarity_flip")

@@ -28,6 +28,21 @@ from cacheeval.predictions import Prediction, make_header, write_predictions
 from cacheeval.schema import Row
 from tests.conftest import MINI_BENCH, MINI_LABELS, REPO_ROOT
 
+#: Every key of the public feedback, in order: no count, rate or breakdown.
+FEEDBACK_KEYS = [
+    "mechanism",
+    "fhr_budget",
+    "n_rows",
+    "n_public_rows",
+    "released",
+    "level",
+    "best_level",
+    "submission_number",
+    "latency_ms",
+    "tiers",
+    "errors",
+]
+
 
 @dataclass(frozen=True)
 class MiniBuild:

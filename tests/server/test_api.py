@@ -40,6 +40,7 @@ from cacheeval.server.ratelimit import Decision, RateLimit  # noqa: E402
 from cacheeval.server.store import Store  # noqa: E402
 from cacheeval.server.tokens import bearer_token  # noqa: E402
 from tests.server.conftest import (  # noqa: E402
+    FEEDBACK_KEYS,
     MiniBuild,
     count_submissions,
     db_snapshot,
@@ -133,22 +134,6 @@ def score_json(
     )  # fmt: skip
     data: dict[str, Any] = json.loads((out_dir / "report.json").read_text())
     return data
-
-
-#: Every key of the public feedback, in order: no count, rate or breakdown.
-FEEDBACK_KEYS = [
-    "mechanism",
-    "fhr_budget",
-    "n_rows",
-    "n_public_rows",
-    "released",
-    "level",
-    "best_level",
-    "submission_number",
-    "latency_ms",
-    "tiers",
-    "errors",
-]
 
 
 def assert_grade_agrees(

@@ -17,6 +17,7 @@ pytest.importorskip("uvicorn")
 
 from cacheeval.server.ladder import LEVELS  # noqa: E402
 from tests.server.conftest import (  # noqa: E402
+    FEEDBACK_KEYS,
     MiniBuild,
     add_submitter,
     cli,
@@ -25,19 +26,6 @@ from tests.server.conftest import (  # noqa: E402
     write_prediction_file,
 )
 
-FEEDBACK_KEYS = [
-    "mechanism",
-    "fhr_budget",
-    "n_rows",
-    "n_public_rows",
-    "released",
-    "level",
-    "best_level",
-    "submission_number",
-    "latency_ms",
-    "tiers",
-    "errors",
-]
 LEVEL_KEYS = ["rank", "name", "within_budget", "fhr_interval", "recall_interval"]
 
 
