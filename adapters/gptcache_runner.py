@@ -37,9 +37,9 @@ from cacheeval.jsonio import sha256_file, write_bytes_atomic
 from cacheeval.metrics import Confusion, f1, fhr, hit_rate, precision, recall
 from cacheeval.metrics.sweep import threshold_sweep
 from cacheeval.parallel import predict_parallel
-from cacheeval.predictions import Prediction
+from cacheeval.predictions import Prediction, make_header, read_predictions, write_predictions
 from cacheeval.progress import terminal_progress
-from cacheeval.report import Report
+from cacheeval.report import Report, utc_now
 from cacheeval.schema import ADVERSARIAL, DOMAINS, Row
 
 if TYPE_CHECKING:
@@ -149,6 +149,63 @@ def run_config(
     ]
     path = "real" if real else "fast"
     return ConfigRun(config, path, report, preds, disagreements, len(checked), seconds)
+
+
+#: Where the main job keeps the real path's per-row predictions of a configuration
+#: (git-ignored, like the private labels) so a later step can score them again
+#: instead of re-running GPTCache: ``private/predictions/gptcache_<config>.jsonl``.
+PREDICTIONS_DIR = REPO / "private" / "predictions"
+
+
+def real_predictions_path(config: str, directory: Path = PREDICTIONS_DIR) -> Path:
+    return directory / f"gptcache_{config}.jsonl"
+
+
+def real_path_args(config: GPTCacheConfig) -> dict[str, Any]:
+    """The cache arguments a real-path predictions file records (and is matched on)."""
+    return {
+        "embedder": config.embedder,
+        "threshold": config.threshold,
+        "embed": config.embed,
+        "path": "real",
+    }
+
+
+def save_real_predictions(
+    config: GPTCacheConfig, dataset: Path, preds: Sequence[Prediction], path: Path
+) -> None:
+    """Write the real path's predictions with a header naming the dataset (sha256)."""
+    header = make_header(
+        cache_name=f"gptcache {config.name}",
+        created=utc_now(),
+        cache_args=real_path_args(config),
+        dataset_sha256=sha256_file(dataset),
+        cache_ref="adapters.gptcache_adapter:GPTCacheAdapter",
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_predictions(path, header, preds)
+
+
+def load_real_predictions(
+    config: GPTCacheConfig, dataset: Path, ids: Sequence[str], path: Path
+) -> list[Prediction] | None:
+    """The saved real-path predictions for ``ids`` (in that order), or None when
+    the file is missing, unreadable, for another dataset or configuration, or
+    lacks one of the ids: the caller then runs GPTCache itself."""
+    try:
+        header, preds = read_predictions(path)
+    except (OSError, ValueError):
+        return None
+    if (
+        not header.complete
+        or header.dataset_sha256 != sha256_file(dataset)
+        or header.cache_args != real_path_args(config)
+    ):
+        return None
+    by_id = {p.id: p for p in preds}
+    if any(i not in by_id for i in ids):
+        return None
+    return [by_id[i] for i in ids]
 
 
 def per_row_csv(rows: Sequence[Row], preds: Sequence[Prediction]) -> bytes:
@@ -483,6 +540,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="worker processes for the real path (default: 2, or 1 on a 1-CPU machine; "
         "the decisions do not depend on it)",
     )
+    parser.add_argument(
+        "--predictions-dir",
+        type=Path,
+        default=PREDICTIONS_DIR,
+        help="where the real path's predictions are kept for later steps (git-ignored)",
+    )
     parser.add_argument("--limit", type=int, default=None, help="first N rows only (smoke runs)")
     args = parser.parse_args(argv)
     if not args.labels.exists():
@@ -520,6 +583,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_bytes_atomic(out / f"{stem}.md", run.report.to_markdown().encode("utf-8"))
         write_bytes_atomic(out / f"{stem}.json", run.report.to_json().encode("utf-8"))
         write_bytes_atomic(out / f"{stem}.csv", per_row_csv(rows, run.predictions))
+        if real and not args.limit:
+            save_real_predictions(
+                cfg, args.bench, run.predictions, real_predictions_path(name, args.predictions_dir)
+            )
     _progress("threshold sweep ...")
     points: list[dict[str, Any]] = []
     for emb in EMBEDDERS:

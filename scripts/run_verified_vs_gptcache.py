@@ -11,7 +11,10 @@
    current test row.
 3. **Test split, live**: the verified cache (side a ``put`` in ``prepare``, the
    timed call is ``get(side b)``: embedding + features + model) and GPTCache
-   ``minilm@0.80`` (real package, per-pair isolation) through the harness.
+   ``minilm@0.80`` (real package, per-pair isolation) through the harness. The
+   GPTCache decisions are read from ``private/predictions/`` when
+   ``scripts.run_gptcache`` wrote them for this very dataset (the main job runs
+   the real package over every row there); otherwise GPTCache runs here.
 4. **All rows, out of fold**: 5-fold cross-fitting grouped by family, threshold
    certified on the OOF scores; GPTCache on the same 2,000 rows (by default its
    fast path - the same decision rule on batch embeddings - with the number of
@@ -32,6 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from adapters.gptcache_runner import real_predictions_path
 from adapters.verified_cache.adapter import VerifiedCacheAdapter
 from adapters.verified_cache.cache import DEFAULT_EMBEDDER, Resources
 from adapters.verified_cache.model import MODEL_DIR, Certificate, Verifier
@@ -56,6 +60,7 @@ from cacheeval.jsonio import dumps_pretty, write_bytes_atomic
 from cacheeval.markdown import table
 from cacheeval.metrics.latency import latency_stats
 from cacheeval.predictions import Prediction
+from cacheeval.schema import Row
 from scripts.bench_verified_cache import cpu_model
 from scripts.train_verified_cache import dataset_id, load_labelled
 
@@ -409,6 +414,26 @@ def markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def gptcache_real_on(test_rows: Sequence[Row], bench: Path, saved: Path) -> list[Prediction]:
+    """GPTCache's real-path predictions of the test rows: read from the file
+    ``scripts.run_gptcache`` wrote for this dataset (the main job runs the real
+    package over every row there), else run GPTCache here."""
+    from adapters.gptcache_adapter import CONFIGS, GPTCacheAdapter
+    from adapters.gptcache_runner import load_real_predictions
+
+    ids = [r.id for r in test_rows]
+    preds = load_real_predictions(CONFIGS[GPTCACHE_CONFIG], bench, ids, saved)
+    if preds is not None:
+        _log(f"GPTCache {GPTCACHE_CONFIG}: real-path decisions of the test rows read from {saved}")
+        return preds
+    _log(f"GPTCache {GPTCACHE_CONFIG}: real path over {len(test_rows)} test rows ...")
+    return predict(
+        GPTCacheAdapter.from_config(GPTCACHE_CONFIG, path="real"),
+        test_rows,
+        progress=_progress("GPTCache real"),
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bench", type=Path, default=REPO / "cachebench.jsonl")
@@ -421,6 +446,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="fast",
         help="GPTCache path for the all-rows (OOF) comparison; the test split always runs "
         "the real package (default fast: the same decision from batch embeddings)",
+    )
+    parser.add_argument(
+        "--gptcache-predictions",
+        type=Path,
+        default=real_predictions_path(GPTCACHE_CONFIG),
+        help="real-path predictions written by scripts.run_gptcache for this dataset "
+        "(used for the test split when present and current; else GPTCache runs here)",
     )
     parser.add_argument("--embedder", default=DEFAULT_EMBEDDER)
     parser.add_argument(
@@ -478,12 +510,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from adapters.gptcache_adapter import GPTCacheAdapter
 
-    _log(f"GPTCache {GPTCACHE_CONFIG}: real path over {len(test_rows)} test rows ...")
-    g_test_preds = predict(
-        GPTCacheAdapter.from_config(GPTCACHE_CONFIG, path="real"),
-        test_rows,
-        progress=_progress("GPTCache real"),
-    )
+    g_test_preds = gptcache_real_on(test_rows, args.bench, args.gptcache_predictions)
     g_test = score(
         g_test_preds, test_rows, cache_name=f"gptcache {GPTCACHE_CONFIG}", dataset_path=args.bench
     )

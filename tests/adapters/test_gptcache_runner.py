@@ -54,3 +54,51 @@ def test_best_f1_by_embedder_takes_the_first_largest() -> None:
     ]
     best = best_f1_by_embedder(points)
     assert {k: v["threshold"] for k, v in best.items()} == {"a": 0.6, "b": 0.6}
+
+
+# --- the real path's saved predictions ---------------------------------------------
+
+
+def _preds(ids: list[str]) -> list[Any]:
+    from cacheeval.predictions import Prediction
+
+    return [
+        Prediction(id=i, is_hit=n % 2 == 0, confidence=0.5, score=0.1 * n,
+                   tier_used="embedding", latency_ms=1.0 + n, error=None)
+        for n, i in enumerate(ids)
+    ]  # fmt: skip
+
+
+def test_saved_real_predictions_are_read_back_only_for_the_same_data_and_config(
+    tmp_path: Any,
+) -> None:
+    from adapters.gptcache_adapter import CONFIGS
+    from adapters.gptcache_runner import load_real_predictions, save_real_predictions
+
+    bench = tmp_path / "bench.jsonl"
+    bench.write_text('{"id": "r1"}\n', encoding="utf-8")
+    saved = tmp_path / "p" / "gptcache_minilm@0.80.jsonl"
+    ids = ["r1", "r2", "r3"]
+    cfg = CONFIGS["minilm@0.80"]
+    save_real_predictions(cfg, bench, _preds(ids), saved)
+
+    got = load_real_predictions(cfg, bench, ["r3", "r1"], saved)
+    assert got is not None and [p.id for p in got] == ["r3", "r1"]
+    assert got[0].score == _preds(ids)[2].score and got[0].latency_ms == 3.0
+    # an id the file lacks, another configuration, another dataset, no file: run GPTCache
+    assert load_real_predictions(cfg, bench, ["r1", "r9"], saved) is None
+    assert load_real_predictions(CONFIGS["minilm@0.85"], bench, ids, saved) is None
+    assert load_real_predictions(cfg, bench, ids, tmp_path / "missing.jsonl") is None
+    bench.write_text('{"id": "r1", "changed": true}\n', encoding="utf-8")
+    assert load_real_predictions(cfg, bench, ids, saved) is None
+
+
+def test_a_corrupt_saved_file_means_run_gptcache(tmp_path: Any) -> None:
+    from adapters.gptcache_adapter import CONFIGS
+    from adapters.gptcache_runner import load_real_predictions
+
+    bench = tmp_path / "bench.jsonl"
+    bench.write_text("{}\n", encoding="utf-8")
+    saved = tmp_path / "bad.jsonl"
+    saved.write_text("not json\n", encoding="utf-8")
+    assert load_real_predictions(CONFIGS["minilm@0.80"], bench, ["a"], saved) is None
