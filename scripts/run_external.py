@@ -32,6 +32,8 @@ from cacheeval.report import utc_now
 REPO = Path(__file__).resolve().parents[1]
 ENV = "CACHEEVAL_EXTERNAL_DIR"
 SUFFIXES = (".csv", ".tsv", ".txt", ".jsonl")
+#: The name of CacheEval's own test split among the graded sets.
+TEST_SET = "CacheEval test"
 
 
 def _log(msg: str) -> None:
@@ -60,17 +62,18 @@ def cacheeval_test_set(bench: Path, labels: Path) -> LabelledSet | None:
         return None
     rows = load_bench(bench, split="test", labels_path=labels)
     info = {"format": "cachebench", "pairs": len(rows), "positives": sum(r.y for r in rows)}
-    return LabelledSet("CacheEval test", tuple(rows), info)
+    return LabelledSet(TEST_SET, tuple(rows), info)
 
 
-def reference_caches(model_dir: Path | None = None) -> dict[str, Any]:
-    """The caches graded: the verified cache, GPTCache minilm@0.80, exact match."""
+def reference_caches(model_dir: Path | None = None, verified: Any = None) -> dict[str, Any]:
+    """The caches graded: the verified cache (``verified``, or the model in
+    ``model_dir``), GPTCache minilm@0.80, exact match."""
     from adapters.gptcache_adapter import GPTCacheAdapter
     from adapters.verified_cache.adapter import VerifiedCacheAdapter
     from cacheeval.baselines import ExactMatch
 
     return {
-        "verified-cache": VerifiedCacheAdapter(model_dir=model_dir),
+        "verified-cache": verified or VerifiedCacheAdapter(model_dir=model_dir),
         "gptcache minilm@0.80": GPTCacheAdapter.from_config("minilm@0.80", path="fast"),
         "exact_match": ExactMatch(),
     }
@@ -123,14 +126,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         _log(f"error: {directory} is not a directory")
         return 2
     report = run_external(directory, reference_caches(), bench=args.bench, labels=args.labels)
-    out_md: Path = args.out
+    write_external(report, args.out)
+    return 0
+
+
+def write_external(report: ExternalReport, out_md: Path) -> None:
+    """Write ``out_md`` and its ``.json`` twin and log every row's figures."""
     write_bytes_atomic(out_md, report.to_markdown("External validity").encode("utf-8"))
     write_bytes_atomic(out_md.with_suffix(".json"), dumps_pretty(report.to_dict()).encode())
     for e in report.entries:
         _log(f"{e.set:16s} {e.cache:22s} FHR {e.fhr} recall {e.recall} AUC {e.roc_auc} "
              f"| cosine recall@FHR {e.ref_recall_at_fhr} AUC {e.ref_roc_auc}")  # fmt: skip
     _log(f"wrote {out_md} and {out_md.with_suffix('.json')}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -414,6 +414,29 @@ def markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def external_validity(args: argparse.Namespace, verifier: Verifier, resources: Any) -> Any:
+    """Grade the reference caches (this run's verifier) on every pair file of
+    ``args.pairs`` and CacheEval's test split, write ``reports/EXTERNAL.md`` and
+    ``.json`` (what ``scripts.run_external`` writes; the main job runs it here so
+    the files are read and embedded once), and return this report's part: the
+    verified cache and GPTCache on the pair files."""
+    from scripts.run_external import TEST_SET, reference_caches, run_external, write_external
+
+    _log(f"external validity on {args.pairs} ...")
+    verified = VerifiedCacheAdapter(
+        verifier=verifier, embedder=resources.embedder, embedder_name=args.embedder
+    )
+    report = run_external(
+        args.pairs, reference_caches(verified=verified), bench=args.bench, labels=args.labels
+    )
+    write_external(report, args.out.with_name("EXTERNAL.md"))
+    shown = ("verified-cache", f"gptcache {GPTCACHE_CONFIG}", report.reference)
+    ext = report.to_dict()
+    ext["sets"] = [s for s in ext["sets"] if s["name"] != TEST_SET]
+    ext["entries"] = [e for e in ext["entries"] if e["cache"] in shown and e["set"] != TEST_SET]
+    return ext
+
+
 def gptcache_real_on(test_rows: Sequence[Row], bench: Path, saved: Path) -> list[Prediction]:
     """GPTCache's real-path predictions of the test rows: read from the file
     ``scripts.run_gptcache`` wrote for this dataset (the main job runs the real
@@ -602,18 +625,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     data["external"] = None
     if args.pairs is not None and args.pairs.is_dir():
-        from scripts.run_external import run_external
-
-        _log(f"external validity on {args.pairs} ...")
-        ext_caches = {
-            "verified-cache": VerifiedCacheAdapter(
-                verifier=verifier, embedder=resources.embedder, embedder_name=args.embedder
-            ),
-            f"gptcache {GPTCACHE_CONFIG}": GPTCacheAdapter.from_config(
-                GPTCACHE_CONFIG, path="fast"
-            ),
-        }
-        data["external"] = run_external(args.pairs, ext_caches).to_dict()
+        data["external"] = external_validity(args, verifier, resources)
     out_md: Path = args.out
     out_json = out_md.with_name(out_md.stem + ".json")
     write_bytes_atomic(out_md, markdown(data).encode("utf-8"))
