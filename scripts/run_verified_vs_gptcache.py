@@ -254,6 +254,19 @@ def external_section(ext: dict[str, Any] | None) -> list[str]:
     return lines + [""]
 
 
+def _all_rows_source(data: dict[str, Any]) -> str:
+    if data["gptcache_path_all_rows"] == "real":
+        return (
+            "from the real package on every row (the run of `scripts.run_gptcache`, which "
+            "also checks that its fast path decides alike on every row)"
+        )
+    return (
+        f"from its {data['gptcache_path_all_rows']} path (the fast path recomputes "
+        "GPTCache's own decision rule from batch embeddings; on the test rows it disagrees "
+        f"with the real package on {len(data['gptcache_disagreements_on_test'])} rows)"
+    )
+
+
 def markdown(data: dict[str, Any]) -> str:
     t, o = data["test"], data["oof"]
     m = data["model"]
@@ -361,10 +374,7 @@ def markdown(data: dict[str, Any]) -> str:
         f"Every labelled row scored by a model that never saw its family (the `source` of "
         f"the row): {o['folds']} folds, gates {o['gates']}. The threshold is certified on "
         "these out-of-fold scores. GPTCache needs no training: its decisions on the same "
-        f"rows, from its {data['gptcache_path_all_rows']} path (the fast path recomputes "
-        "GPTCache's own decision rule from batch embeddings; on the test rows it disagrees "
-        f"with the real package on {len(data['gptcache_disagreements_on_test'])} rows). "
-        "No latency here (batch scoring).",
+        f"rows, {_all_rows_source(data)}. No latency here (batch scoring).",
         "",
     ]
     lines += headline_table(o_cmp, names=("verified cache (OOF)", o_cmp.names[1]))
@@ -437,6 +447,33 @@ def external_validity(args: argparse.Namespace, verifier: Verifier, resources: A
     return ext
 
 
+def gptcache_all_rows(
+    rows: Sequence[Row], args: argparse.Namespace
+) -> tuple[list[Prediction], str]:
+    """GPTCache's predictions on every row and the path they come from: the real
+    package's, read from ``scripts.run_gptcache``'s run on this dataset when it
+    covers every row, else ``--gptcache-all-path`` run here."""
+    from adapters.gptcache_adapter import CONFIGS, GPTCacheAdapter
+    from adapters.gptcache_runner import load_real_predictions
+
+    ids = [r.id for r in rows]
+    saved = load_real_predictions(
+        CONFIGS[GPTCACHE_CONFIG], args.bench, ids, args.gptcache_predictions
+    )
+    if saved is not None:
+        _log(f"GPTCache {GPTCACHE_CONFIG}: real-path decisions of all rows read from "
+             f"{args.gptcache_predictions}")  # fmt: skip
+        return saved, "real"
+    path = args.gptcache_all_path
+    _log(f"GPTCache {GPTCACHE_CONFIG}: {path} path over {len(rows)} rows ...")
+    preds = predict(
+        GPTCacheAdapter.from_config(GPTCACHE_CONFIG, path=path),
+        rows,
+        progress=_progress(f"GPTCache {path}"),
+    )
+    return preds, path
+
+
 def gptcache_real_on(test_rows: Sequence[Row], bench: Path, saved: Path) -> list[Prediction]:
     """GPTCache's real-path predictions of the test rows: read from the file
     ``scripts.run_gptcache`` wrote for this dataset (the main job runs the real
@@ -467,8 +504,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--gptcache-all-path",
         choices=("real", "fast"),
         default="fast",
-        help="GPTCache path for the all-rows (OOF) comparison; the test split always runs "
-        "the real package (default fast: the same decision from batch embeddings)",
+        help="GPTCache path for the all-rows (OOF) comparison when scripts.run_gptcache's "
+        "real-path predictions of this dataset are missing (default fast: the same "
+        "decision from batch embeddings)",
     )
     parser.add_argument(
         "--gptcache-predictions",
@@ -531,18 +569,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     v_report = score(v_preds, test_rows, cache_name="verified-cache", dataset_path=args.bench)
     put_lat = latency_stats(live.put_latencies_ms)
 
-    from adapters.gptcache_adapter import GPTCacheAdapter
-
     g_test_preds = gptcache_real_on(test_rows, args.bench, args.gptcache_predictions)
     g_test = score(
         g_test_preds, test_rows, cache_name=f"gptcache {GPTCACHE_CONFIG}", dataset_path=args.bench
     )
-    _log(f"GPTCache {GPTCACHE_CONFIG}: {args.gptcache_all_path} path over {len(rows)} rows ...")
-    g_preds = predict(
-        GPTCacheAdapter.from_config(GPTCACHE_CONFIG, path=args.gptcache_all_path),
-        rows,
-        progress=_progress(f"GPTCache {args.gptcache_all_path}"),
-    )
+    g_preds, all_path = gptcache_all_rows(rows, args)
     g_all = score(g_preds, rows, cache_name=f"gptcache {GPTCACHE_CONFIG}", dataset_path=args.bench)
     real_hits = {p.id: p.is_hit for p in g_test_preds}
     disagreements = sorted(
@@ -575,7 +606,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "at the end of the run",
         "gptcache_config": GPTCACHE_CONFIG,
         "gptcache_path_test": "real",
-        "gptcache_path_all_rows": args.gptcache_all_path,
+        "gptcache_path_all_rows": all_path,
         # test rows where the all-rows path decided otherwise than the real package
         "gptcache_disagreements_on_test": disagreements,
         "test": {
