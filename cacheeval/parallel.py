@@ -61,7 +61,7 @@ from .harness import (
     predict,
 )
 from .predictions import Prediction
-from .procpool import ProcessBackend
+from .procpool import ProcessBackend, threads_per_worker
 from .progress import ProgressCallback
 from .schema import Pair, Request, Row
 
@@ -323,7 +323,7 @@ class Predictor:
             backend: Backend = ray_backend
             n = ray_backend.workers
         else:
-            backend = ProcessBackend(spec, task)
+            backend = ProcessBackend(spec, task, threads=threads_per_worker(self.workers))
             n = self.workers
         self.runner = BlockRunner(backend, n, self._lost)
         try:
@@ -531,7 +531,7 @@ def map_blocks(
         backend: Backend = ray_backend
         workers = ray_backend.workers
     else:
-        backend = ProcessBackend(spec, task)
+        backend = ProcessBackend(spec, task, threads=threads_per_worker(workers))
     runner = BlockRunner(backend, workers, lost)
     try:
         runner.start()

@@ -43,9 +43,37 @@ def _detach() -> None:
     threading.Thread(target=watch, name="cacheeval-parent-watch", daemon=True).start()
 
 
-def _process_main(conn: Connection, spec: CacheSpec, task: BlockTask) -> None:
+#: Thread-pool variables of the numeric runtimes a cache may load (OpenMP, BLAS).
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def threads_per_worker(workers: int, cpus: int | None = None) -> int:
+    """Each worker's share of the CPUs, at least one: ``max(1, cpus // workers)``.
+
+    >>> threads_per_worker(2, cpus=2), threads_per_worker(3, cpus=8), threads_per_worker(4, cpus=2)
+    (1, 2, 1)
+    """
+    return max(1, (cpus if cpus is not None else os.cpu_count() or 1) // max(1, workers))
+
+
+def _limit_threads(threads: int | None) -> None:
+    # Every worker's model runtime would otherwise start one thread per CPU:
+    # N workers x C threads on C cores, and OpenMP teams that spin-wait at
+    # their barriers then collapse (GPTCache's real path on 2 workers ran 3x
+    # slower). Runs before the cache imports anything; a variable the user set
+    # is kept.
+    if threads is None:
+        return
+    for name in THREAD_VARIABLES:
+        os.environ.setdefault(name, str(threads))
+
+
+def _process_main(
+    conn: Connection, spec: CacheSpec, task: BlockTask, threads: int | None = None
+) -> None:
     """A worker process: build the cache, then answer the driver's messages."""
     _detach()
+    _limit_threads(threads)
     try:
         cache = spec.build()
         meta = task.setup(cache)
@@ -107,19 +135,26 @@ class ProcessBackend:
     interpreter each, nothing inherited from the driver but the spec), one
     pipe each."""
 
-    def __init__(self, spec: CacheSpec, task: BlockTask, start_method: str = "spawn") -> None:
+    def __init__(
+        self,
+        spec: CacheSpec,
+        task: BlockTask,
+        start_method: str = "spawn",
+        threads: int | None = None,
+    ) -> None:
         import multiprocessing
 
         self._ctx: Any = multiprocessing.get_context(start_method)
         self._spec = spec
         self._task = task
+        self._threads = threads  # per worker (see _limit_threads); None: no limit
         self._workers: dict[int, tuple[Any, Connection, int]] = {}
 
     def spawn(self, slot: int, gen: int) -> None:
         ours, theirs = self._ctx.Pipe(duplex=True)
         proc = self._ctx.Process(
             target=_process_main,
-            args=(theirs, self._spec, self._task),
+            args=(theirs, self._spec, self._task, self._threads),
             name=f"cacheeval-worker-{slot}",
         )
         proc.start()

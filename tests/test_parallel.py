@@ -356,3 +356,16 @@ def test_any_block_task_runs_on_workers_for_replay_lookups(dev_rows: list[Row]) 
                    lost=lambda n, message: [(None, 0.0)] * n)
     )  # fmt: skip
     assert got == expected and any(answer for answer, _ in got)
+
+
+def test_each_worker_gets_its_share_of_the_cpus_unless_the_user_chose(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cacheeval.procpool import THREAD_VARIABLES, _limit_threads, threads_per_worker
+
+    assert [threads_per_worker(w, cpus=8) for w in (1, 2, 3, 8, 16)] == [8, 4, 2, 1, 1]
+    for name in THREAD_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MKL_NUM_THREADS", "3")  # the user's choice stays
+    _limit_threads(2)
+    assert [os.environ[n] for n in THREAD_VARIABLES] == ["2", "2", "3"]
