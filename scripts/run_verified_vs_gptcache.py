@@ -474,18 +474,17 @@ def gptcache_all_rows(
     return preds, path
 
 
-def gptcache_real_on(test_rows: Sequence[Row], bench: Path, saved: Path) -> list[Prediction]:
-    """GPTCache's real-path predictions of the test rows: read from the file
-    ``scripts.run_gptcache`` wrote for this dataset (the main job runs the real
-    package over every row there), else run GPTCache here."""
-    from adapters.gptcache_adapter import CONFIGS, GPTCacheAdapter
-    from adapters.gptcache_runner import load_real_predictions
+def gptcache_real_on(
+    test_rows: Sequence[Row], all_rows: list[Prediction], all_path: str
+) -> list[Prediction]:
+    """GPTCache's real-path predictions of the test rows: taken from the all-rows
+    predictions when those are the real package's (:func:`gptcache_all_rows`
+    read them once), else run GPTCache here."""
+    from adapters.gptcache_adapter import GPTCacheAdapter
 
-    ids = [r.id for r in test_rows]
-    preds = load_real_predictions(CONFIGS[GPTCACHE_CONFIG], bench, ids, saved)
-    if preds is not None:
-        _log(f"GPTCache {GPTCACHE_CONFIG}: real-path decisions of the test rows read from {saved}")
-        return preds
+    if all_path == "real":
+        by_id = {p.id: p for p in all_rows}
+        return [by_id[r.id] for r in test_rows]
     _log(f"GPTCache {GPTCACHE_CONFIG}: real path over {len(test_rows)} test rows ...")
     return predict(
         GPTCacheAdapter.from_config(GPTCACHE_CONFIG, path="real"),
@@ -569,11 +568,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     v_report = score(v_preds, test_rows, cache_name="verified-cache", dataset_path=args.bench)
     put_lat = latency_stats(live.put_latencies_ms)
 
-    g_test_preds = gptcache_real_on(test_rows, args.bench, args.gptcache_predictions)
+    g_preds, all_path = gptcache_all_rows(rows, args)
+    g_test_preds = gptcache_real_on(test_rows, g_preds, all_path)
     g_test = score(
         g_test_preds, test_rows, cache_name=f"gptcache {GPTCACHE_CONFIG}", dataset_path=args.bench
     )
-    g_preds, all_path = gptcache_all_rows(rows, args)
     g_all = score(g_preds, rows, cache_name=f"gptcache {GPTCACHE_CONFIG}", dataset_path=args.bench)
     real_hits = {p.id: p.is_hit for p in g_test_preds}
     disagreements = sorted(

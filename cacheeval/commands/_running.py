@@ -26,15 +26,26 @@ class UsageError(Exception):
     """A problem with the command line or its inputs: exit 2 with one line."""
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1."""
+def int_at_least(minimum: int, text: str) -> int:
+    """A whole number >= ``minimum``, or the argparse error saying what is wrong."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    if value < minimum:
+        message = f"must be >= {minimum}" if minimum < 1 else f"must be at least {minimum}"
+        raise argparse.ArgumentTypeError(f"{message}: {text!r}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    return int_at_least(1, text)
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse type: a whole number of at least 0."""
+    return int_at_least(0, text)
 
 
 def positive_float(text: str) -> float:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..schema import SPLITS
-from ._running import add_cache_arguments, positive_float
+from ._running import add_cache_arguments, non_negative_int, positive_float
 from .eval import (
     EXIT_OK,
     UsageError,
@@ -40,16 +40,6 @@ NAME = "replay"
 HELP = "Replay a shared cache: one store for all rows, top-1 retrieval per lookup."
 
 
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0: {text!r}")
-    return value
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bench", required=True, type=Path, help="benchmark JSONL file")
     parser.add_argument(
@@ -63,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_cache_arguments(parser, shared=True)
     parser.add_argument(
         "--distractors",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=0,
         metavar="N",
         help="also store side a of N rows from the other splits (seeded draw)",
@@ -73,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--latency-size",
         dest="latency_sizes",
         action="append",
-        type=_non_negative_int,
+        type=non_negative_int,
         metavar="N",
         help="store sizes at which lookup latency is probed (default 100 and 1000)",
     )
