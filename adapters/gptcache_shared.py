@@ -62,6 +62,10 @@ class GPTCacheShared:
         cache.put(Request("How do I reset my password?"), "e1")
         cache.lookup(Request("how can I reset my password"))   # ("e1", 0.93...)
         cache.close()
+
+    ``vectors`` (fast path) is the text -> embedding store to fill and read:
+    stores of one embedder may share one, so several replays over the same
+    rows embed each text once.
     """
 
     def __init__(
@@ -72,6 +76,7 @@ class GPTCacheShared:
         path: str = "real",
         config: str | None = None,
         sqlite_in_memory: bool = False,
+        vectors: dict[str, np.ndarray] | None = None,
     ) -> None:
         if config is not None:
             cfg = CONFIGS[config]
@@ -88,7 +93,9 @@ class GPTCacheShared:
         self.sqlite_in_memory = sqlite_in_memory
         self.name = f"gptcache {embedder}@{threshold:.2f} shared ({path})"
         self._embedder: Any = None
-        self._memo: dict[str, np.ndarray] = {}
+        if vectors is not None and path != "fast":
+            raise ValueError("a shared vector store is for the fast path only")
+        self._memo: dict[str, np.ndarray] = {} if vectors is None else vectors
         # real path
         self._tmp: str | None = None
         self._cache: Any = None

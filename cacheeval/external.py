@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .blockrun import CacheSpec
 from .metrics.ranking import threshold_free
 from .pair_formats import PairFile
 from .report import Report
@@ -275,6 +276,8 @@ def grade(
     reference_name: str = "reference",
     on_error: OnError = "miss",
     progress: Callable[[str], None] | None = None,
+    workers: int = 0,
+    min_parallel_rows: int = 1000,
 ) -> ExternalReport:
     """Grade every cache on every set (through :func:`cacheeval.harness.evaluate`).
 
@@ -282,9 +285,28 @@ def grade(
     cache's ``ref_recall_at_fhr`` and ``ref_roc_auc``, and it gets an entry of its
     own (its decisions at its own threshold). Entries come set by set, caches in
     the given order, the reference last.
+
+    A cache may be given as a :class:`~cacheeval.blockrun.CacheSpec`: it is built
+    once in this process, or, with ``workers`` > 1, on sets of at least
+    ``min_parallel_rows`` pairs it runs on that many worker processes instead (the
+    same decisions; the workers' start-up is not worth it on a small set).
     """
     from .harness import evaluate, predict
     from .harness import score as score_predictions
+
+    built: dict[str, Any] = {}
+
+    def run(name: str, cache: Any, rows: list[Row]) -> Report:
+        if isinstance(cache, CacheSpec):
+            if workers > 1 and len(rows) >= min_parallel_rows:
+                from .parallel import predict_parallel
+
+                preds = predict_parallel(cache, rows, workers=workers, on_error=on_error)
+                return score_predictions(preds, rows, cache_name=name)
+            if name not in built:
+                built[name] = cache.build()
+            cache = built[name]
+        return evaluate(cache, rows, cache_name=name, on_error=on_error)
 
     entries: list[Entry] = []
     for s in sets:
@@ -303,7 +325,7 @@ def grade(
         for name, cache in caches.items():
             if progress:
                 progress(f"{s.name}: {name} on {len(rows)} pairs")
-            report = evaluate(cache, rows, cache_name=name, on_error=on_error)
+            report = run(name, cache, rows)
             entries.append(entry(s.name, name, report, rows, ref_scores))
         if ref_entry is not None:
             entries.append(ref_entry)

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from cacheeval.commands._running import non_negative_int
 from cacheeval.external import ExternalReport, LabelledSet, from_pair_file, grade
 from cacheeval.jsonio import dumps_pretty, write_bytes_atomic
 from cacheeval.pair_formats import read_pair_file
@@ -67,15 +68,25 @@ def cacheeval_test_set(bench: Path, labels: Path) -> LabelledSet | None:
 
 def reference_caches(model_dir: Path | None = None, verified: Any = None) -> dict[str, Any]:
     """The caches graded: the verified cache (``verified``, or the model in
-    ``model_dir``), GPTCache minilm@0.80, exact match."""
-    from adapters.gptcache_adapter import GPTCacheAdapter
-    from adapters.verified_cache.adapter import VerifiedCacheAdapter
-    from cacheeval.baselines import ExactMatch
+    ``model_dir``, default the committed one), GPTCache minilm@0.80, exact match.
+    Built from :class:`~cacheeval.blockrun.CacheSpec` s, so a large set can run
+    on worker processes; ``verified`` (a cache object) always runs here."""
+    from adapters.verified_cache.model import MODEL_DIR
+    from cacheeval.blockrun import CacheSpec
 
+    verified_cache = verified or CacheSpec(
+        "adapters.verified_cache.adapter",
+        "VerifiedCacheAdapter",
+        {"model_dir": str(model_dir or MODEL_DIR)},
+    )
     return {
-        "verified-cache": verified or VerifiedCacheAdapter(model_dir=model_dir),
-        "gptcache minilm@0.80": GPTCacheAdapter.from_config("minilm@0.80", path="fast"),
-        "exact_match": ExactMatch(),
+        "verified-cache": verified_cache,
+        "gptcache minilm@0.80": CacheSpec(
+            "adapters.gptcache_adapter",
+            "GPTCacheAdapter",
+            {"embedder": "minilm", "threshold": 0.80, "path": "fast"},
+        ),
+        "exact_match": CacheSpec(baseline="exact_match"),
     }
 
 
@@ -85,9 +96,12 @@ def run_external(
     *,
     bench: Path | None = None,
     labels: Path | None = None,
+    workers: int = 2,
 ) -> ExternalReport:
     """Grade ``caches`` on every pair file of ``directory`` (and CacheEval's test
-    split when ``bench`` and ``labels`` are given) against the MiniLM cosine."""
+    split when ``bench`` and ``labels`` are given) against the MiniLM cosine;
+    ``workers`` processes per cache on the large sets (see
+    :func:`cacheeval.external.grade`)."""
     from adapters.cosine_baseline import MiniLMCosine
 
     sets = pair_sets(directory)
@@ -97,7 +111,7 @@ def run_external(
             sets.append(test)
     reference = MiniLMCosine()
     report = grade(caches, sets, reference=reference, reference_name=reference.name,
-                   progress=_log)  # fmt: skip
+                   progress=_log, workers=workers)  # fmt: skip
     notes = (
         "Each row: the cache at its shipped operating point on that set (FHR, recall), its "
         "ROC-AUC from its own score, and the MiniLM cosine (fp32 ONNX, the queries only) on "
@@ -117,6 +131,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--bench", type=Path, default=REPO / "cachebench.jsonl")
     parser.add_argument("--labels", type=Path, default=REPO / "private" / "test_labels.jsonl")
     parser.add_argument("--out", type=Path, default=REPO / "reports" / "EXTERNAL.md")
+    parser.add_argument(
+        "--workers",
+        type=non_negative_int,
+        default=2,
+        help="worker processes per cache on sets of 1,000+ pairs (default 2; 0: this process)",
+    )
     args = parser.parse_args(argv)
     directory = args.pairs or (Path(os.environ[ENV]) if os.environ.get(ENV) else None)
     if directory is None:
@@ -125,7 +145,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not directory.is_dir():
         _log(f"error: {directory} is not a directory")
         return 2
-    report = run_external(directory, reference_caches(), bench=args.bench, labels=args.labels)
+    report = run_external(
+        directory, reference_caches(), bench=args.bench, labels=args.labels, workers=args.workers
+    )
     write_external(report, args.out)
     return 0
 

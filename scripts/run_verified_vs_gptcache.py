@@ -424,18 +424,29 @@ def markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def external_validity(args: argparse.Namespace, verifier: Verifier, resources: Any) -> Any:
+def external_validity(
+    args: argparse.Namespace, verifier: Verifier, resources: Any, on_disk: bool
+) -> Any:
     """Grade the reference caches (this run's verifier) on every pair file of
     ``args.pairs`` and CacheEval's test split, write ``reports/EXTERNAL.md`` and
-    ``.json`` (what ``scripts.run_external`` writes; the main job runs it here so
-    the files are read and embedded once), and return this report's part: the
-    verified cache and GPTCache on the pair files."""
+    ``.json`` (what ``scripts.run_external`` writes), and return this report's
+    part: the verified cache and GPTCache on the pair files. ``on_disk``: the
+    verifier is the one in ``args.model_dir``, so worker processes can load it."""
+    from cacheeval.blockrun import CacheSpec
     from scripts.run_external import TEST_SET, reference_caches, run_external, write_external
 
     _log(f"external validity on {args.pairs} ...")
-    verified = VerifiedCacheAdapter(
-        verifier=verifier, embedder=resources.embedder, embedder_name=args.embedder
-    )
+    verified: Any
+    if on_disk:
+        verified = CacheSpec(
+            "adapters.verified_cache.adapter",
+            "VerifiedCacheAdapter",
+            {"model_dir": str(args.model_dir), "embedder_name": args.embedder},
+        )
+    else:
+        verified = VerifiedCacheAdapter(
+            verifier=verifier, embedder=resources.embedder, embedder_name=args.embedder
+        )
     report = run_external(
         args.pairs, reference_caches(verified=verified), bench=args.bench, labels=args.labels
     )
@@ -544,6 +555,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as e:
         _log(f"committed model unusable: {e}")
         committed = None
+    on_disk = True  # the model in args.model_dir is the one used below
     if committed is not None and committed.meta.model_sha256 == fresh.verifier.meta.model_sha256:
         status = "the committed artefact is reproduced byte for byte by retraining on this data"
     else:
@@ -552,7 +564,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "it deterministically on the current train split"
             + ("" if args.no_save_model else " and wrote it back (commit it)")
         )
-        if not args.no_save_model:
+        if args.no_save_model:
+            on_disk = False
+        else:
             fresh.verifier.save(args.model_dir)
     verifier = fresh.verifier
     _log(f"model: {status}")
@@ -655,7 +669,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     data["external"] = None
     if args.pairs is not None and args.pairs.is_dir():
-        data["external"] = external_validity(args, verifier, resources)
+        data["external"] = external_validity(args, verifier, resources, on_disk)
     out_md: Path = args.out
     out_json = out_md.with_name(out_md.stem + ".json")
     write_bytes_atomic(out_md, markdown(data).encode("utf-8"))

@@ -252,3 +252,24 @@ def test_run_external_reads_every_pair_file_of_a_directory(tmp_path: Path) -> No
     sets = pair_sets(tmp_path)
     assert [s.name for s in sets] == ["mine.csv", "q.tsv"]
     assert [s.info["format"] for s in sets] == ["csv", "qqp"]
+
+
+def test_grade_runs_cache_specs_on_workers_with_the_same_figures(tmp_path: Path) -> None:
+    """A CacheSpec is built once here, or decided on worker processes on a large
+    enough set: the entries are the same either way."""
+    from cacheeval.blockrun import CacheSpec
+
+    ref = write(tmp_path, "ref.py", REF_MODULE)
+    pf = read_pair_file(write(tmp_path, "p.tsv", PAWS))
+    sets = [LabelledSet("p.tsv", pf.rows, {"format": "paws", "pairs": len(pf.rows)})]
+    spec = CacheSpec(str(ref), "Overlap")
+    here = grade({"overlap": spec, "exact": CacheSpec(baseline="exact_match")}, sets)
+    there = grade(
+        {"overlap": spec, "exact": CacheSpec(baseline="exact_match")},
+        sets,
+        workers=2,
+        min_parallel_rows=1,
+    )
+    assert here.entries == there.entries
+    overlap = here.entries[0]
+    assert overlap.cache == "overlap" and overlap.n == len(pf.rows) and overlap.errors == 0
