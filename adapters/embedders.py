@@ -385,3 +385,35 @@ def get_embedder(name: str) -> Embedder:
             _loaded[name] = EMBEDDERS[name]()
         emb: Embedder = _loaded[name]
         return emb
+
+
+#: Embedders that encode one text at a time (no padding, no batch): a text's vector
+#: does not depend on which texts it was encoded with, so several processes may
+#: share the work of filling one store and give the very same vectors.
+PER_TEXT_EMBEDDERS = frozenset({E5Small.name})
+
+
+def _encode_chunk(name: str, texts: list[str]) -> np.ndarray:
+    return get_embedder(name).encode(texts)
+
+
+def encode_in_processes(name: str, texts: list[str], workers: int = 2) -> np.ndarray:
+    """``get_embedder(name).encode(texts)`` split over ``workers`` processes (fresh
+    interpreters, each loading the model once): for the single-threaded
+    :data:`PER_TEXT_EMBEDDERS` on a machine with spare cores. The rows are in the
+    order of ``texts`` and equal to one process's output."""
+    if name not in PER_TEXT_EMBEDDERS:
+        raise ValueError(f"{name!r} encodes in batches: its vectors depend on the batch")
+    if workers <= 1 or len(texts) < 2 * workers:
+        return get_embedder(name).encode(texts)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    import numpy as np
+
+    size = -(-len(texts) // workers)
+    chunks = [texts[i : i + size] for i in range(0, len(texts), size)]
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(len(chunks), mp_context=ctx) as pool:
+        parts = list(pool.map(_encode_chunk, [name] * len(chunks), chunks))
+    return np.concatenate(parts)

