@@ -9,7 +9,8 @@ side b included. Right before each lookup, one bare embedding call of the same
 query with the same model (MiniLM ONNX, the call ``lookup`` makes) is timed:
 the floor no cache built on that embedding can beat. Prints p50/p95/p99/mean
 per tier (policy, exact, embedding, verifier) and overall, the put latency, the
-embedding floor, the ratios get/floor at p50 and p95, and the CPU model.
+embedding floor, the ratios get/floor at p50 and p95, and the CPU model (the
+measuring loop is :func:`adapters.verified_cache.latency.interleaved_latency`).
 
 The cache memoises embeddings of short differing spans and prior-turn histories
 (LRU, keyed by text); by default the memo persists across rows as it would in a
@@ -25,11 +26,11 @@ import argparse
 import os
 import platform
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from adapters.verified_cache.cache import Resources, VerifiedCache
+from adapters.verified_cache.cache import Resources
+from adapters.verified_cache.latency import interleaved_latency
 from adapters.verified_cache.model import MODEL_DIR, Verifier
 from cacheeval.dataset import load_bench
 from cacheeval.jsonio import JsonlError
@@ -84,31 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = rows[: args.rows]
     extra = {} if args.threads is None else {"threads": args.threads}
     resources = Resources(verifier=verifier, embedder_name=args.embedder, **extra)
-    resources.encode(["warm-up", "a second warm-up text"])
-
-    puts: list[float] = []
-    by_tier: dict[str, list[float]] = {}
-    caches = []
-    for row in rows:
-        cache = VerifiedCache(resources=resources)
-        t0 = time.perf_counter_ns()
-        cache.put(row.request("a"), row.expected_answer_a or "cached answer")
-        puts.append((time.perf_counter_ns() - t0) / 1e6)
-        caches.append(cache)
-    refused = sum(1 for c in caches if len(c) == 0)
-    floor: list[float] = []
-    for row, cache in zip(rows, caches, strict=True):
-        if args.cold_memo:
-            resources.memo.clear()
-        request = row.request("b")
-        t0 = time.perf_counter_ns()
-        resources.query_embedding(request.query)
-        floor.append((time.perf_counter_ns() - t0) / 1e6)
-        t0 = time.perf_counter_ns()
-        decision = cache.lookup(request)
-        ms = (time.perf_counter_ns() - t0) / 1e6
-        tier = decision.tier if len(cache) else "policy (refused at put)"
-        by_tier.setdefault(tier, []).append(ms)
+    run = interleaved_latency([r.pair for r in rows], resources, cold_memo=args.cold_memo)
 
     print(
         f"verified cache, {len(rows)} {args.split} rows, single-call get(), "
@@ -116,15 +93,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{platform.machine()} x{os.cpu_count()}, Python {platform.python_version()}, "
         f"load average {os.getloadavg()[0]:.2f}"
     )
-    for tier in sorted(by_tier):
-        print(_line(f"get: {tier}", latency_stats(by_tier[tier])))
-    overall = latency_stats(v for vs in by_tier.values() for v in vs)
+    for tier in sorted(run.by_tier):
+        print(_line(f"get: {tier}", run.tier(tier)))
+    overall = run.get()
     print(_line("get: all tiers", overall))
-    print(_line("put (side a)", latency_stats(puts)) + f"  ({refused} refused by policy)")
-    base = latency_stats(floor)
-    print(_line(f"embedding call ({resources.embedder_name})", base))
-    r50 = overall.p50_ms / base.p50_ms if overall.p50_ms and base.p50_ms else None
-    r95 = overall.p95_ms / base.p95_ms if overall.p95_ms and base.p95_ms else None
+    print(_line("put (side a)", latency_stats(run.puts)) + f"  ({run.refused} refused by policy)")
+    print(_line(f"embedding call ({resources.embedder_name})", latency_stats(run.floor)))
+    r50, r95 = run.ratios()
     ok = r50 is not None and r95 is not None and r50 <= P50_RATIO and r95 <= P95_RATIO
     print(f"CPU: {cpu_model()}")
     print(

@@ -110,6 +110,8 @@ def test_committed_verified_vs_gptcache_renders_from_its_json() -> None:
         assert extra <= {
             "embedding_p50_ms",
             "embedding_p95_ms",
+            "interleaved_get_p50_ms",
+            "interleaved_get_p95_ms",
             "latency_ratio_p50",
             "latency_ratio_p95",
         }

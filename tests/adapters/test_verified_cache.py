@@ -602,3 +602,20 @@ def test_missing_token_vectors_are_nan_features(synthetic) -> None:
         tail = c.features[-len(TOKEN_ALIGN_FEATURES) :]
         assert all(math.isnan(v) for v in tail)
         assert all(not math.isnan(v) for v in c.features[: -len(TOKEN_ALIGN_FEATURES)])
+
+
+def test_interleaved_latency_times_every_get_beside_its_floor(synthetic, shipped) -> None:
+    from adapters.verified_cache.latency import REFUSED_AT_PUT, interleaved_latency
+
+    rows, _ = synthetic
+    res = Resources(embedder=HashEmbedder(), verifier=shipped.verifier)
+    pairs = [r.pair for r in rows[:40]]
+    poem = dataclasses.replace(pairs[0], id="poem", a=Request("Write a poem about rain"))
+    run = interleaved_latency([*pairs, poem], res)
+    assert len(run.floor) == len(run.puts) == 41
+    assert sum(len(v) for v in run.by_tier.values()) == 41
+    assert run.refused >= 1 and len(run.by_tier[REFUSED_AT_PUT]) == run.refused
+    assert all(ms > 0 for ms in run.floor)
+    r50, r95 = run.ratios()
+    assert r50 is not None and r95 is not None and r50 > 0
+    assert run.get().n == 41 and run.tier("no such tier").n == 0
