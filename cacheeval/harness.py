@@ -279,7 +279,9 @@ class _SigintWatch:
     While active on the main thread it installs a SIGINT handler that records
     the signal before raising ``KeyboardInterrupt`` as Python's default does.
     Off the main thread no signal can reach the running code, so every
-    ``KeyboardInterrupt`` there comes from the cache.
+    ``KeyboardInterrupt`` there comes from the cache. A process that ignores
+    SIGINT (``nohup``, a background job of a non-interactive shell) keeps
+    ignoring it: nothing is installed then.
     """
 
     def __init__(self) -> None:
@@ -294,8 +296,9 @@ class _SigintWatch:
     def __enter__(self) -> _SigintWatch:
         if threading.current_thread() is threading.main_thread():
             try:
-                self._previous = signal.signal(signal.SIGINT, self._handler)
-                self._installed = True
+                if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+                    self._previous = signal.signal(signal.SIGINT, self._handler)
+                    self._installed = True
             except ValueError:  # not the main interpreter
                 pass
         return self

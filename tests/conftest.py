@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -71,3 +73,20 @@ def mini_rows() -> list[Row]:
 def public_rows() -> list[Row]:
     """The fixture as the public sees it (5 test rows without labels)."""
     return load_bench(MINI_BENCH)
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` for a child that must take Ctrl-C: a background job of a
+    non-interactive shell (how CI may start the suite) inherits SIGINT ignored,
+    and Python keeps ignoring a signal that was ignored when it started."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.fixture
+def sigint_default() -> Iterator[None]:
+    """Python's default SIGINT handler for the test, whatever this process inherited."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)

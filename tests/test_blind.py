@@ -20,7 +20,7 @@ from cacheeval.harness import RunInterrupted, SealedRows, describe_exception
 from cacheeval.jsonio import iter_jsonl
 from cacheeval.report import Report
 from cacheeval.schema import ROW_FIELDS, Row
-from tests.conftest import MINI_BENCH, MINI_LABELS, REPO_ROOT, make_row
+from tests.conftest import MINI_BENCH, MINI_LABELS, REPO_ROOT, default_sigint, make_row
 
 BENCH = REPO_ROOT / "cachebench.jsonl"
 PY = sys.executable
@@ -284,8 +284,9 @@ class Exiter:
 def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     return subprocess.run(
-        args, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, env=env, check=False
-    )
+        args, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, env=env, check=False,
+        preexec_fn=default_sigint,
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize("how", ["exit", "kbd"])
@@ -333,7 +334,7 @@ def test_real_ctrl_c_stops_with_a_partial_file(tmp_path: Path, how: str) -> None
     assert report["ids"]["n_missing"] == 32 - (len(lines) - 1)
 
 
-def test_run_interrupted_in_process_carries_the_partial_predictions() -> None:
+def test_run_interrupted_in_process_carries_the_partial_predictions(sigint_default: None) -> None:
     rows = [make_row(i) for i in range(1, 6)]
 
     def cache(pair: Pair) -> Verdict:
@@ -347,3 +348,22 @@ def test_run_interrupted_in_process_carries_the_partial_predictions() -> None:
     assert info.value.total == 5
     # The previous SIGINT handler is back.
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_an_ignored_sigint_stays_ignored() -> None:
+    # nohup, or a background job of a non-interactive shell: Ctrl-C is not meant
+    # for this process, so the run neither installs a handler nor stops
+    rows = [make_row(i) for i in range(1, 6)]
+
+    def cache(pair: Pair) -> Verdict:
+        if pair.id == "p2":
+            os.kill(os.getpid(), signal.SIGINT)
+        return Verdict(is_hit=False)
+
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        preds = predict(cache, rows)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert [p.id for p in preds] == [r.id for r in rows] and all(p.error is None for p in preds)

@@ -23,7 +23,7 @@ from cacheeval.harness import CacheCallError, CacheLoadError, predict, score
 from cacheeval.parallel import CacheSpec, Predictor, block_size_for, map_blocks, predict_parallel
 from cacheeval.predictions import Prediction
 from cacheeval.schema import Row
-from tests.conftest import MINI_BENCH, MINI_LABELS, REPO_ROOT
+from tests.conftest import MINI_BENCH, MINI_LABELS, REPO_ROOT, default_sigint
 
 BENCH = REPO_ROOT / "cachebench.jsonl"
 CACHES = "tests.parallel_caches"
@@ -234,7 +234,7 @@ def test_ctrl_c_with_workers_leaves_a_partial_file(tmp_path: Path) -> None:
         [sys.executable, "-m", "cacheeval", "predict", "--bench", str(BENCH), "--split",
          "train", "--cache-module", str(mod), "--workers", "2", "--out", str(out)],
         cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
+        start_new_session=True, preexec_fn=default_sigint,
     )  # fmt: skip
     time.sleep(4.0)
     os.killpg(proc.pid, signal.SIGINT)  # as a terminal does: the whole foreground group
