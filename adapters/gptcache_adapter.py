@@ -51,6 +51,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from cacheeval.blockrun import CacheSpec
 from cacheeval.schema import Pair, Request, Verdict
 
 if TYPE_CHECKING:
@@ -83,6 +84,22 @@ CONFIGS: dict[str, GPTCacheConfig] = {
 
 
 EMBED_MODES: tuple[str, ...] = ("query", "full")
+
+
+def adapter_args(config: GPTCacheConfig, path: str) -> dict[str, Any]:
+    """The :class:`GPTCacheAdapter` arguments of ``config`` on ``path``."""
+    return {
+        "embedder": config.embedder,
+        "threshold": config.threshold,
+        "embed": config.embed,
+        "path": path,
+    }
+
+
+def config_spec(config: GPTCacheConfig | str, path: str) -> CacheSpec:
+    """How a worker process builds ``config`` on ``path`` (see :mod:`cacheeval.parallel`)."""
+    cfg = CONFIGS[config] if isinstance(config, str) else config
+    return CacheSpec("adapters.gptcache_adapter", "GPTCacheAdapter", adapter_args(cfg, path))
 
 
 def embed_text(request: Request, embed: str) -> str:

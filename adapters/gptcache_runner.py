@@ -28,8 +28,14 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from adapters.gptcache_adapter import CONFIGS, GPTCacheAdapter, GPTCacheConfig, gptcache_hit
-from cacheeval.blockrun import CacheSpec
+from adapters.gptcache_adapter import (
+    CONFIGS,
+    GPTCacheAdapter,
+    GPTCacheConfig,
+    adapter_args,
+    config_spec,
+    gptcache_hit,
+)
 from cacheeval.dataset import load_bench
 from cacheeval.gitinfo import read_git_info
 from cacheeval.harness import predict, score
@@ -109,12 +115,7 @@ def run_config(
     if real:
         checked = rows
         if workers > 1:
-            spec = CacheSpec(
-                "adapters.gptcache_adapter",
-                "GPTCacheAdapter",
-                {"embedder": config.embedder, "threshold": config.threshold,
-                 "embed": config.embed, "path": "real"},
-            )  # fmt: skip
+            spec = config_spec(config, "real")
             preds = predict_parallel(spec, rows, workers=workers, progress=terminal_progress())
         else:
             preds = predict(live, rows, progress=terminal_progress())
@@ -125,14 +126,12 @@ def run_config(
         picked = sorted(rng.sample(range(len(rows)), min(LATENCY_SAMPLE, len(rows))))
         checked = [rows[i] for i in picked]
         real_preds = predict(live, checked)
-    args = {"embedder": config.embedder, "threshold": config.threshold, "embed": config.embed}
     report = score(
         preds,
         rows,
         cache_name=f"gptcache {config.name}",
         cache_args={
-            **args,
-            "path": "real" if real else "fast",
+            **adapter_args(config, "real" if real else "fast"),
             "protocol": "A-prime (per-pair isolation)",
         },
         cache_ref="adapters.gptcache_adapter:GPTCacheAdapter",
@@ -163,12 +162,7 @@ def real_predictions_path(config: str, directory: Path = PREDICTIONS_DIR) -> Pat
 
 def real_path_args(config: GPTCacheConfig) -> dict[str, Any]:
     """The cache arguments a real-path predictions file records (and is matched on)."""
-    return {
-        "embedder": config.embedder,
-        "threshold": config.threshold,
-        "embed": config.embed,
-        "path": "real",
-    }
+    return adapter_args(config, "real")
 
 
 def save_real_predictions(

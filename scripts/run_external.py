@@ -66,26 +66,25 @@ def cacheeval_test_set(bench: Path, labels: Path) -> LabelledSet | None:
     return LabelledSet(TEST_SET, tuple(rows), info)
 
 
-def reference_caches(model_dir: Path | None = None, verified: Any = None) -> dict[str, Any]:
+def reference_caches(
+    model_dir: Path | None = None, verified: Any = None, embedder_name: str | None = None
+) -> dict[str, Any]:
     """The caches graded: the verified cache (``verified``, or the model in
-    ``model_dir``, default the committed one), GPTCache minilm@0.80, exact match.
+    ``model_dir``, default the committed one, served with ``embedder_name``,
+    default the one it was trained with), GPTCache minilm@0.80, exact match.
     Built from :class:`~cacheeval.blockrun.CacheSpec` s, so a large set can run
     on worker processes; ``verified`` (a cache object) always runs here."""
+    from adapters.gptcache_adapter import config_spec
     from adapters.verified_cache.model import MODEL_DIR
     from cacheeval.blockrun import CacheSpec
 
-    verified_cache = verified or CacheSpec(
-        "adapters.verified_cache.adapter",
-        "VerifiedCacheAdapter",
-        {"model_dir": str(model_dir or MODEL_DIR)},
-    )
+    kwargs: dict[str, Any] = {"model_dir": str(model_dir or MODEL_DIR)}
+    if embedder_name is not None:
+        kwargs["embedder_name"] = embedder_name
     return {
-        "verified-cache": verified_cache,
-        "gptcache minilm@0.80": CacheSpec(
-            "adapters.gptcache_adapter",
-            "GPTCacheAdapter",
-            {"embedder": "minilm", "threshold": 0.80, "path": "fast"},
-        ),
+        "verified-cache": verified
+        or CacheSpec("adapters.verified_cache.adapter", "VerifiedCacheAdapter", kwargs),
+        "gptcache minilm@0.80": config_spec("minilm@0.80", "fast"),
         "exact_match": CacheSpec(baseline="exact_match"),
     }
 

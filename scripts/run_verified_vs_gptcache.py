@@ -426,24 +426,18 @@ def external_validity(
     ``.json`` (what ``scripts.run_external`` writes), and return this report's
     part: the verified cache and GPTCache on the pair files. ``on_disk``: the
     verifier is the one in ``args.model_dir``, so worker processes can load it."""
-    from cacheeval.blockrun import CacheSpec
     from scripts.run_external import TEST_SET, reference_caches, run_external, write_external
 
     _log(f"external validity on {args.pairs} ...")
-    verified: Any
     if on_disk:
-        verified = CacheSpec(
-            "adapters.verified_cache.adapter",
-            "VerifiedCacheAdapter",
-            {"model_dir": str(args.model_dir), "embedder_name": args.embedder},
-        )
+        caches = reference_caches(model_dir=args.model_dir, embedder_name=args.embedder)
     else:
-        verified = VerifiedCacheAdapter(
-            verifier=verifier, embedder=resources.embedder, embedder_name=args.embedder
+        caches = reference_caches(
+            verified=VerifiedCacheAdapter(
+                verifier=verifier, embedder=resources.embedder, embedder_name=args.embedder
+            )
         )
-    report = run_external(
-        args.pairs, reference_caches(verified=verified), bench=args.bench, labels=args.labels
-    )
+    report = run_external(args.pairs, caches, bench=args.bench, labels=args.labels)
     write_external(report, args.out.with_name("EXTERNAL.md"))
     shown = ("verified-cache", f"gptcache {GPTCACHE_CONFIG}", report.reference)
     ext = report.to_dict()
