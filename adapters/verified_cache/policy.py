@@ -12,8 +12,9 @@ never on labels or benchmark metadata:
     reservation"). Replaying a cached call would repeat the effect, or skip it.
     Without tools nothing can be mutated (the model can only draft text), and
     tools that set the user's own device state (alarms, timers, lights,
-    reminders, calendar entries) are not mutating here: replaying the same call
-    leaves the same state.
+    reminders, calendar entries) are not mutating by name alone: replaying the
+    same call leaves the same state - unless the definition says otherwise (see
+    ``declared``).
 ``time_sensitive``
     Live data whose answer changes by the minute: weather and forecasts, stock
     prices and quotes, exchange rates (a conversion between two currencies),
@@ -26,6 +27,13 @@ never on labels or benchmark metadata:
     The system prompt carries a signed-in user's profile or records ("Member:
     Chloe Dubois", "talking with Priya Raman"): whatever the query, the answer
     may draw on that user's own, changing records (a balance, a schedule).
+``declared``
+    The offered tool the query most plausibly calls (the one whose definition
+    shares most content words with it, :func:`~.features.tool_intent`) declares
+    ``"policy": "mutation"`` or ``"policy": "time_sensitive"`` in its definition:
+    the application that wrote the tool says its result must never be replayed
+    (a device action such as an alarm or the lights, live listings or
+    availability). The verdict carries the declared policy as its rule.
 ``cross_user``
     The stored request was made under another system prompt (another user, app
     or persona): a cached answer never crosses that boundary. The cache keys its
@@ -43,7 +51,7 @@ from typing import Any
 
 from cacheeval.schema import Request
 
-from .features import normalise_text
+from .features import analyze, normalise_text
 
 RULES: tuple[str, ...] = ("mutation", "time_sensitive", "creative", "personal_data", "cross_user")
 
@@ -157,6 +165,28 @@ def mutation(request: Request) -> PolicyVerdict:
         if parts[0] in {"transfer", "pay", "send", "wire"} and _MONEY_MOVE.search(query):
             if {"money", "payment", "funds", "transfer", "pay"} & set(parts):
                 return PolicyVerdict(False, "mutation", f"moves money with {name}")
+    return ALLOWED
+
+
+# --- declared by the tool ------------------------------------------------------------
+
+#: Declared tool policies that forbid replaying a call's result.
+NEVER_CACHE_POLICIES = frozenset({"mutation", "time_sensitive"})
+
+
+def declared(request: Request) -> PolicyVerdict:
+    """Never serve a request whose most plausible tool declares a never-cache policy.
+
+    Only the tool the query calls counts: a bundle that offers ``set_alarm`` beside
+    ``convert_units`` still lets "Convert 10 km to miles" be cached. The request is
+    analysed only when some offered tool declares such a policy."""
+    declared_by = {_tool_name(t): _declared_policy(t) for t in request.tools or ()}
+    if not NEVER_CACHE_POLICIES & set(declared_by.values()):
+        return ALLOWED
+    name = analyze(request).tool_intent
+    policy = declared_by.get(name, "")
+    if policy in NEVER_CACHE_POLICIES:
+        return PolicyVerdict(False, policy, f"calls {name}, whose definition declares {policy}")
     return ALLOWED
 
 
@@ -313,7 +343,7 @@ def personal_data(request: Request) -> PolicyVerdict:
 
 # --- entry points -----------------------------------------------------------------------
 
-_REQUEST_RULES = (mutation, time_sensitive, creative, personal_data)
+_REQUEST_RULES = (mutation, time_sensitive, declared, creative, personal_data)
 
 
 def request_policy(request: Request | str) -> PolicyVerdict:

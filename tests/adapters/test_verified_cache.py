@@ -407,6 +407,45 @@ def test_a_tool_declared_cacheable_is_not_mutating() -> None:
     assert request_policy(Request(req.query, tools=(nested,))).allowed
 
 
+def test_a_declared_never_cache_policy_binds_only_the_tool_the_query_calls(
+    cache: VerifiedCache,
+) -> None:
+    alarm = {
+        "name": "set_alarm",
+        "description": "Create an alarm on the user's phone at a clock time.",
+        "policy": "mutation",
+        "parameters": {"type": "object", "properties": {"time": {"type": "string"}}},
+    }
+    hotels = {
+        "name": "search_hotels",
+        "description": "Live room availability and nightly prices of hotels in a city.",
+        "policy": "time_sensitive",
+    }
+    units = {
+        "name": "convert_units",
+        "description": "Convert a quantity between units of length, mass or volume.",
+        "policy": "cacheable",
+    }
+    bundle = (alarm, hotels, units)
+    # a device action: no mutating verb in its name, but its definition says so
+    set_alarm = Request("Set an alarm for 7 am", tools=bundle)
+    verdict = request_policy(set_alarm)
+    assert (verdict.allowed, verdict.rule) == (False, "mutation")
+    assert "set_alarm" in verdict.reason
+    assert not cache.put(set_alarm, "set_alarm(time='07:00')").stored
+    assert request_policy(Request("Find hotels in Tokyo for October", tools=bundle)).rule == (
+        "time_sensitive"
+    )
+    # the same bundle, a query for the cacheable tool: allowed, stored, served
+    convert = Request("Convert 10 km to miles", tools=bundle)
+    assert request_policy(convert).allowed
+    assert cache.put(convert, "6.21 miles").stored
+    assert cache.get(convert) == "6.21 miles"
+    # without the declaration the alarm is the user's own device state: allowed
+    undeclared = {k: v for k, v in alarm.items() if k != "policy"}
+    assert request_policy(Request(set_alarm.query, tools=(undeclared, units))).allowed
+
+
 def test_policy_refuses_another_system_prompt(cache: VerifiedCache) -> None:
     q = "Summarise the refund policy"
     assert cache.put(Request(q, system_prompt="You are the support bot of Acme."), "30 days").stored
