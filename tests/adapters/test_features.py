@@ -68,6 +68,44 @@ def test_operand_change_is_flagged() -> None:
     assert swap["num_order_swap"] == 1.0 and swap["num_diff"] == 0.0
 
 
+@pytest.mark.parametrize(
+    ("a", "b", "swapped"),
+    [
+        ("What is 7 choose 3?", "What is 3 choose 7?", True),
+        ("What is log base 1000 of 10?", "What is log base 10 of 1000?", True),
+        ("Integrate x^2 from 3 to 0.", "Integrate x^2 from 0 to 3.", True),
+        # a rewording moves the numbers and changes the words between them
+        ("Calculate a 20% tip on an $86 bill", "The bill is $86: what is the tip at 20%?", False),
+        ("Split $120 three ways with an 18% tip", "With an 18% tip, split $120 three ways", False),
+        ("What is 7 choose 3?", "What is 7 choose 3?", False),
+    ],
+)
+def test_swapped_operands_are_a_critical_difference(a: str, b: str, swapped: bool) -> None:
+    assert run(number_features, a, b)["num_order_swap"] == float(swapped)
+    assert run(number_features, a, b)["num_diff"] == 0.0
+    critical = run(critical_features, a, b)["critical_diff"]
+    assert critical >= 1.0 if swapped else critical == 0.0
+
+
+def test_a_word_and_its_prefixed_opposite_are_a_contrast_swap() -> None:
+    for a, b in (
+        ("What are the advantages of solar power?", "What are the disadvantages of solar power?"),
+        ("Why is it unsafe to look at an eclipse?", "Why is it safe to look at an eclipse?"),
+        ("Is it possible to divide by zero?", "Is it impossible to divide by zero?"),
+    ):
+        f = run(operator_features, a, b)
+        assert f["contrast_swap"] == 1.0, (a, b)
+        assert run(critical_features, a, b)["critical_diff"] >= 1.0
+    # a word with a negating prefix that is not the other side's word is no swap
+    assert (
+        run(operator_features, "Is the index up to date?", "Is the dex up to date?")[
+            "contrast_swap"
+        ]
+        == 0.0
+    )
+    assert run(operator_features, "Why is it unsafe?", "Why is it unsafe?")["contrast_swap"] == 0.0
+
+
 def test_language_change_is_flagged() -> None:
     f = run(language_features, "Sort a list in Python", "Sort a list in JavaScript")
     assert f["prog_lang_conflict"] == 1.0

@@ -7,6 +7,7 @@ P(HIT) (:func:`direction`).
 from __future__ import annotations
 
 import difflib
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -51,18 +52,48 @@ Features = dict[str, float]
 
 
 def number_features(a: Side, b: Side, d: Diff) -> Features:
-    """Numbers and operands: how many numbers differ (as multisets), whether the
-    same numbers appear in another order (operand swap), ordinals."""
+    """Numbers and operands: how many numbers differ (as multisets), whether two
+    operands swapped places (:func:`_operand_swap`), ordinals."""
     nums_a, nums_b = _without(a.numbers, d.a_typo_numbers), _without(b.numbers, d.b_typo_numbers)
     n_diff = _multiset_diff(nums_a, nums_b)
-    same_set = Counter(nums_a) == Counter(nums_b)
     ords_a, ords_b = _without(a.ordinals, d.a_typo_numbers), _without(b.ordinals, d.b_typo_numbers)
     return {
         "num_diff": float(n_diff),
         "num_any_diff": _flag(n_diff > 0),
-        "num_order_swap": _flag(same_set and nums_a != nums_b),
+        "num_order_swap": _flag(_operand_swap(a.tokens, b.tokens)),
         "ordinal_diff": _flag(Counter(ords_a) != Counter(ords_b)),
     }
+
+
+#: Most words between two operands of one operation ("7 choose 3", "from 40 to 50",
+#: "log base 10 of 1000").
+OPERAND_GAP = 3
+
+
+def _operand_pairs(tokens: Sequence[str]) -> set[tuple[str, tuple[str, ...], str]]:
+    """(number, words between, number) for two different numbers at most
+    :data:`OPERAND_GAP` words apart."""
+    out = set()
+    for i, x in enumerate(tokens):
+        if not _NUMBER_TOKEN.match(x):
+            continue
+        for j in range(i + 2, min(len(tokens), i + 2 + OPERAND_GAP)):
+            if _NUMBER_TOKEN.match(tokens[j]) and tokens[j] != x:
+                out.add((x, tuple(tokens[i + 1 : j]), tokens[j]))
+    return out
+
+
+def _operand_swap(x: Sequence[str], y: Sequence[str]) -> bool:
+    """Whether two numbers stand on either side of the same words in the other
+    order: "7 choose 3" vs "3 choose 7", "from 40 to 50" vs "from 50 to 40". A
+    reworded request that moves numbers around ("a 20% tip on an $86 bill" vs
+    "the bill is $86: the tip at 20%?") changes the words between them, and
+    keeps the answer."""
+    px, py = _operand_pairs(x), _operand_pairs(y)
+    return any((m, mid, n) in py and (n, mid, m) not in py for n, mid, m in px)
+
+
+_NUMBER_TOKEN = re.compile(r"^-?\d+(?:\.\d+)?$")
 
 
 def _without(items: tuple[str, ...], drop: tuple[str, ...]) -> tuple[str, ...]:
@@ -119,6 +150,25 @@ def _contrast_class(word: str) -> str:
     return _CONTRAST_CLASS.get(word, _CONTRAST_CLASS.get(word + "s", word))
 
 
+#: Prefixes that make a word its opposite ("safe"/"unsafe", "advantage"/
+#: "disadvantage", "possible"/"impossible").
+NEGATING_PREFIXES = ("un", "dis", "in", "im", "il", "ir", "non")
+
+
+def _prefix_antonyms(only_a: set[str], only_b: set[str]) -> int:
+    """Pairs of a word on one side only and the same word with a negating prefix on
+    the other side only (the bare word at least four letters long: "index" is no
+    opposite of "dex")."""
+    return sum(
+        1
+        for x in only_a
+        for y in only_b
+        if min(len(x), len(y)) >= 4
+        and any(y == p + x or x == p + y or y == p + "-" + x or x == p + "-" + y
+                for p in NEGATING_PREFIXES)
+    )  # fmt: skip
+
+
 def _one_sided_groups(mine: Counter[str], other: Counter[str], only: set[str]) -> set[int]:
     """Contrast groups with a synonym class more frequent in ``mine`` than in
     ``other``, one of whose words on this side the content diff kept (or is a
@@ -147,7 +197,8 @@ def _negation_is_the_change(d: Diff) -> bool:
 
 def operator_features(a: Side, b: Side, d: Diff) -> Features:
     """Math operators and answer-determining function words (derivative/integral,
-    encode/decode, asc/desc, not/never...): swaps within a contrast group (a
+    encode/decode, asc/desc, not/never...): swaps within a contrast group or
+    between a word and its prefixed opposite ("safe"/"unsafe") (a
     contrast word present on one side only is mostly rewording: "150 lb in kg" vs
     "convert 150 lb to kg"), negation count difference, negated scope."""
     # read every token (prepositions included), not only the content tokens
@@ -158,7 +209,7 @@ def operator_features(a: Side, b: Side, d: Diff) -> Features:
     only_a, only_b = set(d.a_only), set(d.b_only)
     groups_a = _one_sided_groups(ca, cb, only_a)
     groups_b = _one_sided_groups(cb, ca, only_b)
-    swaps = len(groups_a & groups_b)
+    swaps = len(groups_a & groups_b) + _prefix_antonyms(only_a, only_b)
     return {
         "op_diff": float(_multiset_diff(a.operators, b.operators)),
         "contrast_swap": float(swaps),
@@ -362,7 +413,7 @@ def difference_features(a: Side, b: Side, d: Diff) -> Features:
 
 
 def critical_features(a: Side, b: Side, d: Diff) -> Features:
-    """How many kinds of answer-determining item differ: numbers, operators,
+    """How many kinds of answer-determining item differ: numbers, swapped operands, operators,
     variables, identifiers, dates, times, quoted spans, both-sided name changes,
     direction swaps, contrast swaps, negation, languages, units, the tool the query
     needs. Each kind alone is rare in training data; pooled, the verifier learns one
@@ -377,6 +428,7 @@ def _critical_from(f: Features) -> Features:
     """:func:`critical_features` from the other extractors' outputs."""
     parts = (
         f["num_any_diff"],
+        f["num_order_swap"],
         _flag(f["op_diff"] > 0),
         _flag(f["var_diff"] > 0),
         _flag(f["ident_diff"] > 0),
