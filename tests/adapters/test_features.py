@@ -78,6 +78,9 @@ def test_operand_change_is_flagged() -> None:
         ("Calculate a 20% tip on an $86 bill", "The bill is $86: what is the tip at 20%?", False),
         ("Split $120 three ways with an 18% tip", "With an 18% tip, split $120 three ways", False),
         ("What is 7 choose 3?", "What is 7 choose 3?", False),
+        ("whats 2**10", "whats 10**2", True),
+        # two numbers side by side without an operator: a list, in any order
+        ("mean of 4, 8, 15", "mean of 8, 4, 15", False),
     ],
 )
 def test_swapped_operands_are_a_critical_difference(a: str, b: str, swapped: bool) -> None:

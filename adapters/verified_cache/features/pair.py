@@ -60,7 +60,7 @@ def number_features(a: Side, b: Side, d: Diff) -> Features:
     return {
         "num_diff": float(n_diff),
         "num_any_diff": _flag(n_diff > 0),
-        "num_order_swap": _flag(_operand_swap(a.tokens, b.tokens)),
+        "num_order_swap": _flag(_operand_swap(a, b)),
         "ordinal_diff": _flag(Counter(ords_a) != Counter(ords_b)),
     }
 
@@ -70,26 +70,31 @@ def number_features(a: Side, b: Side, d: Diff) -> Features:
 OPERAND_GAP = 3
 
 
-def _operand_pairs(tokens: Sequence[str]) -> set[tuple[str, tuple[str, ...], str]]:
+def _operand_pairs(tokens: Sequence[str], adjacent: bool) -> set[tuple[str, tuple[str, ...], str]]:
     """(number, words between, number) for two different numbers at most
-    :data:`OPERAND_GAP` words apart."""
+    :data:`OPERAND_GAP` words apart; with ``adjacent``, also two numbers next to
+    each other (an operator symbol between them is no word: "2**10")."""
     out = set()
+    first_gap = 1 if adjacent else 2
     for i, x in enumerate(tokens):
         if not _NUMBER_TOKEN.match(x):
             continue
-        for j in range(i + 2, min(len(tokens), i + 2 + OPERAND_GAP)):
+        for j in range(i + first_gap, min(len(tokens), i + 2 + OPERAND_GAP)):
             if _NUMBER_TOKEN.match(tokens[j]) and tokens[j] != x:
                 out.add((x, tuple(tokens[i + 1 : j]), tokens[j]))
     return out
 
 
-def _operand_swap(x: Sequence[str], y: Sequence[str]) -> bool:
+def _operand_swap(a: Side, b: Side) -> bool:
     """Whether two numbers stand on either side of the same words in the other
-    order: "7 choose 3" vs "3 choose 7", "from 40 to 50" vs "from 50 to 40". A
+    order: "7 choose 3" vs "3 choose 7", "from 40 to 50" vs "from 50 to 40", or
+    next to each other around the same operators ("2**10" vs "10**2"; without an
+    operator two adjacent numbers are a list, whose order rarely matters). A
     reworded request that moves numbers around ("a 20% tip on an $86 bill" vs
     "the bill is $86: the tip at 20%?") changes the words between them, and
     keeps the answer."""
-    px, py = _operand_pairs(x), _operand_pairs(y)
+    adjacent = bool(a.operators) and Counter(a.operators) == Counter(b.operators)
+    px, py = _operand_pairs(a.tokens, adjacent), _operand_pairs(b.tokens, adjacent)
     return any((m, mid, n) in py and (n, mid, m) not in py for n, mid, m in px)
 
 
