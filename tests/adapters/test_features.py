@@ -666,3 +666,28 @@ def test_negation_inside_a_rewording_is_not_a_negation_change() -> None:
     assert run(operator_features, "Can I eat eggs?", "What can't I eat?")["neg_diff"] == 1.0
     reworded = run(operator_features, "How come frozen water doesn't sink?", "Why does ice float?")
     assert reworded["neg_diff"] == 0.0
+
+
+def test_honorifics_company_suffixes_and_demonyms_are_no_entity_change() -> None:
+    same = [
+        (
+            "Mr. Perroud said the issue is behind Nestle Inc.",
+            "Perroud said the issue is behind Nestle.",
+        ),
+        (
+            "the U.S. civil administrator said Monday",
+            "the American civil administrator said Monday",
+        ),
+        ("What is the capital of France?", "What is the French capital?"),
+        ("Shares of Infineon AG fell", "Infineon shares fell"),
+    ]
+    for a, b in same:
+        f = run(entity_features, a, b)
+        assert f["entity_diff"] == 0.0 and f["entity_both_changed"] == 0.0, (a, b)
+    changed = [
+        ("What is the capital of Iran?", "What is the capital of Iraq?"),
+        ("Who is the American president?", "Who is the Canadian president?"),
+        ("What did Mr. Smith say?", "What did Mr. Jones say?"),
+    ]
+    for a, b in changed:
+        assert run(entity_features, a, b)["entity_both_changed"] == 1.0, (a, b)

@@ -399,3 +399,75 @@ _UNITS_AFTER_NUMBER = frozenset(
 )
 
 _STEM_KEEP = frozenset({"this", "is", "was", "has", "does", "its", "us", "as", "yes", "plus"})
+
+
+#: Capitalised words that name no entity of their own: honorifics ("Mr. Perroud" is
+#: "Perroud") and company-form suffixes ("Secure Computing Inc." is "Secure
+#: Computing").
+NON_ENTITY_CAPITALS = frozenset(
+    """mr mrs ms miss dr prof sir dame st inc corp co ltd llc plc ag sa gmbh nv bv""".split()
+)
+
+#: Demonyms and adjectives of place, each with the place it names: "the American
+#: civil administrator" and "the U.S. civil administrator" name the same country.
+_PLACE_OF_SPECS: tuple[str, ...] = (
+    "usa: american americans us",
+    "uk: british britain",
+    "iraq: iraqi iraqis",
+    "japan: japanese",
+    "china: chinese",
+    "france: french",
+    "germany: german germans",
+    "canada: canadian canadians",
+    "russia: russian russians",
+    "israel: israeli israelis",
+    "palestine: palestinian palestinians",
+    "afghanistan: afghan afghans",
+    "iran: iranian iranians",
+    "india: indian indians",
+    "mexico: mexican mexicans",
+    "italy: italian italians",
+    "spain: spanish",
+    "australia: australian australians",
+    "korea: korean koreans",
+    "europe: european europeans",
+    "egypt: egyptian egyptians",
+    "syria: syrian syrians",
+    "pakistan: pakistani pakistanis",
+    "turkey: turkish",
+    "switzerland: swiss",
+    "netherlands: dutch",
+    "ireland: irish",
+    "scotland: scottish",
+    "wales: welsh",
+    "brazil: brazilian brazilians",
+    "africa: african africans",
+    "asia: asian asians",
+    "sweden: swedish",
+    "poland: polish",
+    "greece: greek greeks",
+    "cuba: cuban cubans",
+    "philippines: filipino filipinos philippine",
+    "vietnam: vietnamese",
+    "thailand: thai",
+    "indonesia: indonesian indonesians",
+    "nigeria: nigerian nigerians",
+    "kenya: kenyan kenyans",
+    "ukraine: ukrainian ukrainians",
+    "norway: norwegian norwegians",
+    "denmark: danish",
+    "finland: finnish",
+    "belgium: belgian belgians",
+    "austria: austrian austrians",
+    "portugal: portuguese",
+    "argentina: argentine argentinian argentinians",
+    "chile: chilean chileans",
+    "colombia: colombian colombians",
+    "venezuela: venezuelan venezuelans",
+    "peru: peruvian peruvians",
+    "saudi arabia: saudi saudis",
+)
+PLACE_OF: dict[str, str] = {
+    word: place for spec in _PLACE_OF_SPECS
+    for place, words in [spec.split(": ")] for word in words.split()
+}  # fmt: skip

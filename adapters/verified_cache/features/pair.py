@@ -26,6 +26,8 @@ from .lexicon import (
     _PREPOSITIONS,
     FILLER,
     NEGATIONS,
+    NON_ENTITY_CAPITALS,
+    PLACE_OF,
 )
 from .side import (
     Side,
@@ -237,12 +239,27 @@ def identifier_features(a: Side, b: Side, d: Diff) -> Features:
     }
 
 
+def _missing_entities(side: Side, only: set[str], other: Side) -> list[str]:
+    """``side``'s entities the content diff kept on its side only, less honorifics
+    and company suffixes, and less a demonym whose place the other side names
+    ("American" vs "U.S.")."""
+    places = {PLACE_OF.get(e, e) for e in other.entities}
+    return [
+        e
+        for e in side.entities
+        if (e in only or _stem(e) in only)
+        and e not in NON_ENTITY_CAPITALS
+        and PLACE_OF.get(e, e) not in places
+    ]
+
+
 def entity_features(a: Side, b: Side, d: Diff) -> Features:
     """Capitalised tokens (names, places, acronyms) missing from the other side
-    (case-insensitive, so a lower-cased retype is not a change)."""
+    (case-insensitive, so a lower-cased retype is not a change; see
+    :func:`_missing_entities` for what else is no change)."""
     only_a, only_b = set(d.a_only), set(d.b_only)
-    miss_a = [e for e in a.entities if e in only_a or _stem(e) in only_a]
-    miss_b = [e for e in b.entities if e in only_b or _stem(e) in only_b]
+    miss_a = _missing_entities(a, only_a, b)
+    miss_b = _missing_entities(b, only_b, a)
     return {
         "entity_diff": float(len(miss_a) + len(miss_b)),
         "entity_both_changed": _flag(bool(miss_a) and bool(miss_b)),

@@ -218,7 +218,7 @@ def _walk(items: _Items, toks: Sequence[Token], norm: str) -> None:
         if t.kind in ("sym", "arrow", "date"):
             _symbol(items, toks, k)
             sentence_start = (
-                t.raw in _SENTENCE_BREAK
+                (t.raw in _SENTENCE_BREAK and not _ends_abbreviation(toks, k))
                 or t.raw in _QUOTE_OPENERS
                 or (sentence_start and t.kind == "sym")
             )
@@ -234,6 +234,17 @@ def _walk(items: _Items, toks: Sequence[Token], norm: str) -> None:
             _number(items, t, k)
         else:
             _word(items, toks, k, norm, sentence_start_here)
+
+
+#: Abbreviations whose period ends no sentence: the name after "Mr." is a name.
+_ABBREVIATIONS = frozenset(
+    "mr mrs ms dr prof st sr jr vs gen gov sen rep lt col capt sgt mt ft".split()
+)
+
+
+def _ends_abbreviation(toks: Sequence[Token], k: int) -> bool:
+    """Whether the period at ``toks[k]`` closes an abbreviation ("Mr.", "Dr.")."""
+    return toks[k].raw == "." and k > 0 and toks[k - 1].raw.lower() in _ABBREVIATIONS
 
 
 def _symbol(items: _Items, toks: Sequence[Token], k: int) -> None:
