@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -181,6 +183,21 @@ def quantize_minilm_onnx(out_dir: Path = ONNX_CACHE_DIR) -> Path:
     return out
 
 
+#: A word piece that carries a letter or digit (not punctuation or a symbol alone).
+_WORDLIKE_PIECE = re.compile(r"[^\W_]")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class WordPieces:
+    """One text's word pieces as the model read it, without [CLS]/[SEP]: the
+    vocabulary ids, whether each piece carries a letter or digit, and each
+    piece's contextual vector (the last hidden state, rows L2-normalised)."""
+
+    ids: tuple[int, ...]
+    wordlike: tuple[bool, ...]
+    vectors: np.ndarray
+
+
 class MiniLMOnnx:
     """all-MiniLM-L6-v2 on onnxruntime: tokenizers + ONNX encoder + mean pooling."""
 
@@ -218,13 +235,13 @@ class MiniLMOnnx:
 
     def encode_tokens(
         self, texts: list[str], *, keep_tokens: bool = True
-    ) -> tuple[np.ndarray, list[np.ndarray]]:
-        """Sentence vectors plus, per text, its word-piece vectors (last hidden
-        state without [CLS]/[SEP], each row L2-normalised; empty when not kept)."""
+    ) -> tuple[np.ndarray, list[WordPieces]]:
+        """Sentence vectors plus, per text, its :class:`WordPieces` (an empty list
+        when not kept)."""
         import numpy as np
 
         out = []
-        tokens: list[np.ndarray] = []
+        tokens: list[WordPieces] = []
         for start in range(0, len(texts), self._batch_size):
             batch = list(texts[start : start + self._batch_size])
             with self._lock:
@@ -239,8 +256,17 @@ class MiniLMOnnx:
             pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
             out.append(pooled)
             if keep_tokens:
-                for row, n in zip(hidden, mask.sum(axis=1), strict=True):
-                    tokens.append(_normalise(row[1 : max(1, int(n) - 1)]))
+                for e, row, n in zip(enc, hidden, mask.sum(axis=1), strict=True):
+                    end = max(1, int(n) - 1)
+                    tokens.append(
+                        WordPieces(
+                            ids=tuple(e.ids[1:end]),
+                            wordlike=tuple(
+                                bool(_WORDLIKE_PIECE.search(t)) for t in e.tokens[1:end]
+                            ),
+                            vectors=_normalise(row[1:end]),
+                        )
+                    )
         if not out:
             return np.zeros((0, self.dim), dtype=np.float32), []
         return _normalise(np.concatenate(out, axis=0)), tokens

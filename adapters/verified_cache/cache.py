@@ -20,8 +20,9 @@ decides:
    a candidate below the gate threshold is a MISS without further work.
 4. **verifier**: for each candidate, the features of what differs between the
    pair (:mod:`.features`), the embedding cosines (queries, prior turns, the two
-   sides of a short substitution) and the word-piece alignment of the queries
-   (:func:`token_alignment`) go through the LightGBM verifier (monotone in every
+   sides of a short substitution) and the queries' contextual word pieces
+   (:func:`token_alignment`: alignment, and the cosine of the pieces only one
+   side has) go through the LightGBM verifier (monotone in every
    feature: it can only veto what the embedding would serve); the first
    candidate whose P(HIT) clears the certified threshold is served.
 
@@ -62,7 +63,7 @@ from .policy import PolicyVerdict, pair_policy, request_policy, scope_key
 if TYPE_CHECKING:
     import numpy as np
 
-    from adapters.embedders import Embedder
+    from adapters.embedders import Embedder, WordPieces
 
     from .model import Verifier
 
@@ -86,7 +87,7 @@ class Entry:
     side: Side
     vector: np.ndarray
     exact_key: str
-    tokens: np.ndarray | None = None  # word-piece vectors of the query (None: not available)
+    tokens: WordPieces | None = None  # the query's word pieces (None: not available)
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,9 +252,9 @@ class Resources:
         """The query's embedding, computed now (never memoised)."""
         return self.query_embedding(query)[0]
 
-    def query_embedding(self, query: str) -> tuple[np.ndarray, np.ndarray | None]:
-        """The query's vector and word-piece vectors from one model run (the latter
-        None when the embedder cannot give them)."""
+    def query_embedding(self, query: str) -> tuple[np.ndarray, WordPieces | None]:
+        """The query's vector and word pieces from one model run (the latter None
+        when the embedder cannot give them)."""
         encode_tokens = getattr(self.embedder, "encode_tokens", None)
         if encode_tokens is None:
             vec: np.ndarray = self.encode([query])[0]
@@ -262,22 +263,42 @@ class Resources:
         return vecs[0], tokens[0]
 
 
-def token_alignment(ta: np.ndarray | None, tb: np.ndarray | None) -> tuple[float, ...] | None:
-    """The :data:`~.features.TOKEN_ALIGN_FEATURES` of two queries' word-piece vectors
-    (rows L2-normalised): with ``S = ta @ tb.T``, ``best_a = max_j S[i, j]`` and
-    ``best_b = max_i S[i, j]``,
+def token_alignment(pa: WordPieces | None, pb: WordPieces | None) -> tuple[float, ...] | None:
+    """The :data:`~.features.TOKEN_ALIGN_FEATURES` of two queries' word pieces
+    (:class:`~adapters.embedders.WordPieces`, vectors L2-normalised). With
+    ``S = ta @ tb.T``, ``best_a = max_j S[i, j]`` and ``best_b = max_i S[i, j]``,
 
         p = mean(best_a)   r = mean(best_b)   f = 2pr / (p + r)
 
     (means, not minima: in a long text some word always lacks a partner, so the
-    worst-aligned word measures length as much as meaning). None when either side
-    has no vectors (then the features are missing)."""
-    if ta is None or tb is None or not len(ta) or not len(tb):
+    worst-aligned word measures length as much as meaning), and ``tok_diff_cos``:
+    the cosine of the mean vector of the word-like pieces only ``pa`` has (by
+    vocabulary id) and that of the pieces only ``pb`` has - what replaced what,
+    read in context ("blue ... day" vs "red ... sunset" is far, "What's the number
+    of" vs "How many" near) - 1.0 when either side has no such piece (nothing
+    replaced: equal, or words only added). None when either side has no vectors
+    (then the features are missing)."""
+    import numpy as np
+
+    if pa is None or pb is None or not len(pa.ids) or not len(pb.ids):
         return None
+    ta, tb = pa.vectors, pb.vectors
     sim = ta @ tb.T
     p, r = float(sim.max(axis=1).mean()), float(sim.max(axis=0).mean())
     f = 2 * p * r / (p + r) if p + r > 0 else 0.0
-    return (p, r, f)
+    ids_a, ids_b = set(pa.ids), set(pb.ids)
+    only_a = [
+        i for i, (t, w) in enumerate(zip(pa.ids, pa.wordlike, strict=True)) if w and t not in ids_b
+    ]
+    only_b = [
+        i for i, (t, w) in enumerate(zip(pb.ids, pb.wordlike, strict=True)) if w and t not in ids_a
+    ]
+    diff_cos = 1.0
+    if only_a and only_b:
+        va, vb = ta[only_a].mean(axis=0), tb[only_b].mean(axis=0)
+        norm = float(np.linalg.norm(va) * np.linalg.norm(vb))
+        diff_cos = float(va @ vb) / norm if norm > 0 else 0.0
+    return (p, r, f, diff_cos)
 
 
 def span_cosine(span_a: str, span_b: str, memo: TextMemo, *, compute: bool = True) -> float | None:
@@ -305,8 +326,8 @@ def features_for(
     memo: TextMemo,
     *,
     lazy: bool = False,
-    stored_tokens: np.ndarray | None = None,
-    new_tokens: np.ndarray | None = None,
+    stored_tokens: WordPieces | None = None,
+    new_tokens: WordPieces | None = None,
 ) -> tuple[tuple[float, ...], tuple[str, str] | None]:
     """The verifier's feature vector for (stored, new): the one code path shared by
     ``get`` and by training, so training and serving never disagree.
@@ -315,7 +336,7 @@ def features_for(
     queries and of the histories (memoised). With ``lazy=True`` the query spans
     are not embedded when that would take a model call: the vector then holds 0.0
     at ``cos_diff`` and the spans are returned (else None) so the caller can bound
-    P(HIT) first. ``stored_tokens``/``new_tokens``: the queries' word-piece vectors
+    P(HIT) first. ``stored_tokens``/``new_tokens``: the queries' word pieces
     (:func:`token_alignment`).
     """
     diff = content_diff(stored, new)

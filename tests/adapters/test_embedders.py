@@ -44,8 +44,12 @@ def test_int8_embeds_one_text_at_a_time_so_batches_match_single_calls() -> None:
     assert np.array_equal(many, one)
     vecs, tokens = emb.encode_tokens(texts)
     assert np.array_equal(vecs, many)
-    assert [t.shape[1] for t in tokens] == [384, 384] and len(tokens[0]) < len(tokens[1])
-    assert np.allclose(np.linalg.norm(tokens[1], axis=1), 1.0, atol=1e-5)
+    assert [t.vectors.shape[1] for t in tokens] == [384, 384]
+    assert len(tokens[0].ids) < len(tokens[1].ids)
+    assert all(len(t.ids) == len(t.wordlike) == len(t.vectors) for t in tokens)
+    assert np.allclose(np.linalg.norm(tokens[1].vectors, axis=1), 1.0, atol=1e-5)
+    # "fib(n)": the parentheses are pieces of their own that carry no letter
+    assert not all(tokens[1].wordlike) and any(tokens[1].wordlike)
 
 
 def test_per_text_embedder_fills_a_store_on_processes_with_the_same_vectors() -> None:

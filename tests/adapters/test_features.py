@@ -288,7 +288,7 @@ def test_feature_vector_shape_and_determinism() -> None:
     assert names_from_extractors <= set(FEATURE_NAMES)
     a = Request("Solve x + 2 = 8", ({"role": "user", "content": "hi"},), "sys", None)
     b = Request("Solve a + 2 = 8")
-    align = (0.9, 0.8, 0.85)
+    align = (0.9, 0.8, 0.85, 0.7)
     v1 = pair_features(
         analyze(a), analyze(b), cos_query=0.9, cos_context=0.0, cos_diff=0.5, token_align=align
     )

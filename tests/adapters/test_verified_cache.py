@@ -612,22 +612,38 @@ def test_resources_serve_with_the_embedder_the_model_was_trained_on(shipped) -> 
     assert Verifier(shipped.verifier.booster, legacy).embedder_name == "minilm-onnx"
 
 
+def _pieces(ids: list[int], rows: np.ndarray, wordlike: list[bool] | None = None):
+    from adapters.embedders import WordPieces
+
+    return WordPieces(tuple(ids), tuple(wordlike or [True] * len(ids)), rows)
+
+
 def test_token_alignment_by_hand() -> None:
     from adapters.verified_cache.cache import token_alignment
     from adapters.verified_cache.features import TOKEN_ALIGN_FEATURES
 
     e = np.eye(3, dtype=np.float32)
-    # a = tokens (e0, e1), b = tokens (e0, e2): e1 and e2 have no partner (cosine 0)
-    got = token_alignment(e[[0, 1]], e[[0, 2]])
+    # a = pieces (e0, e1), b = (e0, e2): e1 and e2 have no partner (cosine 0); the
+    # pieces only one side has (ids 1 and 2) are e1 and e2: cosine 0
+    got = token_alignment(_pieces([0, 1], e[[0, 1]]), _pieces([0, 2], e[[0, 2]]))
     assert got is not None and len(got) == len(TOKEN_ALIGN_FEATURES)
-    assert got == (0.5, 0.5, 0.5)
-    # a = (e0, e1, e2), b = (e0,): p = 1/3 (e1, e2 unmatched), r = 1, f = 2 * 1/3 / (4/3)
-    p, r, f = token_alignment(e, e[[0]]) or (0.0, 0.0, 0.0)
-    assert (p, r) == (pytest.approx(1 / 3), 1.0) and f == pytest.approx(0.5)
-    same = token_alignment(e[[0, 1]], e[[1, 0]])  # the same tokens, reordered
-    assert same == (1.0, 1.0, 1.0)
-    assert token_alignment(None, e) is None
-    assert token_alignment(e[:0], e) is None
+    assert got == (0.5, 0.5, 0.5, 0.0)
+    # a = (e0, e1, e2), b = (e0,): p = 1/3 (e1, e2 unmatched), r = 1, f = 2 * 1/3 / (4/3);
+    # b has no piece of its own (words only added): tok_diff_cos = 1
+    p, r, f, d = token_alignment(_pieces([0, 1, 2], e), _pieces([0], e[[0]])) or (0.0,) * 4
+    assert (p, r) == (pytest.approx(1 / 3), 1.0) and f == pytest.approx(0.5) and d == 1.0
+    # the same pieces, reordered
+    same = token_alignment(_pieces([0, 1], e[[0, 1]]), _pieces([1, 0], e[[1, 0]]))
+    assert same == (1.0, 1.0, 1.0, 1.0)
+    # pieces of their own: mean(e1, e2) on a, e2 on b -> cos = (1/2) / (sqrt(1/2) * 1)
+    v = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1], [0, 0, 1]], dtype=np.float32)
+    d = token_alignment(_pieces([0, 1, 2], v[:3]), _pieces([0, 3], v[[0, 3]]))
+    assert d is not None and d[3] == pytest.approx(math.sqrt(0.5))
+    # punctuation pieces are no replaced words: a "?" of its own changes nothing
+    q = token_alignment(_pieces([0, 1], e[[0, 1]], [True, False]), _pieces([0, 2], e[[0, 2]]))
+    assert q is not None and q[3] == 1.0
+    assert token_alignment(None, _pieces([0], e[[0]])) is None
+    assert token_alignment(_pieces([], e[:0]), _pieces([0], e[[0]])) is None
 
 
 def test_missing_token_vectors_are_nan_features(synthetic) -> None:

@@ -504,6 +504,7 @@ TOKEN_ALIGN_FEATURES: tuple[str, ...] = (
     "tok_align_p",  # mean best match of a's tokens in b
     "tok_align_r",  # mean best match of b's tokens in a
     "tok_align_f",  # harmonic mean of the two
+    "tok_diff_cos",  # cosine of the mean vectors of the pieces only one side has
 )
 
 
