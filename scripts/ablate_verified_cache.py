@@ -47,6 +47,7 @@ REPO = Path(__file__).resolve().parents[1]
 #: Feature groups, each left out in turn.
 GROUPS: dict[str, tuple[str, ...]] = {
     "token alignment": ("tok_align_p", "tok_align_r", "tok_align_f"),
+    "replaced word pieces' cosine": ("tok_diff_cos",),
     "short-substitution cosine": ("cos_diff",),
     "numbers": ("num_diff", "num_any_diff", "num_order_swap", "ordinal_diff"),
     "operators": ("op_diff",),
