@@ -263,11 +263,13 @@ def markdown(data: dict[str, Any]) -> str:
         "from this one run.",
         "",
         "The verified cache (`adapters/verified_cache/`) decides in tiers: **policy** (never "
-        "serve mutations, live data, creative writing, per-user data; answers never cross "
+        "serve mutations, live data, creative writing, per-user data, or a call to a tool "
+        "whose definition declares a never-cache policy; answers never cross "
         "system prompts), **exact** match, an **embedding** recall gate (MiniLM on ONNX "
         f"Runtime, `{data['model']['embedder']}`), then the **verifier**: a LightGBM model "
         "over the MiniLM similarities of the two requests (queries, word-piece alignment, "
-        "the two words of a short substitution, prior turns) and features that say *what* "
+        "the contextual word pieces only one side has, the two words of a short "
+        "substitution, prior turns) and features that say *what* "
         "differs (numbers, operators, variables, names, negation, direction, languages, "
         "units, dates, history, tools), every one under a monotone "
         "constraint: a similarity can only raise P(HIT), a detected difference can only "
