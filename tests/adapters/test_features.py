@@ -118,6 +118,10 @@ def test_language_change_is_flagged() -> None:
         ]
         == 0.0
     )
+    # a temperature scale after "degrees" is a unit, not the C language
+    scale = analyze("f_to_c(fahrenheit) in Python, degrees F in, degrees C out")
+    assert scale.prog_langs == ("python",) and "celsius" in scale.units
+    assert analyze("Write it in C").prog_langs == ("c",)
     # syntax gives the language away without its name
     assert "rust" in analyze("Fix this: fn main() { let mut v = Vec::new(); }").prog_langs
     nat = run(language_features, "Tell me a joke in Spanish", "Tell me a joke in French")

@@ -295,7 +295,8 @@ def _word(items: _Items, toks: Sequence[Token], k: int, norm: str, sentence_star
     if _thousands_suffix(items, t, prev):
         return
     after_number = prev is not None and _digits(prev)
-    after_degree = prev is not None and prev.raw == "°"
+    # "72°F", and "degrees F" / "degrees C" (a scale, not the C language)
+    after_degree = prev is not None and (prev.raw == "°" or prev.canon in _DEGREE_NAMES)
     unit = _unit(low, after_number, after_degree)
     # the canonical content token: units, currencies, dates under one name
     canon_content = _tag_word(items, toks, k, unit)
@@ -344,6 +345,9 @@ def _thousands_suffix(items: _Items, t: Token, prev: Token | None) -> bool:
     if items.content:
         items.content[-1] = items.numbers[-1]
     return True
+
+
+_DEGREE_NAMES = frozenset({"degree", "degrees", "deg"})
 
 
 def _unit(low: str, after_number: bool, after_degree: bool) -> str | None:
