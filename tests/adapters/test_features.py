@@ -695,3 +695,15 @@ def test_honorifics_company_suffixes_and_demonyms_are_no_entity_change() -> None
     ]
     for a, b in changed:
         assert run(entity_features, a, b)["entity_both_changed"] == 1.0, (a, b)
+
+
+def test_variables_compare_as_sets_and_a_glued_k_in_math_is_a_variable() -> None:
+    f = run(identifier_features, "What value of x makes 3x - 7 equal to 11?", "Solve 3x - 7 = 11")
+    assert f["var_diff"] == 0.0 and f["var_rename"] == 0.0
+    renamed = run(identifier_features, "Solve x + 2 = 8", "Solve a + 2 = 8")
+    assert renamed["var_diff"] == 2.0 and renamed["var_rename"] == 1.0
+    # "2k + 5 < 17": a coefficient and a variable, not 2,000
+    assert analyze("Solve 2k + 5 < 17").variables == ("k",)
+    assert analyze("Solve 2k + 5 < 17").numbers == ("2", "5", "17")
+    # outside math a glued k is a thousand
+    assert analyze("I ran 5k today").numbers == ("5000",)

@@ -227,14 +227,15 @@ def operator_features(a: Side, b: Side, d: Diff) -> Features:
 
 def identifier_features(a: Side, b: Side, d: Diff) -> Features:
     """Variable names (single letters in math) and code identifiers
-    (snake_case, camelCase, called names, letter-digit codes), case-sensitive."""
-    var_diff = _multiset_diff(a.variables, b.variables)
+    (snake_case, camelCase, called names, letter-digit codes), case-sensitive.
+    Variables compare as sets: "What value of x makes 3x - 7 equal to 11?" names
+    x twice, "Solve 3x - 7 = 11" once, and both ask for the same x."""
+    vars_a, vars_b = set(a.variables), set(b.variables)
+    var_diff = len(vars_a ^ vars_b)
     id_diff = _multiset_diff(a.identifiers, b.identifiers)
     return {
         "var_diff": float(var_diff),
-        "var_rename": _flag(
-            var_diff > 0 and len(a.variables) == len(b.variables) and len(a.variables) > 0
-        ),
+        "var_rename": _flag(var_diff > 0 and len(vars_a) == len(vars_b) > 0),
         "ident_diff": float(id_diff),
     }
 

@@ -332,9 +332,11 @@ def _word(items: _Items, toks: Sequence[Token], k: int, norm: str, sentence_star
 
 
 def _thousands_suffix(items: _Items, t: Token, prev: Token | None) -> bool:
-    """A "k" glued to a number ("5k") multiplies it by 1000 in place; whether it did."""
+    """A "k" glued to a number ("5k") multiplies it by 1000 in place; whether it did.
+    Not in a request with math operators, where "2k + 5 < 17" has a variable k."""
     if not (
         t.canon == "k"
+        and not items.op_idx
         and prev is not None
         and _digits(prev)
         and items.numbers
