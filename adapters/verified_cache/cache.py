@@ -286,19 +286,20 @@ def token_alignment(pa: WordPieces | None, pb: WordPieces | None) -> tuple[float
     sim = ta @ tb.T
     p, r = float(sim.max(axis=1).mean()), float(sim.max(axis=0).mean())
     f = 2 * p * r / (p + r) if p + r > 0 else 0.0
-    ids_a, ids_b = set(pa.ids), set(pb.ids)
-    only_a = [
-        i for i, (t, w) in enumerate(zip(pa.ids, pa.wordlike, strict=True)) if w and t not in ids_b
-    ]
-    only_b = [
-        i for i, (t, w) in enumerate(zip(pb.ids, pb.wordlike, strict=True)) if w and t not in ids_a
-    ]
+    only_a, only_b = _own_pieces(pa, pb), _own_pieces(pb, pa)
     diff_cos = 1.0
     if only_a and only_b:
         va, vb = ta[only_a].mean(axis=0), tb[only_b].mean(axis=0)
         norm = float(np.linalg.norm(va) * np.linalg.norm(vb))
         diff_cos = float(va @ vb) / norm if norm > 0 else 0.0
     return (p, r, f, diff_cos)
+
+
+def _own_pieces(mine: WordPieces, other: WordPieces) -> list[int]:
+    """Positions of ``mine``'s word-like pieces whose id ``other`` lacks."""
+    theirs = set(other.ids)
+    return [i for i, (t, w) in enumerate(zip(mine.ids, mine.wordlike, strict=True))
+            if w and t not in theirs]  # fmt: skip
 
 
 def span_cosine(span_a: str, span_b: str, memo: TextMemo, *, compute: bool = True) -> float | None:
@@ -399,14 +400,15 @@ class VerifiedCache:
         req = Request.of(request)
         if not isinstance(answer, str):
             raise TypeError(f"answer must be a str, got {type(answer).__name__}")
-        verdict = request_policy(req)
+        side = analyze(req)
+        verdict = request_policy(req, side)
         if not verdict.allowed:
             return PutResult(False, f"{verdict.rule}: {verdict.reason}")
         vector, tokens = self.resources.query_embedding(req.query)
         entry = Entry(
             request=req,
             answer=answer,
-            side=analyze(req),
+            side=side,
             vector=vector,
             exact_key=exact_key(req),
             tokens=tokens,
@@ -432,7 +434,10 @@ class VerifiedCache:
     def lookup(self, request: Request | str) -> Decision:
         """Run the tiers for ``request`` and return the decision."""
         req = Request.of(request)
-        verdict = request_policy(req)
+        # a request with tools is analysed now: the policy reads the tool it calls,
+        # and it will reach the verifier with the same analysis
+        side = analyze(req) if req.tools else None
+        verdict = request_policy(req, side)
         if not verdict.allowed:
             return _refused(verdict)
         scope = scope_key(req)
@@ -463,7 +468,7 @@ class VerifiedCache:
                 f"best cosine {best_cos:.3f} is below the recall gate {gate:.2f}",
                 cosine=best_cos,
             )
-        side = analyze(req)
+        side = side or analyze(req)
         verifier = self.resources.verifier
         threshold = self._threshold()
         best: Decision | None = None

@@ -51,7 +51,7 @@ from typing import Any
 
 from cacheeval.schema import Request
 
-from .features import analyze, normalise_text
+from .features import Side, analyze, normalise_text
 
 RULES: tuple[str, ...] = ("mutation", "time_sensitive", "creative", "personal_data", "cross_user")
 
@@ -174,16 +174,17 @@ def mutation(request: Request) -> PolicyVerdict:
 NEVER_CACHE_POLICIES = frozenset({"mutation", "time_sensitive"})
 
 
-def declared(request: Request) -> PolicyVerdict:
+def declared(request: Request, side: Side | None = None) -> PolicyVerdict:
     """Never serve a request whose most plausible tool declares a never-cache policy.
 
     Only the tool the query calls counts: a bundle that offers ``set_alarm`` beside
-    ``convert_units`` still lets "Convert 10 km to miles" be cached. The request is
-    analysed only when some offered tool declares such a policy."""
+    ``convert_units`` still lets "Convert 10 km to miles" be cached. ``side``: the
+    request already analysed (:func:`~.features.analyze`), else it is analysed
+    here - only when some offered tool declares such a policy."""
     declared_by = {_tool_name(t): _declared_policy(t) for t in request.tools or ()}
     if not NEVER_CACHE_POLICIES & set(declared_by.values()):
         return ALLOWED
-    name = analyze(request).tool_intent
+    name = (side or analyze(request)).tool_intent
     policy = declared_by.get(name, "")
     if policy in NEVER_CACHE_POLICIES:
         return PolicyVerdict(False, policy, f"calls {name}, whose definition declares {policy}")
@@ -346,11 +347,13 @@ def personal_data(request: Request) -> PolicyVerdict:
 _REQUEST_RULES = (mutation, time_sensitive, declared, creative, personal_data)
 
 
-def request_policy(request: Request | str) -> PolicyVerdict:
-    """May this request be answered from (or stored in) a cache at all?"""
+def request_policy(request: Request | str, side: Side | None = None) -> PolicyVerdict:
+    """May this request be answered from (or stored in) a cache at all? ``side``:
+    the request already analysed, so the ``declared`` rule - the one rule that
+    reads the analysis - does not analyse it a second time."""
     req = Request.of(request)
     for rule in _REQUEST_RULES:
-        verdict = rule(req)
+        verdict = declared(req, side) if rule is declared else rule(req)
         if not verdict.allowed:
             return verdict
     return ALLOWED
@@ -373,9 +376,15 @@ def pair_policy(stored: Request, new: Request) -> PolicyVerdict:
     return ALLOWED
 
 
-def check(stored: Request, new: Request) -> PolicyVerdict:
-    """Every policy rule for serving ``stored``'s answer to ``new``."""
-    for verdict in (request_policy(new), request_policy(stored), pair_policy(stored, new)):
+def check(stored: Request, new: Request, sides: tuple[Side, Side] | None = None) -> PolicyVerdict:
+    """Every policy rule for serving ``stored``'s answer to ``new`` (``sides``: the
+    two requests already analysed, stored first)."""
+    side_stored, side_new = sides or (None, None)
+    for verdict in (
+        request_policy(new, side_new),
+        request_policy(stored, side_stored),
+        pair_policy(stored, new),
+    ):
         if not verdict.allowed:
             return verdict
     return ALLOWED

@@ -32,7 +32,7 @@ from .cache import (
     exact_key,
     features_for,
 )
-from .features import analyze
+from .features import Side, analyze
 from .model import (
     CONFIDENCE,
     MAX_FHR,
@@ -82,9 +82,11 @@ def build_cases(rows: Sequence[Row], resources: Resources) -> list[PairCase]:
             raise ValueError(f"row {r.id} has no label (load the private labels file)")
     pending: list[tuple[Row, Request, Request]] = []
     out: dict[str, PairCase] = {}
+    analysed: dict[str, tuple[Side, Side]] = {}
     for r in rows:
         a, b = r.request("a"), r.request("b")
-        verdict = check(a, b)
+        sides = analysed[r.id] = (analyze(a), analyze(b))
+        verdict = check(a, b, sides)
         if not verdict.allowed:
             out[r.id] = _case(r, "policy", verdict.rule, 0.0, None)
         elif exact_key(a) == exact_key(b):
@@ -97,7 +99,7 @@ def build_cases(rows: Sequence[Row], resources: Resources) -> list[PairCase]:
         qvec, qtok = {}, {}
         for q in queries:
             qvec[q], qtok[q] = resources.query_embedding(q)
-        sides = [(analyze(a), analyze(b)) for _, a, b in pending]
+        sides = [analysed[r.id] for r, _, _ in pending]
         # fill the memo with every history and span in a few big batches
         from .features import content_diff, history_diff_spans, substitution_spans
 

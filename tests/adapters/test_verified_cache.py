@@ -20,7 +20,7 @@ np = pytest.importorskip("numpy")
 
 from adapters.verified_cache.adapter import VerifiedCacheAdapter  # noqa: E402
 from adapters.verified_cache.cache import Resources, VerifiedCache, with_value  # noqa: E402
-from adapters.verified_cache.features import FEATURE_NAMES, Request  # noqa: E402
+from adapters.verified_cache.features import FEATURE_NAMES, Request, analyze  # noqa: E402
 from adapters.verified_cache.model import (  # noqa: E402
     MODEL_DIR,
     NEVER,
@@ -441,6 +441,9 @@ def test_a_declared_never_cache_policy_binds_only_the_tool_the_query_calls(
     assert request_policy(convert).allowed
     assert cache.put(convert, "6.21 miles").stored
     assert cache.get(convert) == "6.21 miles"
+    # an analysis passed in gives the same verdicts (the cache passes the one it keeps)
+    for req in (set_alarm, convert):
+        assert request_policy(req, analyze(req)) == request_policy(req)
     # without the declaration the alarm is the user's own device state: allowed
     undeclared = {k: v for k, v in alarm.items() if k != "policy"}
     assert request_policy(Request(set_alarm.query, tools=(undeclared, units))).allowed

@@ -7,7 +7,6 @@ P(HIT) (:func:`direction`).
 from __future__ import annotations
 
 import difflib
-import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -72,17 +71,19 @@ def number_features(a: Side, b: Side, d: Diff) -> Features:
 OPERAND_GAP = 3
 
 
-def _operand_pairs(tokens: Sequence[str], adjacent: bool) -> set[tuple[str, tuple[str, ...], str]]:
-    """(number, words between, number) for two different numbers at most
-    :data:`OPERAND_GAP` words apart; with ``adjacent``, also two numbers next to
-    each other (an operator symbol between them is no word: "2**10")."""
+def _operand_pairs(side: Side, adjacent: bool) -> set[tuple[str, tuple[str, ...], str]]:
+    """(number, words between, number) for two different numbers of ``side`` at
+    most :data:`OPERAND_GAP` words apart in its canonical tokens; with
+    ``adjacent``, also two numbers next to each other (an operator symbol between
+    them is no word: "2**10")."""
+    tokens, numbers = side.tokens, set(side.numbers)
     out = set()
     first_gap = 1 if adjacent else 2
     for i, x in enumerate(tokens):
-        if not _NUMBER_TOKEN.match(x):
+        if x not in numbers:
             continue
         for j in range(i + first_gap, min(len(tokens), i + 2 + OPERAND_GAP)):
-            if _NUMBER_TOKEN.match(tokens[j]) and tokens[j] != x:
+            if tokens[j] in numbers and tokens[j] != x:
                 out.add((x, tuple(tokens[i + 1 : j]), tokens[j]))
     return out
 
@@ -96,11 +97,8 @@ def _operand_swap(a: Side, b: Side) -> bool:
     "the bill is $86: the tip at 20%?") changes the words between them, and
     keeps the answer."""
     adjacent = bool(a.operators) and Counter(a.operators) == Counter(b.operators)
-    px, py = _operand_pairs(a.tokens, adjacent), _operand_pairs(b.tokens, adjacent)
+    px, py = _operand_pairs(a, adjacent), _operand_pairs(b, adjacent)
     return any((m, mid, n) in py and (n, mid, m) not in py for n, mid, m in px)
-
-
-_NUMBER_TOKEN = re.compile(r"^-?\d+(?:\.\d+)?$")
 
 
 def _without(items: tuple[str, ...], drop: tuple[str, ...]) -> tuple[str, ...]:
