@@ -85,8 +85,8 @@ def build_cases(rows: Sequence[Row], resources: Resources) -> list[PairCase]:
     analysed: dict[str, tuple[Side, Side]] = {}
     for r in rows:
         a, b = r.request("a"), r.request("b")
-        sides = analysed[r.id] = (analyze(a), analyze(b))
-        verdict = check(a, b, sides)
+        analysed[r.id] = (analyze(a), analyze(b))
+        verdict = check(a, b, analysed[r.id])
         if not verdict.allowed:
             out[r.id] = _case(r, "policy", verdict.rule, 0.0, None)
         elif exact_key(a) == exact_key(b):
