@@ -600,6 +600,12 @@ def test_negation_scope_flip() -> None:
         "Explain gravity without numbers or formulas",
     )
     assert same["neg_scope_flip"] == 0.0
+    # a negator's scope ends where the next clause begins
+    for a, b in (
+        ("How do I stop procrastinating when I work from home?", "Working from home, I waste the morning. Tips?"),
+        ("My dog won't stop barking when I leave the house.", "How do I keep my dog quiet when I leave the house?"),
+    ):
+        assert run(operator_features, a, b)["neg_scope_flip"] == 0.0, (a, b)
     assert (
         critical_features(
             analyze("Explain recursion with code examples."),
@@ -695,6 +701,44 @@ def test_honorifics_company_suffixes_and_demonyms_are_no_entity_change() -> None
     ]
     for a, b in changed:
         assert run(entity_features, a, b)["entity_both_changed"] == 1.0, (a, b)
+
+
+def test_an_acronym_and_its_words_are_one_name() -> None:
+    same = [
+        ("Did the ECB raise rates?", "Did the European Central Bank raise rates?"),
+        ("Is UCLA a public school?", "Is the University of California, Los Angeles a public school?"),
+        ("Where is the U.N. headquartered?", "Where is the United Nations headquartered?"),
+    ]
+    for a, b in same:
+        f = run(entity_features, a, b)
+        assert f["entity_diff"] == 0.0 and f["entity_both_changed"] == 0.0, (a, b)
+    # other words with other initials stay a change of name
+    for a, b in (
+        ("Did the ECB raise rates?", "Did the Federal Reserve raise rates?"),
+        ("Is UCLA a public school?", "Is the University of Chicago a public school?"),
+    ):
+        assert run(entity_features, a, b)["entity_both_changed"] == 1.0, (a, b)
+
+
+def test_exchanged_roles_are_a_direction_swap() -> None:
+    for a, b in (
+        (
+            "What time will it be in London when it's 9 am here in Chicago tomorrow?",
+            "What time will it be in Chicago when it's 9 am in London tomorrow?",
+        ),
+        (
+            'Sort a list of dicts with "name" and "age" keys by age, descending.',
+            'Sort a list of dicts with "name" and "age" keys by name, descending.',
+        ),
+    ):
+        assert run(order_features, a, b)["direction_swap"] > 0, (a, b)
+        assert run(critical_features, a, b)["critical_diff"] >= 1.0, (a, b)
+    for a, b in (
+        # a phrase moved to the front is a rewording, not an exchange
+        ("How do I reverse a list in Python?", "In Python, how do I reverse a list?"),
+        ("Sort the users by age.", "Sort the users by name."),
+    ):
+        assert run(order_features, a, b)["direction_swap"] == 0.0, (a, b)
 
 
 def test_variables_compare_as_sets_and_a_glued_k_in_math_is_a_variable() -> None:
