@@ -134,6 +134,19 @@ def test_language_change_is_flagged() -> None:
     )
     assert detect_language("太阳系最大的行星是哪一颗？") == "zh"
     assert detect_language("Quelle est la capitale de la France ?") == "fr"
+    # short questions: the question word tells the language, accents typed or not
+    for text, lang in (
+        ("Qui a écrit Don Quichotte ?", "fr"),
+        ("Chi è l'autore del Don Chisciotte?", "it"),
+        ("¿Quién pintó la Mona Lisa?", "es"),
+        ("quien pinto la mona lisa?", "es"),
+        ("Wer hat Faust geschrieben?", "de"),
+        ("Quem escreveu Dom Casmurro?", "pt"),
+        ("Who painted the Mona Lisa?", "en"),
+    ):
+        assert detect_language(text) == lang, text
+    same = run(language_features, "Qui est l'auteur de Don Quichotte ?", "Qui a écrit Don Quichotte ?")
+    assert same["text_lang_diff"] == 0.0
 
 
 def test_operator_and_function_words() -> None:

@@ -366,11 +366,33 @@ _LANG_STOPWORDS: dict[str, frozenset[str]] = {
             "the and is are of to what how for with you my it this that where when which who "
             "why do does did can from many much your have",
         ),
-        ("es", "el los las es son y por para con cómo qué cuál una mi del al está hay dónde"),
-        ("fr", "le les est sont et pour avec comment quel quelle une je du des au où ce vous"),
-        ("de", "der die das ist sind und zu mit wie was für ein eine ich nicht den dem wo"),
-        ("it", "il gli è sono di che per come cosa mio della dove quanto perché non"),
-        ("pt", "os é são em com como qual uma um meu não do da onde você"),
+        # question words typed with or without accents ("quien pinto la mona lisa")
+        (
+            "es",
+            "el los las es son y por para con cómo qué cuál una mi del al está hay dónde "
+            "quién quien quiénes cuánto cuanto cuánta cuántos cuantos cuántas cuantas cuándo "
+            "muy pero también sobre entre",
+        ),
+        (
+            "fr",
+            "le les est sont et pour avec comment quel quelle une je du des au où ce vous "
+            "qui quels quelles c'est qu'est l'auteur aussi mais très sur entre",
+        ),
+        (
+            "de",
+            "der die das ist sind und zu mit wie was für ein eine ich nicht den dem wo "
+            "wer welche welcher welches wieviel viele auch aber sehr über zwischen",
+        ),
+        (
+            "it",
+            "il gli è sono di che per come cosa mio della dove quanto perché non "
+            "chi quale quali dello degli delle nel nella sul sulla anche ma molto",
+        ),
+        (
+            "pt",
+            "os é são em com como qual uma um meu não do da onde você "
+            "quem quanto quantos quantas também mas muito sobre entre",
+        ),
         ("nl", "het een zijn van dat voor met hoe wat mijn ik niet waar wanneer"),
     )
 }
