@@ -145,7 +145,9 @@ def test_language_change_is_flagged() -> None:
         ("Who painted the Mona Lisa?", "en"),
     ):
         assert detect_language(text) == lang, text
-    same = run(language_features, "Qui est l'auteur de Don Quichotte ?", "Qui a écrit Don Quichotte ?")
+    same = run(
+        language_features, "Qui est l'auteur de Don Quichotte ?", "Qui a écrit Don Quichotte ?"
+    )
     assert same["text_lang_diff"] == 0.0
 
 
@@ -615,8 +617,14 @@ def test_negation_scope_flip() -> None:
     assert same["neg_scope_flip"] == 0.0
     # a negator's scope ends where the next clause begins
     for a, b in (
-        ("How do I stop procrastinating when I work from home?", "Working from home, I waste the morning. Tips?"),
-        ("My dog won't stop barking when I leave the house.", "How do I keep my dog quiet when I leave the house?"),
+        (
+            "How do I stop procrastinating when I work from home?",
+            "Working from home, I waste the morning. Tips?",
+        ),
+        (
+            "My dog won't stop barking when I leave the house.",
+            "How do I keep my dog quiet when I leave the house?",
+        ),
     ):
         assert run(operator_features, a, b)["neg_scope_flip"] == 0.0, (a, b)
     assert (
@@ -719,7 +727,10 @@ def test_honorifics_company_suffixes_and_demonyms_are_no_entity_change() -> None
 def test_an_acronym_and_its_words_are_one_name() -> None:
     same = [
         ("Did the ECB raise rates?", "Did the European Central Bank raise rates?"),
-        ("Is UCLA a public school?", "Is the University of California, Los Angeles a public school?"),
+        (
+            "Is UCLA a public school?",
+            "Is the University of California, Los Angeles a public school?",
+        ),
         ("Where is the U.N. headquartered?", "Where is the United Nations headquartered?"),
     ]
     for a, b in same:

@@ -311,7 +311,8 @@ def _spelled_out(a: Side, b: Side) -> tuple[set[str], set[str]]:
     "University of California, Los Angeles"): no change of name.
 
     >>> from adapters.verified_cache.features.side import analyze
-    >>> a, b = analyze("Did the ECB raise rates?"), analyze("Did the European Central Bank raise rates?")
+    >>> a = analyze("Did the ECB raise rates?")
+    >>> b = analyze("Did the European Central Bank raise rates?")
     >>> [sorted(x) for x in _spelled_out(a, b)]
     [['ecb'], ['bank', 'central', 'european']]
     """
