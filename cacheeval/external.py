@@ -20,6 +20,12 @@ together; see :mod:`cacheeval.metrics.ranking`):
 
     recall_at_fhr(y, s, f) = max { TP(t) / P : FP(t) / N <= f },  t over the distinct scores
 
+Subsets (``slices`` of :func:`grade`) repeat every figure on the rows a
+predicate keeps, from the same decisions. :func:`details_agree` is the one the
+reference run uses: pairs whose numbers and names agree, where a paraphrase
+judgement and a cache judgement should coincide (a news paraphrase that says
+"11,400 acres" for "12,400 acres" is the same story but not the same answer).
+
 The report carries figures only, never the pairs' text.
 """
 
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -79,6 +86,7 @@ class Entry:
     ref_recall_at_fhr: float | None
     ref_roc_auc: float | None
     is_reference: bool = False
+    subset: str = ""  # the slice of the set's rows ("" = all of them)
 
     @property
     def recall_gap(self) -> float | None:
@@ -115,6 +123,56 @@ class Entry:
 def labels(rows: Sequence[Row]) -> list[int]:
     """1 for HIT rows, 0 for MISS (rows must be labelled)."""
     return [r.y for r in rows]
+
+
+_DETAIL_RE = re.compile(r"\d+(?:[.,:]\d+)*|[^\W\d_]+(?:['’][^\W\d_]+)*")
+_SENTENCE_ENDS = frozenset(".!?")
+
+
+def _details(text: str) -> tuple[set[str], set[str], set[str]]:
+    """(numbers with thousands separators dropped, capitalised words that do not
+    open a sentence, every word), the words lower-cased."""
+    numbers: set[str] = set()
+    names: set[str] = set()
+    words: set[str] = set()
+    prev_end = 0
+    for m in _DETAIL_RE.finditer(text):
+        tok = m.group()
+        opens = prev_end == 0 or any(ch in _SENTENCE_ENDS for ch in text[prev_end : m.start()])
+        prev_end = m.end()
+        if tok[0].isdigit():
+            numbers.add(tok.replace(",", ""))
+            continue
+        words.add(tok.lower())
+        if tok[0].isupper() and not opens and tok != "I":
+            names.add(tok.lower())
+    return numbers, names, words
+
+
+def details_agree(a: str, b: str) -> bool:
+    """Whether two texts name the same numbers (as sets) and every capitalised
+    word inside a sentence on either side is a word of the other side
+    (case-insensitive, so a name that opens one side's sentence still counts).
+
+    >>> details_agree("Shares rose 5% on Friday.", "On Friday the shares gained 5%.")
+    True
+    >>> details_agree("It burned 12,400 acres.", "It burned 11,400 acres.")
+    False
+    >>> details_agree("Smith met Obama.", "Smith met Biden.")
+    False
+    """
+    na, names_a, words_a = _details(a)
+    nb, names_b, words_b = _details(b)
+    return na == nb and names_a <= words_b and names_b <= words_a
+
+
+def row_details_agree(row: Row) -> bool:
+    """:func:`details_agree` of a row's two queries."""
+    return details_agree(row.query_a, row.query_b)
+
+
+#: The subset the external run reports besides every whole set.
+DETAILS_AGREE = "numbers and names agree"
 
 
 def entry(
@@ -234,7 +292,7 @@ def markdown_table(entries: Sequence[Entry], reference: str) -> list[str]:
             "| "
             + " | ".join(
                 [
-                    e.set,
+                    f"{e.set}: {e.subset}" if e.subset else e.set,
                     f"{e.n} ({e.n_positive})",
                     e.cache,
                     _f(e.fhr),
@@ -278,6 +336,7 @@ def grade(
     progress: Callable[[str], None] | None = None,
     workers: int = 0,
     min_parallel_rows: int = 1000,
+    slices: Mapping[str, Callable[[Row], bool]] | None = None,
 ) -> ExternalReport:
     """Grade every cache on every set (through :func:`cacheeval.harness.evaluate`).
 
@@ -290,50 +349,79 @@ def grade(
     once in this process, or, with ``workers`` > 1, on sets of at least
     ``min_parallel_rows`` pairs it runs on that many worker processes instead (the
     same decisions; the workers' start-up is not worth it on a small set).
+
+    ``slices`` (name -> row predicate): each set's entries are repeated on the
+    rows each predicate keeps (``Entry.subset``), scored from the same decisions
+    (no cache runs twice); a slice with no row is left out.
     """
-    from .harness import evaluate, predict
-    from .harness import score as score_predictions
+    from .harness import SealedRows, predict, require_labels
 
     built: dict[str, Any] = {}
 
-    def run(name: str, cache: Any, rows: list[Row]) -> Report:
+    def run(name: str, cache: Any, rows: list[Row]) -> list[Any]:
         if isinstance(cache, CacheSpec):
             if workers > 1 and len(rows) >= min_parallel_rows:
                 from .parallel import predict_parallel
 
-                preds = predict_parallel(cache, rows, workers=workers, on_error=on_error)
-                return score_predictions(preds, rows, cache_name=name)
+                return predict_parallel(cache, rows, workers=workers, on_error=on_error)
             if name not in built:
                 built[name] = cache.build()
             cache = built[name]
-        return evaluate(cache, rows, cache_name=name, on_error=on_error)
+        return predict(cache, rows, on_error=on_error)
 
     entries: list[Entry] = []
     for s in sets:
         rows = list(s.rows)
-        ref_scores = None
-        ref_entry = None
+        require_labels(rows)
+        # the truth is read back from bytes sealed before any cache runs
+        truth = SealedRows(rows)
+        runs: list[tuple[str, list[Any]]] = []
         if reference is not None:
             if progress:
                 progress(f"{s.name}: {reference_name} on {len(rows)} pairs")
-            preds = predict(reference, rows, on_error=on_error)
-            ref_scores = scores_by_row(preds, rows)
-            report = score_predictions(preds, rows, cache_name=reference_name)
-            ref_entry = dataclasses.replace(
-                entry(s.name, reference_name, report, rows, ref_scores), is_reference=True
-            )
+            runs.append((reference_name, predict(reference, rows, on_error=on_error)))
         for name, cache in caches.items():
             if progress:
                 progress(f"{s.name}: {name} on {len(rows)} pairs")
-            report = run(name, cache, rows)
-            entries.append(entry(s.name, name, report, rows, ref_scores))
-        if ref_entry is not None:
-            entries.append(ref_entry)
+            runs.append((name, run(name, cache, rows)))
+        subsets = {"": truth.rows()}
+        for slice_name, keep in (slices or {}).items():
+            kept = [r for r in subsets[""] if keep(r)]
+            if kept:
+                subsets[slice_name] = kept
+        for subset, sub_rows in subsets.items():
+            entries += _entries_on(s.name, subset, sub_rows, runs, reference is not None)
     return ExternalReport(
         reference=reference_name,
         entries=tuple(entries),
         sets=tuple(dict(s.info, name=s.name) for s in sets),
     )
+
+
+def _entries_on(
+    set_name: str,
+    subset: str,
+    rows: list[Row],
+    runs: Sequence[tuple[str, list[Any]]],
+    has_reference: bool,
+) -> list[Entry]:
+    """The entries of every run on ``rows`` (a set or a slice of it): the caches in
+    order, then the reference (``runs[0]`` when ``has_reference``)."""
+    from .harness import score as score_predictions
+
+    ids = {r.id for r in rows}
+    scored = []
+    for name, preds in runs:
+        mine = [p for p in preds if p.id in ids]
+        scored.append((name, mine, score_predictions(mine, rows, cache_name=name)))
+    ref_scores = scores_by_row(scored[0][1], rows) if has_reference else None
+    out = [
+        dataclasses.replace(entry(set_name, name, report, rows, ref_scores), subset=subset)
+        for name, _, report in scored
+    ]
+    if has_reference:
+        out = out[1:] + [dataclasses.replace(out[0], is_reference=True)]
+    return out
 
 
 def from_pair_file(pf: PairFile) -> LabelledSet:

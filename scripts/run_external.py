@@ -10,7 +10,10 @@ file (``cacheeval.pair_formats``: layout from the header; ``.csv``/``.tsv``
 files with ``text_a``/``text_b``/``label`` columns and HIT/MISS values), and on
 CacheEval's test split (``cachebench.jsonl`` + ``private/test_labels.jsonl``).
 The MiniLM cosine (fp32 ONNX) is the reference: its recall at each cache's FHR
-and its ROC-AUC on the same rows. Writes ``reports/EXTERNAL.md`` and ``.json``:
+and its ROC-AUC on the same rows, on every whole set and again on the pairs
+whose numbers and names agree (``cacheeval.external.details_agree``: there a
+paraphrase label and a cache label should coincide). Writes
+``reports/EXTERNAL.md`` and ``.json``:
 figures only, never the pairs' text. Exits 0 without writing anything when no
 directory is given (the main job runs this only when it exists).
 """
@@ -25,7 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from cacheeval.commands._running import non_negative_int
-from cacheeval.external import ExternalReport, LabelledSet, from_pair_file, grade
+from cacheeval.external import (
+    DETAILS_AGREE,
+    ExternalReport,
+    LabelledSet,
+    from_pair_file,
+    grade,
+    row_details_agree,
+)
 from cacheeval.jsonio import dumps_pretty, write_bytes_atomic
 from cacheeval.pair_formats import read_pair_file
 from cacheeval.report import utc_now
@@ -110,7 +120,8 @@ def run_external(
             sets.append(test)
     reference = MiniLMCosine()
     report = grade(caches, sets, reference=reference, reference_name=reference.name,
-                   progress=_log, workers=workers)  # fmt: skip
+                   progress=_log, workers=workers,
+                   slices={DETAILS_AGREE: row_details_agree})  # fmt: skip
     notes = (
         "Each row: the cache at its shipped operating point on that set (FHR, recall), its "
         "ROC-AUC from its own score, and the MiniLM cosine (fp32 ONNX, the queries only) on "
@@ -120,6 +131,11 @@ def run_external(
         "(GPTCache's similarity_threshold 0.80).",
         "The pair files' labels are paraphrase judgements, not cache judgements: some HIT "
         "pairs differ in a detail a strict cache refuses. Compare caches side by side.",
+        f"Rows marked '{DETAILS_AGREE}' repeat every figure, from the same decisions, on the "
+        "pairs whose two texts name the same numbers and whose capitalised words inside a "
+        "sentence each occur in the other text: there a paraphrase judgement and a cache "
+        "judgement should agree, so a cache below the cosine on this slice ranks worse, "
+        "not just more strictly.",
     )
     return ExternalReport(report.reference, report.entries, report.sets, utc_now(), notes)
 

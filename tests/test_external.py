@@ -12,7 +12,14 @@ import pytest
 
 from cacheeval.baselines import ExactMatch
 from cacheeval.cli import main
-from cacheeval.external import Entry, LabelledSet, grade, recall_at_fhr
+from cacheeval.external import (
+    Entry,
+    LabelledSet,
+    details_agree,
+    grade,
+    recall_at_fhr,
+    row_details_agree,
+)
 from cacheeval.jsonio import JsonlError
 from cacheeval.pair_formats import PairFileSpec, read_pair_file, sniff_format
 from tests.conftest import MINI_BENCH
@@ -179,6 +186,55 @@ def test_grade_pairs_reference_figures_with_every_cache(tmp_path: Path) -> None:
     assert "| q.tsv | 3 (2) | exact |" in md
 
 
+DETAILS = (
+    "text_a,text_b,label\n"
+    "Shares rose 5% on Friday.,On Friday the shares gained 5%.,HIT\n"
+    "It burned 12400 acres.,It burned 11400 acres.,HIT\n"
+    "Smith met Obama.,Smith met Biden.,MISS\n"
+    "Smith met Obama.,Smith met Obama.,HIT\n"
+    "Paris is north of Lyon.,Lyon is north of Paris.,MISS\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "agree"),
+    [
+        ("Shares rose 5% on Friday.", "On Friday the shares gained 5%.", True),
+        ("It burned 12,400 acres.", "It burned 12400 acres.", True),
+        ("It burned 12,400 acres.", "It burned 11,400 acres.", False),
+        ("Smith met Obama.", "Smith met Biden.", False),
+        # a name opening one side's sentence is still that side's word
+        ("Obama met Smith.", "Smith was met by Obama.", True),
+        ("What is 7 choose 3?", "What is 3 choose 7?", True),  # order is not compared
+        ("What is 7 choose 3?", "what is seven choose three?", False),  # digits only
+    ],
+)
+def test_details_agree(a: str, b: str, agree: bool) -> None:
+    assert details_agree(a, b) is agree
+
+
+def test_grade_slices_repeat_every_figure_on_the_kept_rows(tmp_path: Path) -> None:
+    pf = read_pair_file(write(tmp_path, "d.csv", DETAILS))
+    sets = [LabelledSet("d.csv", pf.rows, {"format": "csv", "pairs": 5, "positives": 3})]
+    slices = {"agree": row_details_agree, "none": lambda row: False}
+    report = grade({"exact": ExactMatch()}, sets, reference=Overlap(), reference_name="jaccard",
+                   slices=slices)  # fmt: skip
+    assert [(e.subset, e.cache) for e in report.entries] == [
+        ("", "exact"), ("", "jaccard"), ("agree", "exact"), ("agree", "jaccard")
+    ]  # fmt: skip
+    whole, _, sliced, ref = report.entries
+    assert (whole.n, whole.n_positive) == (5, 3)
+    # rows 1, 4, 5 agree: two HIT (one verbatim), one MISS (Paris/Lyon)
+    assert (sliced.n, sliced.n_positive) == (3, 2)
+    # exact match serves the verbatim HIT only: recall 1/2, FHR 0/1
+    assert (sliced.recall, sliced.fhr) == (0.5, 0.0)
+    # Jaccard of the lower-cased words on the slice: the HITs 2/9 ("friday." is not
+    # "friday") and 1.0, the MISS 3/7: at FHR 0 it serves the verbatim pair only
+    assert sliced.ref_recall_at_fhr == 0.5 and sliced.ref_roc_auc == 0.5
+    assert ref.is_reference and ref.subset == "agree" and ref.n == 3
+    assert "| d.csv: agree | 3 (2) | exact |" in report.to_markdown()
+
+
 REF_MODULE = """
 from cacheeval.schema import Verdict
 
@@ -201,10 +257,15 @@ def test_command_writes_figures_only(tmp_path: Path) -> None:
                  "--out", str(out), "--json", str(js)])  # fmt: skip
     assert code == 0
     data = json.loads(js.read_text())
-    assert [(e["set"], e["cache"]) for e in data["entries"]] == [
-        ("pairs.tsv", "exact_match"), ("pairs.tsv", "overlap"),
-        ("CacheEval dev", "exact_match"), ("CacheEval dev", "overlap"),
+    agree = "numbers and names agree"
+    assert [(e["set"], e["subset"], e["cache"]) for e in data["entries"]] == [
+        ("pairs.tsv", "", "exact_match"), ("pairs.tsv", "", "overlap"),
+        ("pairs.tsv", agree, "exact_match"), ("pairs.tsv", agree, "overlap"),
+        ("CacheEval dev", "", "exact_match"), ("CacheEval dev", "", "overlap"),
+        ("CacheEval dev", agree, "exact_match"), ("CacheEval dev", agree, "overlap"),
     ]  # fmt: skip
+    # both PAWS pairs name the same things (Paris/Lyon swapped places): the slice is the set
+    assert data["entries"][2]["n"] == data["entries"][0]["n"] == 2
     assert data["sets"][0] == {"name": "pairs.tsv", "format": "paws", "pairs": 2,
                                "positives": 1, "read": 2, "dropped": 0}  # fmt: skip
     text = out.read_text() + js.read_text()

@@ -8,9 +8,12 @@ cosine's recall at the cache's own FHR and ROC-AUC on every set.
     cacheeval external sts.tsv --format sts --hit-min 4 --miss-max 2 --baseline exact_match \\
         --out external.md
 
-See :mod:`cacheeval.pair_formats` for the layouts and :mod:`cacheeval.external`
-for the figures. Exit codes: 0 written; 1 the cache failed under ``--on-error
-raise``; 2 bad input (``file:LINE: what is wrong``) or usage.
+Every set is also reported on its pairs whose numbers and names agree
+(:func:`cacheeval.external.details_agree`), where a paraphrase label and a cache
+label should coincide. See :mod:`cacheeval.pair_formats` for the layouts and
+:mod:`cacheeval.external` for the figures. Exit codes: 0 written; 1 the cache
+failed under ``--on-error raise``; 2 bad input (``file:LINE: what is wrong``) or
+usage.
 """
 
 from __future__ import annotations
@@ -141,15 +144,16 @@ def summary(e: Any, reference: str) -> str:
     def g(x: float | None) -> str:
         return "n/a" if x is None else f"{x:+.3f}"
 
+    where = f"{e.set}: {e.subset}" if e.subset else e.set
     return (
-        f"{e.set}: FHR {f(e.fhr)} recall {f(e.recall)} ROC-AUC {f(e.roc_auc)} | {reference}: "
+        f"{where}: FHR {f(e.fhr)} recall {f(e.recall)} ROC-AUC {f(e.roc_auc)} | {reference}: "
         f"recall at the same FHR {f(e.ref_recall_at_fhr)}, ROC-AUC {f(e.ref_roc_auc)} | "
         f"gaps: recall {g(e.recall_gap)}, AUC {g(e.auc_gap)}"
     )
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..external import grade
+    from ..external import DETAILS_AGREE, grade, row_details_agree
     from ..harness import CacheCallError, CacheLoadError, cache_name_of
     from ..jsonio import dumps_pretty, write_bytes_atomic
     from ..report import utc_now
@@ -173,6 +177,7 @@ def run(args: argparse.Namespace) -> int:
             reference_name=cache_name_of(reference) if reference is not None else "reference",
             on_error=args.on_error,
             progress=lambda msg: print(f"{prog}: {msg}", file=sys.stderr),
+            slices={DETAILS_AGREE: row_details_agree},
         )
         report = type(report)(report.reference, report.entries, report.sets, utc_now())
         write_bytes_atomic(args.out, report.to_markdown().encode("utf-8"))
