@@ -37,6 +37,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .blockrun import CacheSpec
@@ -171,8 +172,14 @@ def row_details_agree(row: Row) -> bool:
     return details_agree(row.query_a, row.query_b)
 
 
-#: The subset the external run reports besides every whole set.
+#: The subset the external runs report besides every whole set.
 DETAILS_AGREE = "numbers and names agree"
+
+#: The ``slices`` of :func:`grade` that ``cacheeval external`` and
+#: ``scripts/run_external.py`` report.
+DEFAULT_SLICES: Mapping[str, Callable[[Row], bool]] = MappingProxyType(
+    {DETAILS_AGREE: row_details_agree}
+)
 
 
 def entry(

@@ -29,12 +29,12 @@ from typing import Any
 
 from cacheeval.commands._running import non_negative_int
 from cacheeval.external import (
+    DEFAULT_SLICES,
     DETAILS_AGREE,
     ExternalReport,
     LabelledSet,
     from_pair_file,
     grade,
-    row_details_agree,
 )
 from cacheeval.jsonio import dumps_pretty, write_bytes_atomic
 from cacheeval.pair_formats import read_pair_file
@@ -121,7 +121,7 @@ def run_external(
     reference = MiniLMCosine()
     report = grade(caches, sets, reference=reference, reference_name=reference.name,
                    progress=_log, workers=workers,
-                   slices={DETAILS_AGREE: row_details_agree})  # fmt: skip
+                   slices=DEFAULT_SLICES)  # fmt: skip
     notes = (
         "Each row: the cache at its shipped operating point on that set (FHR, recall), its "
         "ROC-AUC from its own score, and the MiniLM cosine (fp32 ONNX, the queries only) on "

@@ -153,7 +153,7 @@ def summary(e: Any, reference: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..external import DETAILS_AGREE, grade, row_details_agree
+    from ..external import DEFAULT_SLICES, grade
     from ..harness import CacheCallError, CacheLoadError, cache_name_of
     from ..jsonio import dumps_pretty, write_bytes_atomic
     from ..report import utc_now
@@ -177,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
             reference_name=cache_name_of(reference) if reference is not None else "reference",
             on_error=args.on_error,
             progress=lambda msg: print(f"{prog}: {msg}", file=sys.stderr),
-            slices={DETAILS_AGREE: row_details_agree},
+            slices=DEFAULT_SLICES,
         )
         report = type(report)(report.reference, report.entries, report.sets, utc_now())
         write_bytes_atomic(args.out, report.to_markdown().encode("utf-8"))
