@@ -20,6 +20,13 @@ together; see :mod:`cacheeval.metrics.ranking`):
 
     recall_at_fhr(y, s, f) = max { TP(t) / P : FP(t) / N <= f },  t over the distinct scores
 
+How sure each gap is: with ``resamples`` > 0, :func:`grade` adds to every
+cache's entry the percentile interval of both gaps and the share of resamples
+in which the cache keeps the reference, from a paired bootstrap stratified by
+class (:mod:`cacheeval.metrics.paired`). On a set with few MISS rows one false
+hit moves the cache's FHR and, with it, the reference's recall at that FHR: the
+interval says whether "keeps it" is a property of the cache or of the sample.
+
 Subsets (``slices`` of :func:`grade`) repeat every figure on the rows a
 predicate keeps, from the same decisions. :func:`details_agree` is the one the
 reference run uses: pairs whose numbers and names agree, where a paraphrase
@@ -41,6 +48,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .blockrun import CacheSpec
+from .metrics.paired import GapInterval, paired_gap_interval
 from .metrics.ranking import threshold_free
 from .pair_formats import PairFile
 from .report import Report
@@ -88,6 +96,11 @@ class Entry:
     ref_roc_auc: float | None
     is_reference: bool = False
     subset: str = ""  # the slice of the set's rows ("" = all of them)
+    #: Bootstrap percentile intervals of the gaps and the share of resamples in
+    #: which the cache keeps the reference (None: not resampled).
+    recall_gap_ci: tuple[float, float] | None = None
+    auc_gap_ci: tuple[float, float] | None = None
+    keeps_share: float | None = None
 
     @property
     def recall_gap(self) -> float | None:
@@ -235,12 +248,18 @@ class ExternalReport:
     sets: tuple[dict[str, Any], ...] = ()
     created: str = ""
     notes: tuple[str, ...] = ()
+    resamples: int = 0  # bootstrap resamples behind the entries' intervals (0: none)
+    bootstrap_seed: int = 0
+    confidence: float = 0.95
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "reference": self.reference,
             "auc_tolerance": AUC_TOLERANCE,
             "created": self.created,
+            "resamples": self.resamples,
+            "bootstrap_seed": self.bootstrap_seed,
+            "confidence": self.confidence,
             "sets": [dict(s) for s in self.sets],
             "entries": [e.to_dict() for e in self.entries],
             "notes": list(self.notes),
@@ -251,6 +270,8 @@ class ExternalReport:
         if self.created:
             lines += [f"Generated {self.created}.", ""]
         lines += markdown_table(self.entries, self.reference)
+        if self.resamples:
+            lines += ["", interval_note(self.resamples, self.bootstrap_seed, self.confidence)]
         if self.sets:
             lines += ["", "Sets:", ""] + [f"- {_set_line(s)}" for s in self.sets]
         if self.notes:
@@ -267,6 +288,22 @@ def _set_line(s: Mapping[str, Any]) -> str:
     if s.get("dropped"):
         notes.append(f"{s['dropped']} dropped between the STS cut-offs")
     return f"`{s['name']}`: {s['pairs']} pairs, {s['positives']} HIT ({', '.join(notes)})"
+
+
+def interval_note(resamples: int, seed: int, confidence: float) -> str:
+    """The sentence under a table whose gaps carry intervals."""
+    return (
+        f"Gap intervals: {confidence:.0%} percentile intervals of a paired bootstrap over "
+        f"the set's pairs, stratified by label ({resamples} resamples, seed {seed}); "
+        "'in resamples': the share of resamples in which the cache keeps the reference."
+    )
+
+
+def _gap(x: float | None, ci: tuple[float, float] | None) -> str:
+    """``+0.153 [+0.080, +0.229]`` (the interval only when there is one)."""
+    if ci is None:
+        return _f(x, signed=True)
+    return f"{_f(x, signed=True)} [{ci[0]:+.3f}, {ci[1]:+.3f}]"
 
 
 def _f(x: float | None, signed: bool = False) -> str:
@@ -292,6 +329,9 @@ def markdown_table(entries: Sequence[Entry], reference: str) -> list[str]:
         "AUC gap",
         "keeps it",
     ]
+    resampled = any(e.keeps_share is not None for e in entries)
+    if resampled:
+        header.append("in resamples")
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for e in entries:
         keeps = e.keeps_reference
@@ -307,13 +347,18 @@ def markdown_table(entries: Sequence[Entry], reference: str) -> list[str]:
                     _f(e.roc_auc),
                     _f(e.ref_recall_at_fhr),
                     _f(e.ref_roc_auc),
-                    _f(e.recall_gap, signed=True),
-                    _f(e.auc_gap, signed=True),
+                    _gap(e.recall_gap, e.recall_gap_ci),
+                    _gap(e.auc_gap, e.auc_gap_ci),
                     "(reference)"
                     if e.is_reference
                     else "n/a"
                     if keeps is None
                     else ("yes" if keeps else "**no**"),
+                    *(
+                        []
+                        if not resampled
+                        else ["" if e.keeps_share is None else f"{e.keeps_share:.0%}"]
+                    ),
                 ]
             )
             + " |"
@@ -344,6 +389,8 @@ def grade(
     workers: int = 0,
     min_parallel_rows: int = 1000,
     slices: Mapping[str, Callable[[Row], bool]] | None = None,
+    resamples: int = 0,
+    seed: int = 0,
 ) -> ExternalReport:
     """Grade every cache on every set (through :func:`cacheeval.harness.evaluate`).
 
@@ -360,6 +407,10 @@ def grade(
     ``slices`` (name -> row predicate): each set's entries are repeated on the
     rows each predicate keeps (``Entry.subset``), scored from the same decisions
     (no cache runs twice); a slice with no row is left out.
+
+    ``resamples`` > 0 (with a reference): every cache's entry also carries the
+    bootstrap intervals of its gaps (:func:`gap_interval`, seeded by ``seed``;
+    every entry with the same seed, so the draws are the same for every cache).
     """
     from .harness import SealedRows, predict, require_labels
 
@@ -397,11 +448,17 @@ def grade(
             if kept:
                 subsets[slice_name] = kept
         for subset, sub_rows in subsets.items():
-            entries += _entries_on(s.name, subset, sub_rows, runs, reference is not None)
+            if resamples and reference is not None and progress:
+                where = f"{s.name}: {subset}" if subset else s.name
+                progress(f"{where}: gap intervals, {resamples} resamples per cache")
+            entries += _entries_on(s.name, subset, sub_rows, runs, reference is not None,
+                                   resamples=resamples, seed=seed)  # fmt: skip
     return ExternalReport(
         reference=reference_name,
         entries=tuple(entries),
         sets=tuple(dict(s.info, name=s.name) for s in sets),
+        resamples=resamples if reference is not None else 0,
+        bootstrap_seed=seed,
     )
 
 
@@ -411,9 +468,13 @@ def _entries_on(
     rows: list[Row],
     runs: Sequence[tuple[str, list[Any]]],
     has_reference: bool,
+    *,
+    resamples: int = 0,
+    seed: int = 0,
 ) -> list[Entry]:
     """The entries of every run on ``rows`` (a set or a slice of it): the caches in
-    order, then the reference (``runs[0]`` when ``has_reference``)."""
+    order, then the reference (``runs[0]`` when ``has_reference``); with
+    ``resamples``, the caches' gap intervals (:func:`gap_interval`)."""
     from .harness import score as score_predictions
 
     ids = {r.id for r in rows}
@@ -428,7 +489,39 @@ def _entries_on(
     ]
     if has_reference:
         out = out[1:] + [dataclasses.replace(out[0], is_reference=True)]
+        if resamples:
+            assert ref_scores is not None
+            out[:-1] = [
+                with_interval(e, gap_interval(rows, preds, ref_scores, resamples, seed))
+                for e, (_, preds, _) in zip(out[:-1], scored[1:], strict=True)
+            ]
     return out
+
+
+def gap_interval(
+    rows: Sequence[Row],
+    predictions: Sequence[Any],
+    ref_scores: Sequence[float | None],
+    resamples: int,
+    seed: int = 0,
+) -> GapInterval:
+    """The bootstrap interval (:func:`cacheeval.metrics.paired.paired_gap_interval`)
+    of a run's gaps to the reference on ``rows``: an error or a missing prediction
+    is a MISS without a score, as in the run's report."""
+    by_id: Mapping[str, Any] = {p.id: p for p in predictions}
+    hits = [bool(p is not None and p.error is None and p.is_hit)
+            for p in (by_id.get(r.id) for r in rows)]  # fmt: skip
+    return paired_gap_interval(
+        labels(rows), hits, scores_by_row(predictions, rows), ref_scores,
+        n_resamples=resamples, seed=seed, auc_tolerance=AUC_TOLERANCE,
+    )  # fmt: skip
+
+
+def with_interval(e: Entry, gi: GapInterval) -> Entry:
+    """``e`` carrying the interval's bounds and keep share."""
+    return dataclasses.replace(
+        e, recall_gap_ci=gi.recall_gap, auc_gap_ci=gi.auc_gap, keeps_share=gi.keeps_share
+    )
 
 
 def from_pair_file(pf: PairFile) -> LabelledSet:

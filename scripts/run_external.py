@@ -21,6 +21,7 @@ directory is given (the main job runs this only when it exists).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from collections.abc import Sequence
@@ -37,6 +38,7 @@ from cacheeval.external import (
     grade,
 )
 from cacheeval.jsonio import dumps_pretty, write_bytes_atomic
+from cacheeval.metrics.paired import DEFAULT_RESAMPLES
 from cacheeval.pair_formats import read_pair_file
 from cacheeval.report import utc_now
 
@@ -106,6 +108,7 @@ def run_external(
     bench: Path | None = None,
     labels: Path | None = None,
     workers: int = 2,
+    resamples: int = DEFAULT_RESAMPLES,
 ) -> ExternalReport:
     """Grade ``caches`` on every pair file of ``directory`` (and CacheEval's test
     split when ``bench`` and ``labels`` are given) against the MiniLM cosine;
@@ -120,8 +123,8 @@ def run_external(
             sets.append(test)
     reference = MiniLMCosine()
     report = grade(caches, sets, reference=reference, reference_name=reference.name,
-                   progress=_log, workers=workers,
-                   slices=DEFAULT_SLICES)  # fmt: skip
+                   progress=_log, workers=workers, slices=DEFAULT_SLICES,
+                   resamples=resamples)  # fmt: skip
     notes = (
         "Each row: the cache at its shipped operating point on that set (FHR, recall), its "
         "ROC-AUC from its own score, and the MiniLM cosine (fp32 ONNX, the queries only) on "
@@ -137,7 +140,7 @@ def run_external(
         "judgement should agree, so a cache below the cosine on this slice ranks worse, "
         "not just more strictly.",
     )
-    return ExternalReport(report.reference, report.entries, report.sets, utc_now(), notes)
+    return dataclasses.replace(report, created=utc_now(), notes=notes)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -152,6 +155,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=2,
         help="worker processes per cache on sets of 1,000+ pairs (default 2; 0: this process)",
     )
+    parser.add_argument(
+        "--resamples",
+        type=non_negative_int,
+        default=DEFAULT_RESAMPLES,
+        help=f"bootstrap resamples behind the gap intervals (default {DEFAULT_RESAMPLES}; 0: none)",
+    )
     args = parser.parse_args(argv)
     directory = args.pairs or (Path(os.environ[ENV]) if os.environ.get(ENV) else None)
     if directory is None:
@@ -161,8 +170,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         _log(f"error: {directory} is not a directory")
         return 2
     report = run_external(
-        directory, reference_caches(), bench=args.bench, labels=args.labels, workers=args.workers
-    )
+        directory, reference_caches(), bench=args.bench, labels=args.labels,
+        workers=args.workers, resamples=args.resamples,
+    )  # fmt: skip
     write_external(report, args.out)
     return 0
 
@@ -173,7 +183,8 @@ def write_external(report: ExternalReport, out_md: Path) -> None:
     write_bytes_atomic(out_md.with_suffix(".json"), dumps_pretty(report.to_dict()).encode())
     for e in report.entries:
         _log(f"{e.set:16s} {e.cache:22s} FHR {e.fhr} recall {e.recall} AUC {e.roc_auc} "
-             f"| cosine recall@FHR {e.ref_recall_at_fhr} AUC {e.ref_roc_auc}")  # fmt: skip
+             f"| cosine recall@FHR {e.ref_recall_at_fhr} AUC {e.ref_roc_auc} "
+             f"| gap CIs {e.recall_gap_ci} {e.auc_gap_ci} keeps {e.keeps_share}")  # fmt: skip
     _log(f"wrote {out_md} and {out_md.with_suffix('.json')}")
 
 

@@ -219,10 +219,15 @@ def external_section(ext: dict[str, Any] | None) -> list[str]:
     the MiniLM cosine's recall at the same FHR (empty without pair files)."""
     if not ext:
         return []
-    from cacheeval.external import Entry, markdown_table
+    from cacheeval.external import Entry, interval_note, markdown_table
 
     fields = set(Entry.__dataclass_fields__)
-    entries = [Entry(**{k: v for k, v in e.items() if k in fields}) for e in ext["entries"]]
+    entries: list[Entry] = []
+    for e in ext["entries"]:
+        # the JSON's lists are the intervals' (low, high) tuples
+        kept: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v
+                                for k, v in e.items() if k in fields}  # fmt: skip
+        entries.append(Entry(**kept))
     lines = [
         "## Real, human-labelled pairs (external validity)",
         "",
@@ -235,6 +240,8 @@ def external_section(ext: dict[str, Any] | None) -> list[str]:
         "",
     ]
     lines += markdown_table(entries, ext["reference"])
+    if ext.get("resamples"):
+        lines += ["", interval_note(ext["resamples"], ext["bootstrap_seed"], ext["confidence"])]
     return lines + [""]
 
 

@@ -235,6 +235,39 @@ def test_grade_slices_repeat_every_figure_on_the_kept_rows(tmp_path: Path) -> No
     assert "| d.csv: agree | 3 (2) | exact |" in report.to_markdown()
 
 
+def test_grade_resamples_give_each_cache_its_gap_intervals(tmp_path: Path) -> None:
+    pf = read_pair_file(write(tmp_path, "d.csv", DETAILS))
+    sets = [LabelledSet("d.csv", pf.rows, {"format": "csv", "pairs": 5, "positives": 3})]
+    report = grade({"exact": ExactMatch(), "overlap": Overlap()}, sets, reference=Overlap(),
+                   reference_name="jaccard", resamples=200, seed=4)  # fmt: skip
+    exact, overlap, ref = report.entries
+    # the reference deciding at its own threshold (0.5) serves a prefix of its own
+    # ranking, so its best recall at that FHR is never lower: the gap is at most 0;
+    # 0 at the point (served: the 1.0 and 0.6 HITs and the 0.5 MISS), negative in a
+    # resample that draws the 0.5 MISS twice and the 3/7 MISS not at all (the best
+    # recall then reaches the 2/9 HIT)
+    assert overlap.recall_gap == 0.0 and overlap.auc_gap_ci == (0.0, 0.0)
+    assert overlap.recall_gap_ci is not None and overlap.recall_gap_ci[1] == 0.0
+    assert overlap.recall_gap_ci[0] < 0.0
+    # exact match (the verbatim HIT only, FHR 0) against Jaccard, which ranks the
+    # verbatim HIT (1.0) and the acres HIT (0.6) above both MISS rows: recall 1/3
+    # against 2/3. Never better in a resample (exact's served set is Jaccard's top
+    # row); as good when the draw of 3 HIT rows misses the acres pair (and Jaccard's
+    # budget stops short of the 2/9 HIT), about a third of the time on 5 rows: the
+    # interval says a 3-HIT set cannot tell these two apart
+    assert exact.recall_gap == pytest.approx(-1 / 3)
+    assert exact.recall_gap_ci is not None and exact.recall_gap_ci[1] == 0.0
+    assert exact.recall_gap_ci[0] <= exact.recall_gap
+    assert exact.keeps_share is not None and 0.2 < exact.keeps_share < 0.5
+    assert ref.recall_gap_ci is None and ref.keeps_share is None
+    assert report.to_dict()["resamples"] == 200 and report.to_dict()["bootstrap_seed"] == 4
+    md = report.to_markdown()
+    assert "200 resamples, seed 4" in md and "| -0.333 [" in md
+    # without resamples nothing is added
+    plain = grade({"exact": ExactMatch()}, sets, reference=Overlap(), reference_name="jaccard")
+    assert plain.entries[0].recall_gap_ci is None and "in resamples" not in plain.to_markdown()
+
+
 REF_MODULE = """
 from cacheeval.schema import Verdict
 
@@ -268,6 +301,13 @@ def test_command_writes_figures_only(tmp_path: Path) -> None:
     assert data["entries"][2]["n"] == data["entries"][0]["n"] == 2
     assert data["sets"][0] == {"name": "pairs.tsv", "format": "paws", "pairs": 2,
                                "positives": 1, "read": 2, "dropped": 0}  # fmt: skip
+    # every cache's gaps carry a bootstrap interval (1,000 resamples by default),
+    # the reference's own rows none
+    assert data["resamples"] == 1000
+    for e in data["entries"]:
+        has = e["recall_gap_ci"] is not None
+        assert has is (e["cache"] == "exact_match" and e["auc_gap_ci"] is not None)
+    assert "in resamples" in out.read_text()
     text = out.read_text() + js.read_text()
     for sentence in ("cat sat", "Lyon", "Paris"):
         assert sentence not in text  # numbers, never the pairs

@@ -10,8 +10,10 @@ cosine's recall at the cache's own FHR and ROC-AUC on every set.
 
 Every set is also reported on its pairs whose numbers and names agree
 (:func:`cacheeval.external.details_agree`), where a paraphrase label and a cache
-label should coincide. See :mod:`cacheeval.pair_formats` for the layouts and
-:mod:`cacheeval.external` for the figures. Exit codes: 0 written; 1 the cache
+label should coincide. Every gap carries a 95% interval from a paired bootstrap
+over the set's pairs (``--resamples``, 0 for none). See
+:mod:`cacheeval.pair_formats` for the layouts and :mod:`cacheeval.external` for
+the figures. Exit codes: 0 written; 1 the cache
 failed under ``--on-error raise``; 2 bad input (``file:LINE: what is wrong``) or
 usage.
 """
@@ -19,6 +21,7 @@ usage.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -33,8 +36,10 @@ DEFAULT_REFERENCE = "adapters.cosine_baseline:MiniLMCosine"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..metrics.paired import DEFAULT_RESAMPLES
     from ..pair_formats import FORMATS, PairFileSpec
     from ..schema import DOMAINS, SPLITS
+    from ._running import non_negative_int
     from .eval import add_cache_arguments
 
     d = PairFileSpec()
@@ -70,6 +75,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"reference cache giving the score to compare with (default {DEFAULT_REFERENCE})",
     )
     parser.add_argument("--no-reference", action="store_true", help="grade without a reference")
+    parser.add_argument(
+        "--resamples",
+        type=non_negative_int,
+        default=DEFAULT_RESAMPLES,
+        help=f"bootstrap resamples behind the gap intervals (default {DEFAULT_RESAMPLES}; 0: none)",
+    )
+    parser.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the resamples")
     b = parser.add_argument_group("the CacheEval result beside them (optional)")
     b.add_argument("--bench", type=Path, help="benchmark JSONL to grade the cache on as well")
     b.add_argument("--labels", type=Path, help="private labels file (for the test split)")
@@ -144,11 +156,14 @@ def summary(e: Any, reference: str) -> str:
     def g(x: float | None) -> str:
         return "n/a" if x is None else f"{x:+.3f}"
 
+    def ci(bounds: tuple[float, float] | None) -> str:
+        return "" if bounds is None else f" [{bounds[0]:+.3f}, {bounds[1]:+.3f}]"
+
     where = f"{e.set}: {e.subset}" if e.subset else e.set
     return (
         f"{where}: FHR {f(e.fhr)} recall {f(e.recall)} ROC-AUC {f(e.roc_auc)} | {reference}: "
         f"recall at the same FHR {f(e.ref_recall_at_fhr)}, ROC-AUC {f(e.ref_roc_auc)} | "
-        f"gaps: recall {g(e.recall_gap)}, AUC {g(e.auc_gap)}"
+        f"gaps: recall {g(e.recall_gap)}{ci(e.recall_gap_ci)}, AUC {g(e.auc_gap)}{ci(e.auc_gap_ci)}"
     )
 
 
@@ -178,8 +193,10 @@ def run(args: argparse.Namespace) -> int:
             on_error=args.on_error,
             progress=lambda msg: print(f"{prog}: {msg}", file=sys.stderr),
             slices=DEFAULT_SLICES,
+            resamples=args.resamples,
+            seed=args.bootstrap_seed,
         )
-        report = type(report)(report.reference, report.entries, report.sets, utc_now())
+        report = dataclasses.replace(report, created=utc_now())
         write_bytes_atomic(args.out, report.to_markdown().encode("utf-8"))
         if args.json is not None:
             write_bytes_atomic(args.json, dumps_pretty(report.to_dict()).encode("utf-8"))
