@@ -10,6 +10,9 @@ train on the train split, certify the threshold on dev, score the test split,
 of the directory scored at the certified operating point beside the MiniLM
 cosine (its recall at the same FHR, its ROC-AUC). A group earns its place when
 leaving it out costs CacheEval recall or external value; the table says which.
+Each change on a pair file carries a 95% interval from a paired bootstrap over
+that file's pairs (``--resamples``; the same draws for the ablated and the full
+model), so a change one false hit makes can be told from a real one.
 
 Writes ``reports/VERIFIED_ABLATION.md`` and ``.json`` (figures only).
 """
@@ -36,8 +39,10 @@ from adapters.verified_cache.training import (
     score_cases,
     summarize,
 )
+from cacheeval.commands._running import non_negative_int
 from cacheeval.external import recall_at_fhr
 from cacheeval.jsonio import dumps_pretty, write_bytes_atomic
+from cacheeval.metrics.paired import DEFAULT_RESAMPLES, paired_difference_interval
 from cacheeval.metrics.ranking import threshold_free
 from scripts.run_external import ENV, pair_sets
 from scripts.train_verified_cache import load_labelled
@@ -102,12 +107,30 @@ def external_figures(scored: Sequence[Scored], cosines: Sequence[float]) -> dict
             "cos_recall_at_fhr": cos_recall, "cos_roc_auc": cos_auc}  # fmt: skip
 
 
+def change_interval(
+    scored: Sequence[Scored], base: Sequence[Scored], cosines: Sequence[float], resamples: int
+) -> dict[str, list[float] | None]:
+    """95% paired-bootstrap intervals of the change in the recall gap and the AUC
+    gap (``scored``'s minus ``base``'s), both scored on the same pairs."""
+    y = [x.case.y for x in scored]
+    r, a = paired_difference_interval(
+        y, ([x.hit for x in scored], [x.score for x in scored]),
+        ([x.hit for x in base], [x.score for x in base]), list(cosines),
+        n_resamples=resamples,
+    )  # fmt: skip
+    return {"d_recall_gap_ci": list(r) if r else None, "d_auc_gap_ci": list(a) if a else None}
+
+
 def run_config(
     name: str,
     bench: list[PairCase],
     ext: dict[str, tuple[list[PairCase], list[float]]],
     drop: Sequence[str],
-) -> dict[str, Any]:
+    base: dict[str, list[Scored]] | None = None,
+    resamples: int = DEFAULT_RESAMPLES,
+) -> tuple[dict[str, Any], dict[str, list[Scored]]]:
+    """One configuration's figures (and its scored pair files); with ``base`` (the
+    full model's scored pair files), the intervals of its changes against it."""
     cases = without(bench, drop)
     shipped = fit_shipped(cases)
     test = summarize([s for s in shipped.scored if s.case.split == "test"])
@@ -121,10 +144,14 @@ def run_config(
         "external": {},
     }  # fmt: skip
     v = shipped.verifier
+    scored_sets: dict[str, list[Scored]] = {}
     for set_name, (ecases, cosines) in ext.items():
         scored = score_cases(without(ecases, drop), v, v.gate_threshold, v.operating_point)
+        scored_sets[set_name] = scored
         row["external"][set_name] = external_figures(scored, cosines)
-    return row
+        if base is not None and resamples:
+            row["external"][set_name] |= change_interval(scored, base[set_name], cosines, resamples)
+    return row, scored_sets
 
 
 def _f(x: float | None, signed: bool = False) -> str:
@@ -133,11 +160,22 @@ def _f(x: float | None, signed: bool = False) -> str:
     return f"{x:+.3f}" if signed else f"{x:.3f}"
 
 
+def _d(x: float | None, ci: Sequence[float] | None) -> str:
+    """A change with its interval: ``-0.010 [-0.021, +0.000]``."""
+    return _f(x, True) if not ci else f"{_f(x, True)} [{ci[0]:+.3f}, {ci[1]:+.3f}]"
+
+
+def _gap(e: dict[str, Any]) -> float | None:
+    if e["cos_recall_at_fhr"] is None or e["recall"] is None:
+        return None
+    return float(e["recall"] - e["cos_recall_at_fhr"])
+
+
 def markdown(rows: Sequence[dict[str, Any]], sets: Sequence[str], created: str) -> str:
     base = rows[0]
     header = ["left out", "test FHR", "test recall", "OOF recall", "d OOF recall"]
     for s in sets:
-        header += [f"{s}: recall - cosine's", f"{s}: AUC - cosine's", f"{s}: d AUC"]
+        header += [f"{s}: recall - cosine's", f"{s}: d", f"{s}: AUC - cosine's", f"{s}: d AUC"]
     lines = [
         "# Verified cache: feature ablation",
         "",
@@ -146,7 +184,9 @@ def markdown(rows: Sequence[dict[str, Any]], sets: Sequence[str], created: str) 
         "feature group held constant. External files are validation only. 'recall - "
         "cosine's': the cache's recall at its operating point minus the MiniLM cosine's "
         "recall at the same FHR; 'AUC - cosine's': ROC-AUC gap; d: change against all "
-        "features.",
+        "features, on a pair file with the 95% interval of a paired bootstrap over its "
+        "pairs (stratified by label, the same resamples for both models; an interval "
+        "spanning 0 is a change the sample cannot tell from noise).",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "---|" * len(header),
@@ -157,11 +197,11 @@ def markdown(rows: Sequence[dict[str, Any]], sets: Sequence[str], created: str) 
                  _f(r["oof"]["recall"] - base["oof"]["recall"], True)]  # fmt: skip
         for s in sets:
             e, b = r["external"][s], base["external"][s]
-            gap = (
-                e["recall"] - e["cos_recall_at_fhr"] if e["cos_recall_at_fhr"] is not None else None
-            )
-            cells += [_f(gap, True), _f(e["roc_auc"] - e["cos_roc_auc"], True),
-                      _f(e["roc_auc"] - b["roc_auc"], True)]  # fmt: skip
+            gap, base_gap = _gap(e), _gap(b)
+            d_gap = gap - base_gap if gap is not None and base_gap is not None else None
+            cells += [_f(gap, True), _d(d_gap, e.get("d_recall_gap_ci")),
+                      _f(e["roc_auc"] - e["cos_roc_auc"], True),
+                      _d(e["roc_auc"] - b["roc_auc"], e.get("d_auc_gap_ci"))]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -172,6 +212,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--bench", type=Path, default=REPO / "cachebench.jsonl")
     parser.add_argument("--labels", type=Path, default=REPO / "private" / "test_labels.jsonl")
     parser.add_argument("--out", type=Path, default=REPO / "reports" / "VERIFIED_ABLATION.md")
+    parser.add_argument(
+        "--resamples",
+        type=non_negative_int,
+        default=DEFAULT_RESAMPLES,
+        help=f"bootstrap resamples behind the changes' intervals (default {DEFAULT_RESAMPLES})",
+    )
     args = parser.parse_args(argv)
     directory = args.pairs or (Path(os.environ[ENV]) if os.environ.get(ENV) else None)
     if directory is None or not directory.is_dir():
@@ -191,16 +237,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         ext[s.name] = (build_cases(rows, resources), [cosine.cosine(r.pair) for r in rows])
     cosine.close()
     _log(f"features in {time.perf_counter() - t0:.0f} s")
-    results = [run_config("(none: all features)", bench, ext, ())]
+    full, base = run_config("(none: all features)", bench, ext, ())
+    results = [full]
     for name, names in GROUPS.items():
-        results.append(run_config(name, bench, ext, names))
-        _log(f"  {name}: OOF recall {results[-1]['oof']['recall']:.3f}")
+        row, _ = run_config(name, bench, ext, names, base, args.resamples)
+        results.append(row)
+        _log(f"  {name}: OOF recall {row['oof']['recall']:.3f}")
     created = utc_now()
     md = markdown(results, list(ext), created)
     write_bytes_atomic(args.out, md.encode("utf-8"))
     write_bytes_atomic(
         args.out.with_suffix(".json"),
-        dumps_pretty({"created": created, "groups": GROUPS, "results": results}).encode(),
+        dumps_pretty(
+            {"created": created, "groups": GROUPS, "resamples": args.resamples, "results": results}
+        ).encode(),  # fmt: skip
     )
     _log(f"wrote {args.out}")
     return 0

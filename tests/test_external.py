@@ -374,3 +374,30 @@ def test_grade_runs_cache_specs_on_workers_with_the_same_figures(tmp_path: Path)
     assert here.entries == there.entries
     overlap = here.entries[0]
     assert overlap.cache == "overlap" and overlap.n == len(pf.rows) and overlap.errors == 0
+
+
+def test_ablation_table_gives_each_change_its_interval() -> None:
+    """scripts.ablate_verified_cache: the d columns show the change against the full
+    model with its paired-bootstrap interval (from the figures; no training here)."""
+    from scripts.ablate_verified_cache import markdown as ablation_markdown
+
+    def row(name: str, recall: float, auc: float, ci: list[float] | None) -> dict[str, object]:
+        ext = {"fhr": 0.05, "recall": recall, "roc_auc": auc, "cos_recall_at_fhr": 0.30,
+               "cos_roc_auc": 0.75}  # fmt: skip
+        if ci is not None:
+            ext |= {"d_recall_gap_ci": ci, "d_auc_gap_ci": [-0.01, 0.002]}
+        return {"config": name, "test": {"fhr": 0.03, "recall": 0.8},
+                "oof": {"recall": 0.81}, "external": {"m.csv": ext}}  # fmt: skip
+
+    md = ablation_markdown(
+        [
+            row("(none: all features)", 0.28, 0.74, None),
+            row("numbers", 0.29, 0.745, [-0.004, 0.03]),
+        ],
+        ["m.csv"],
+        "2026-11-27T00:00:00Z",
+    )
+    full, numbers = md.splitlines()[-2:]
+    # gap -0.020 for the full model, -0.010 without numbers: d +0.010 with its interval
+    assert "| -0.010 | +0.010 [-0.004, +0.030] | -0.005 | +0.005 [-0.010, +0.002] |" in numbers
+    assert "| -0.020 | +0.000 | -0.010 | +0.000 |" in full

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from cacheeval.external import recall_at_fhr
 from cacheeval.metrics.paired import (
     _groups,
+    paired_difference_interval,
     paired_gap_interval,
     percentile,
     weighted_auc,
@@ -131,3 +132,23 @@ def test_one_class_only_gives_no_interval() -> None:
     gi = paired_gap_interval([1, 1], [True, False], [0.9, 0.1], [0.5, 0.4], n_resamples=20)
     assert gi.auc_gap is None and gi.keeps_share is None
     assert gi.recall_gap is not None  # recall is defined; with no MISS row FHR budget is 0
+
+
+def test_difference_of_two_caches_against_the_same_reference() -> None:
+    y, cache, ref = _sample(300, 11)
+    base_hits = [s >= 1.2 for s in cache]
+    # the second cache serves everything the first does plus every HIT row between
+    # 1.0 and 1.2: the same false hits, more recall in every resample
+    more = [h or (t == 1 and s >= 1.0) for h, t, s in zip(base_hits, y, cache, strict=True)]
+    recall_d, auc_d = paired_difference_interval(
+        y, (more, cache), (base_hits, cache), ref, n_resamples=200, seed=1
+    )
+    assert recall_d is not None and recall_d[0] > 0.0
+    assert auc_d == (0.0, 0.0)  # same scores, same ranking
+    # swapping the two flips the interval
+    back, _ = paired_difference_interval(
+        y, (base_hits, cache), (more, cache), ref, n_resamples=200, seed=1
+    )
+    assert back == pytest.approx((-recall_d[1], -recall_d[0]))
+    with pytest.raises(ValueError, match="align"):
+        paired_difference_interval(y, (more[:-1], cache), (base_hits, cache), ref)

@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-__all__ = ["GapInterval", "paired_gap_interval", "percentile", "weighted_auc",
-           "weighted_recall_at_fp"]  # fmt: skip
+__all__ = ["GapInterval", "paired_difference_interval", "paired_gap_interval", "percentile",
+           "weighted_auc", "weighted_recall_at_fp"]  # fmt: skip
 
 #: Resamples per comparison unless the caller says otherwise.
 DEFAULT_RESAMPLES = 1000
@@ -168,46 +168,116 @@ def paired_gap_interval(
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     y = [1 if v else 0 for v in y_true]
-    pos = [i for i in range(n) if y[i]]
-    neg = [i for i in range(n) if not y[i]]
-    n_pos, n_neg = len(pos), len(neg)
-    cache_groups, cache_unscored = _groups(scores)
-    ref_groups, ref_unscored = _groups(ref_scores)
-    rng = random.Random(seed)
+    cache = _Ranked(y, is_hit, scores)
+    ref = _Ranked(y, [False] * n, ref_scores)
     recall_gaps: list[float] = []
     auc_gaps: list[float] = []
     keeps = 0
-    for _ in range(n_resamples):
-        w = [0] * n
-        for i in rng.choices(pos, k=n_pos) if n_pos else ():
-            w[i] += 1
-        for i in rng.choices(neg, k=n_neg) if n_neg else ():
-            w[i] += 1
-        r_gap = a_gap = None
-        if n_pos:
-            tp = sum(w[i] for i in pos if is_hit[i])
-            fp = sum(w[i] for i in neg if is_hit[i])
-            r_gap = (tp - weighted_recall_at_fp(ref_groups, y, w, fp)) / n_pos
+    for w in _stratified_weights(y, n_resamples, seed):
+        r_gap, a_gap = cache.gaps(ref, w)
+        if r_gap is not None:
             recall_gaps.append(r_gap)
-        auc = weighted_auc(cache_groups, cache_unscored, y, w, n_pos, n_neg)
-        ref_auc = weighted_auc(ref_groups, ref_unscored, y, w, n_pos, n_neg)
-        if auc is not None and ref_auc is not None:
-            a_gap = auc - ref_auc
+        if a_gap is not None:
             auc_gaps.append(a_gap)
         if r_gap is not None and a_gap is not None:
             keeps += r_gap >= -1e-12 and a_gap >= -auc_tolerance - 1e-12
-    tail = (1.0 - confidence) / 2.0
-
-    def bounds(values: list[float]) -> tuple[float, float] | None:
-        if not values:
-            return None
-        return percentile(values, tail), percentile(values, 1.0 - tail)
-
     return GapInterval(
-        recall_gap=bounds(recall_gaps),
-        auc_gap=bounds(auc_gaps),
+        recall_gap=_bounds(recall_gaps, confidence),
+        auc_gap=_bounds(auc_gaps, confidence),
         keeps_share=keeps / n_resamples if recall_gaps and auc_gaps else None,
         n_resamples=n_resamples,
         confidence=confidence,
         seed=seed,
     )
+
+
+def paired_difference_interval(
+    y_true: Sequence[int],
+    first: tuple[Sequence[bool], Sequence[float | None]],
+    second: tuple[Sequence[bool], Sequence[float | None]],
+    ref_scores: Sequence[float | None],
+    *,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+    """Percentile intervals of ``gap(first) - gap(second)`` for the recall gap and
+    the AUC gap: two caches (``(is_hit, scores)`` each) on the same rows against
+    the same reference, every resample drawn once for both. Paired, so what the
+    two share (the rows, the reference's curve) cancels: an ablation's change can
+    be told from the sample's noise.
+
+    >>> y = [1, 1, 0, 0]
+    >>> same = ([True, True, False, False], [0.9, 0.8, 0.2, 0.1])
+    >>> paired_difference_interval(y, same, same, [0.5, 0.6, 0.4, 0.3], n_resamples=20)
+    ((0.0, 0.0), (0.0, 0.0))
+    """
+    n = len(y_true)
+    for hits, scores in (first, second):
+        if not len(hits) == len(scores) == n or len(ref_scores) != n:
+            raise ValueError("y_true, both caches' decisions and scores and ref_scores must align")
+    if n_resamples < 1:
+        raise ValueError("n_resamples must be at least 1")
+    y = [1 if v else 0 for v in y_true]
+    a, b = _Ranked(y, *first), _Ranked(y, *second)
+    ref = _Ranked(y, [False] * n, ref_scores)
+    recall_d: list[float] = []
+    auc_d: list[float] = []
+    for w in _stratified_weights(y, n_resamples, seed):
+        (ra, aa), (rb, ab) = a.gaps(ref, w), b.gaps(ref, w)
+        if ra is not None and rb is not None:
+            recall_d.append(ra - rb)
+        if aa is not None and ab is not None:
+            auc_d.append(aa - ab)
+    return _bounds(recall_d, confidence), _bounds(auc_d, confidence)
+
+
+def _bounds(values: list[float], confidence: float) -> tuple[float, float] | None:
+    """The central ``confidence`` percentile interval of ``values`` (None if empty)."""
+    if not values:
+        return None
+    tail = (1.0 - confidence) / 2.0
+    return percentile(values, tail), percentile(values, 1.0 - tail)
+
+
+def _stratified_weights(y: Sequence[int], n_resamples: int, seed: int) -> Iterator[list[int]]:
+    """Row multiplicities of each resample: as many draws from the HIT rows as there
+    are HIT rows, and likewise for the MISS rows."""
+    rng = random.Random(seed)
+    pos = [i for i, v in enumerate(y) if v]
+    neg = [i for i, v in enumerate(y) if not v]
+    for _ in range(n_resamples):
+        w = [0] * len(y)
+        for group in (pos, neg):
+            for i in rng.choices(group, k=len(group)) if group else ():
+                w[i] += 1
+        yield w
+
+
+class _Ranked:
+    """One ranker's decisions and score groups on rows labelled ``y``."""
+
+    def __init__(
+        self, y: Sequence[int], is_hit: Sequence[bool], scores: Sequence[float | None]
+    ) -> None:
+        self.y = y
+        self.pos_hits = [i for i, v in enumerate(y) if v and is_hit[i]]
+        self.neg_hits = [i for i, v in enumerate(y) if not v and is_hit[i]]
+        self.n_pos = sum(y)
+        self.n_neg = len(y) - self.n_pos
+        self.groups, self.unscored = _groups(scores)
+
+    def auc(self, w: Sequence[int]) -> float | None:
+        return weighted_auc(self.groups, self.unscored, self.y, w, self.n_pos, self.n_neg)
+
+    def gaps(self, ref: _Ranked, w: Sequence[int]) -> tuple[float | None, float | None]:
+        """(recall gap, AUC gap) to ``ref`` under multiplicities ``w``."""
+        r_gap = a_gap = None
+        if self.n_pos:
+            tp = sum(w[i] for i in self.pos_hits)
+            fp = sum(w[i] for i in self.neg_hits)
+            r_gap = (tp - weighted_recall_at_fp(ref.groups, self.y, w, fp)) / self.n_pos
+        auc, ref_auc = self.auc(w), ref.auc(w)
+        if auc is not None and ref_auc is not None:
+            a_gap = auc - ref_auc
+        return r_gap, a_gap
