@@ -152,3 +152,5 @@ def test_difference_of_two_caches_against_the_same_reference() -> None:
     assert back == pytest.approx((-recall_d[1], -recall_d[0]))
     with pytest.raises(ValueError, match="align"):
         paired_difference_interval(y, (more[:-1], cache), (base_hits, cache), ref)
+    with pytest.raises(ValueError, match="confidence"):
+        paired_difference_interval(y, (more, cache), (base_hits, cache), ref, confidence=1.0)

@@ -163,10 +163,7 @@ def paired_gap_interval(
     n = len(y_true)
     if not len(is_hit) == len(scores) == len(ref_scores) == n:
         raise ValueError("y_true, is_hit, scores and ref_scores must align")
-    if n_resamples < 1:
-        raise ValueError("n_resamples must be at least 1")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    _check_resampling(n_resamples, confidence)
     y = [1 if v else 0 for v in y_true]
     cache = _Ranked(y, is_hit, scores)
     ref = _Ranked(y, [False] * n, ref_scores)
@@ -216,8 +213,7 @@ def paired_difference_interval(
     for hits, scores in (first, second):
         if not len(hits) == len(scores) == n or len(ref_scores) != n:
             raise ValueError("y_true, both caches' decisions and scores and ref_scores must align")
-    if n_resamples < 1:
-        raise ValueError("n_resamples must be at least 1")
+    _check_resampling(n_resamples, confidence)
     y = [1 if v else 0 for v in y_true]
     a, b = _Ranked(y, *first), _Ranked(y, *second)
     ref = _Ranked(y, [False] * n, ref_scores)
@@ -230,6 +226,13 @@ def paired_difference_interval(
         if aa is not None and ab is not None:
             auc_d.append(aa - ab)
     return _bounds(recall_d, confidence), _bounds(auc_d, confidence)
+
+
+def _check_resampling(n_resamples: int, confidence: float) -> None:
+    if n_resamples < 1:
+        raise ValueError("n_resamples must be at least 1")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
 
 
 def _bounds(values: list[float], confidence: float) -> tuple[float, float] | None:
