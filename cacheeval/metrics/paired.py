@@ -27,6 +27,12 @@ statistics); ``keeps_share`` is the share of resamples in which the recall gap
 is >= 0 and the AUC gap >= ``-auc_tolerance``. With every ``w_i = 1`` the
 figures are the point figures.
 
+The reference's figure is its *best* recall at the cache's false-hit count,
+its threshold chosen on the same resample, so it leans in the reference's
+favour, as the point figure does; the interval inherits that lean rather than
+correcting it (a cache that keeps the reference here keeps it against the
+reference's best threshold in hindsight).
+
 Standard library only; seeded ``random.Random(seed)``: same inputs, same interval.
 """
 
