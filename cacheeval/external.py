@@ -299,9 +299,13 @@ def interval_note(resamples: int, seed: int, confidence: float) -> str:
     )
 
 
-def _gap(x: float | None, ci: tuple[float, float] | None) -> str:
-    """``+0.153 [+0.080, +0.229]`` (the interval only when there is one)."""
-    if ci is None:
+def format_gap(x: float | None, ci: Sequence[float] | None) -> str:
+    """A signed gap with its interval when there is one.
+
+    >>> format_gap(0.153, (-0.11, 0.297)), format_gap(-0.04, None), format_gap(None, None)
+    ('+0.153 [-0.110, +0.297]', '-0.040', 'n/a')
+    """
+    if not ci:
         return _f(x, signed=True)
     return f"{_f(x, signed=True)} [{ci[0]:+.3f}, {ci[1]:+.3f}]"
 
@@ -347,8 +351,8 @@ def markdown_table(entries: Sequence[Entry], reference: str) -> list[str]:
                     _f(e.roc_auc),
                     _f(e.ref_recall_at_fhr),
                     _f(e.ref_roc_auc),
-                    _gap(e.recall_gap, e.recall_gap_ci),
-                    _gap(e.auc_gap, e.auc_gap_ci),
+                    format_gap(e.recall_gap, e.recall_gap_ci),
+                    format_gap(e.auc_gap, e.auc_gap_ci),
                     "(reference)"
                     if e.is_reference
                     else "n/a"

@@ -39,8 +39,8 @@ from adapters.verified_cache.training import (
     score_cases,
     summarize,
 )
-from cacheeval.commands._running import non_negative_int
-from cacheeval.external import recall_at_fhr
+from cacheeval.commands._running import add_resamples_argument
+from cacheeval.external import format_gap, recall_at_fhr
 from cacheeval.jsonio import dumps_pretty, write_bytes_atomic
 from cacheeval.metrics.paired import DEFAULT_RESAMPLES, paired_difference_interval
 from cacheeval.metrics.ranking import threshold_free
@@ -160,11 +160,6 @@ def _f(x: float | None, signed: bool = False) -> str:
     return f"{x:+.3f}" if signed else f"{x:.3f}"
 
 
-def _d(x: float | None, ci: Sequence[float] | None) -> str:
-    """A change with its interval: ``-0.010 [-0.021, +0.000]``."""
-    return _f(x, True) if not ci else f"{_f(x, True)} [{ci[0]:+.3f}, {ci[1]:+.3f}]"
-
-
 def _gap(e: dict[str, Any]) -> float | None:
     if e["cos_recall_at_fhr"] is None or e["recall"] is None:
         return None
@@ -199,9 +194,9 @@ def markdown(rows: Sequence[dict[str, Any]], sets: Sequence[str], created: str) 
             e, b = r["external"][s], base["external"][s]
             gap, base_gap = _gap(e), _gap(b)
             d_gap = gap - base_gap if gap is not None and base_gap is not None else None
-            cells += [_f(gap, True), _d(d_gap, e.get("d_recall_gap_ci")),
+            cells += [_f(gap, True), format_gap(d_gap, e.get("d_recall_gap_ci")),
                       _f(e["roc_auc"] - e["cos_roc_auc"], True),
-                      _d(e["roc_auc"] - b["roc_auc"], e.get("d_auc_gap_ci"))]  # fmt: skip
+                      format_gap(e["roc_auc"] - b["roc_auc"], e.get("d_auc_gap_ci"))]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -212,12 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--bench", type=Path, default=REPO / "cachebench.jsonl")
     parser.add_argument("--labels", type=Path, default=REPO / "private" / "test_labels.jsonl")
     parser.add_argument("--out", type=Path, default=REPO / "reports" / "VERIFIED_ABLATION.md")
-    parser.add_argument(
-        "--resamples",
-        type=non_negative_int,
-        default=DEFAULT_RESAMPLES,
-        help=f"bootstrap resamples behind the changes' intervals (default {DEFAULT_RESAMPLES})",
-    )
+    add_resamples_argument(parser, "the changes' intervals")
     args = parser.parse_args(argv)
     directory = args.pairs or (Path(os.environ[ENV]) if os.environ.get(ENV) else None)
     if directory is None or not directory.is_dir():

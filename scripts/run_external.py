@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cacheeval.commands._running import non_negative_int
+from cacheeval.commands._running import add_resamples_argument, non_negative_int
 from cacheeval.external import (
     DEFAULT_SLICES,
     DETAILS_AGREE,
@@ -155,12 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=2,
         help="worker processes per cache on sets of 1,000+ pairs (default 2; 0: this process)",
     )
-    parser.add_argument(
-        "--resamples",
-        type=non_negative_int,
-        default=DEFAULT_RESAMPLES,
-        help=f"bootstrap resamples behind the gap intervals (default {DEFAULT_RESAMPLES}; 0: none)",
-    )
+    add_resamples_argument(parser, "the gap intervals")
     args = parser.parse_args(argv)
     directory = args.pairs or (Path(os.environ[ENV]) if os.environ.get(ENV) else None)
     if directory is None:

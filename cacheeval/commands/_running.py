@@ -59,6 +59,18 @@ def positive_float(text: str) -> float:
     return value
 
 
+def add_resamples_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--resamples N``: bootstrap resamples behind ``what`` (0: none)."""
+    from ..metrics.paired import DEFAULT_RESAMPLES
+
+    parser.add_argument(
+        "--resamples",
+        type=non_negative_int,
+        default=DEFAULT_RESAMPLES,
+        help=f"bootstrap resamples behind {what} (default {DEFAULT_RESAMPLES}; 0: none)",
+    )
+
+
 def add_cache_arguments(parser: argparse.ArgumentParser, *, shared: bool = False) -> None:
     """--baseline | --cache-module [--cache-class] [--cache-arg ...], --cache-name;
     for a per-row cache also --on-error and --timeout-ms.

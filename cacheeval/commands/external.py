@@ -36,10 +36,9 @@ DEFAULT_REFERENCE = "adapters.cosine_baseline:MiniLMCosine"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..metrics.paired import DEFAULT_RESAMPLES
     from ..pair_formats import FORMATS, PairFileSpec
     from ..schema import DOMAINS, SPLITS
-    from ._running import non_negative_int
+    from ._running import add_resamples_argument
     from .eval import add_cache_arguments
 
     d = PairFileSpec()
@@ -75,12 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"reference cache giving the score to compare with (default {DEFAULT_REFERENCE})",
     )
     parser.add_argument("--no-reference", action="store_true", help="grade without a reference")
-    parser.add_argument(
-        "--resamples",
-        type=non_negative_int,
-        default=DEFAULT_RESAMPLES,
-        help=f"bootstrap resamples behind the gap intervals (default {DEFAULT_RESAMPLES}; 0: none)",
-    )
+    add_resamples_argument(parser, "the gap intervals")
     parser.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the resamples")
     b = parser.add_argument_group("the CacheEval result beside them (optional)")
     b.add_argument("--bench", type=Path, help="benchmark JSONL to grade the cache on as well")
@@ -149,21 +143,17 @@ def load_reference(spec: str) -> Any:
 
 def summary(e: Any, reference: str) -> str:
     """One line per set: the cache's operating point and its gaps to the reference."""
+    from ..external import format_gap
 
     def f(x: float | None) -> str:
         return "n/a" if x is None else f"{x:.3f}"
-
-    def g(x: float | None) -> str:
-        return "n/a" if x is None else f"{x:+.3f}"
-
-    def ci(bounds: tuple[float, float] | None) -> str:
-        return "" if bounds is None else f" [{bounds[0]:+.3f}, {bounds[1]:+.3f}]"
 
     where = f"{e.set}: {e.subset}" if e.subset else e.set
     return (
         f"{where}: FHR {f(e.fhr)} recall {f(e.recall)} ROC-AUC {f(e.roc_auc)} | {reference}: "
         f"recall at the same FHR {f(e.ref_recall_at_fhr)}, ROC-AUC {f(e.ref_roc_auc)} | "
-        f"gaps: recall {g(e.recall_gap)}{ci(e.recall_gap_ci)}, AUC {g(e.auc_gap)}{ci(e.auc_gap_ci)}"
+        f"gaps: recall {format_gap(e.recall_gap, e.recall_gap_ci)}, "
+        f"AUC {format_gap(e.auc_gap, e.auc_gap_ci)}"
     )
 
 

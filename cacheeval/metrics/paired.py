@@ -177,7 +177,7 @@ def paired_gap_interval(
     auc_gaps: list[float] = []
     keeps = 0
     for w in _stratified_weights(y, n_resamples, seed):
-        r_gap, a_gap = cache.gaps(ref, w)
+        r_gap, a_gap = cache.gaps(ref, w, ref.auc(w))
         if r_gap is not None:
             recall_gaps.append(r_gap)
         if a_gap is not None:
@@ -226,7 +226,8 @@ def paired_difference_interval(
     recall_d: list[float] = []
     auc_d: list[float] = []
     for w in _stratified_weights(y, n_resamples, seed):
-        (ra, aa), (rb, ab) = a.gaps(ref, w), b.gaps(ref, w)
+        ref_auc = ref.auc(w)
+        (ra, aa), (rb, ab) = a.gaps(ref, w, ref_auc), b.gaps(ref, w, ref_auc)
         if ra is not None and rb is not None:
             recall_d.append(ra - rb)
         if aa is not None and ab is not None:
@@ -279,14 +280,17 @@ class _Ranked:
     def auc(self, w: Sequence[int]) -> float | None:
         return weighted_auc(self.groups, self.unscored, self.y, w, self.n_pos, self.n_neg)
 
-    def gaps(self, ref: _Ranked, w: Sequence[int]) -> tuple[float | None, float | None]:
-        """(recall gap, AUC gap) to ``ref`` under multiplicities ``w``."""
+    def gaps(
+        self, ref: _Ranked, w: Sequence[int], ref_auc: float | None
+    ) -> tuple[float | None, float | None]:
+        """(recall gap, AUC gap) to ``ref`` under multiplicities ``w``, given its
+        ROC-AUC under them (computed once when two caches share a resample)."""
         r_gap = a_gap = None
         if self.n_pos:
             tp = sum(w[i] for i in self.pos_hits)
             fp = sum(w[i] for i in self.neg_hits)
             r_gap = (tp - weighted_recall_at_fp(ref.groups, self.y, w, fp)) / self.n_pos
-        auc, ref_auc = self.auc(w), ref.auc(w)
+        auc = self.auc(w)
         if auc is not None and ref_auc is not None:
             a_gap = auc - ref_auc
         return r_gap, a_gap
