@@ -711,6 +711,9 @@ def test_honorifics_company_suffixes_and_demonyms_are_no_entity_change() -> None
         ),
         ("What is the capital of France?", "What is the French capital?"),
         ("Shares of Infineon AG fell", "Infineon shares fell"),
+        # military and political titles, abbreviated as news copy writes them
+        ("Gen. Petraeus told reporters", "Petraeus told reporters"),
+        ("Sen. Kerry and Gov. Davis spoke", "Kerry and Davis spoke"),
     ]
     for a, b in same:
         f = run(entity_features, a, b)
@@ -719,6 +722,7 @@ def test_honorifics_company_suffixes_and_demonyms_are_no_entity_change() -> None
         ("What is the capital of Iran?", "What is the capital of Iraq?"),
         ("Who is the American president?", "Who is the Canadian president?"),
         ("What did Mr. Smith say?", "What did Mr. Jones say?"),
+        ("What did Gen. Smith say?", "What did Gen. Jones say?"),
     ]
     for a, b in changed:
         assert run(entity_features, a, b)["entity_both_changed"] == 1.0, (a, b)
