@@ -45,7 +45,7 @@ Every rule returns a :class:`PolicyVerdict` whose ``reason`` names what fired.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -152,7 +152,7 @@ def mutating_tools(request: Request) -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
-def mutation(request: Request) -> PolicyVerdict:
+def mutation(request: Request, side: Side | None = None) -> PolicyVerdict:
     """Never serve a request that asks an offered mutating tool to act."""
     query = normalise_text(request.query)
     for name in mutating_tools(request):
@@ -261,7 +261,7 @@ def asks(query: str) -> bool:
     return bool(words) and words[0] in _ASKING_START
 
 
-def time_sensitive(request: Request) -> PolicyVerdict:
+def time_sensitive(request: Request, side: Side | None = None) -> PolicyVerdict:
     """Never serve a request for live data: weather, markets, exchange rates, news,
     live events. A statement that reports such a figure (a past market close, a
     forecast someone made) asks for nothing live and is left to the other tiers."""
@@ -307,7 +307,7 @@ _GENERATE = _words(
 )
 
 
-def creative(request: Request) -> PolicyVerdict:
+def creative(request: Request, side: Side | None = None) -> PolicyVerdict:
     """Never serve a request for a new piece of creative writing."""
     q = normalise_text(request.query)
     m = _CREATIVE_FORMS.search(q)
@@ -331,7 +331,7 @@ _PROFILE = re.compile(
 )
 
 
-def personal_data(request: Request) -> PolicyVerdict:
+def personal_data(request: Request, side: Side | None = None) -> PolicyVerdict:
     """Never serve a request made under a signed-in user's profile: the answer
     draws on that user's own, changing records."""
     system = request.system_prompt or ""
@@ -344,16 +344,26 @@ def personal_data(request: Request) -> PolicyVerdict:
 
 # --- entry points -----------------------------------------------------------------------
 
-_REQUEST_RULES = (mutation, time_sensitive, declared, creative, personal_data)
+#: A rule about one request. Every rule takes the request's analysis
+#: (:func:`~.features.analyze`) when the caller already has it, so no rule analyses
+#: a request twice; a rule that reads it and gets None analyses the request itself.
+RequestRule = Callable[[Request, Side | None], PolicyVerdict]
+
+_REQUEST_RULES: tuple[RequestRule, ...] = (
+    mutation,
+    time_sensitive,
+    declared,
+    creative,
+    personal_data,
+)
 
 
 def request_policy(request: Request | str, side: Side | None = None) -> PolicyVerdict:
     """May this request be answered from (or stored in) a cache at all? ``side``:
-    the request already analysed, so the ``declared`` rule - the one rule that
-    reads the analysis - does not analyse it a second time."""
+    the request already analysed (see :data:`RequestRule`)."""
     req = Request.of(request)
     for rule in _REQUEST_RULES:
-        verdict = declared(req, side) if rule is declared else rule(req)
+        verdict = rule(req, side)
         if not verdict.allowed:
             return verdict
     return ALLOWED
