@@ -728,6 +728,17 @@ def test_honorifics_company_suffixes_and_demonyms_are_no_entity_change() -> None
         assert run(entity_features, a, b)["entity_both_changed"] == 1.0, (a, b)
 
 
+def test_a_title_ends_no_sentence_so_the_name_after_it_is_a_name() -> None:
+    # "Adm." and "Rev." are abbreviations like "Mr.": the capitalised word after
+    # them is a first name, not the first word of a new sentence
+    assert analyze("the chairman, retired Adm. Harold Gehman, said").entities == (
+        "adm",
+        "harold",
+        "gehman",
+    )
+    assert "gene" in analyze("the Rev. Gene Robinson was confirmed").entities
+
+
 def test_an_acronym_and_its_words_are_one_name() -> None:
     same = [
         ("Did the ECB raise rates?", "Did the European Central Bank raise rates?"),

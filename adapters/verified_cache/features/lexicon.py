@@ -423,12 +423,17 @@ _UNITS_AFTER_NUMBER = frozenset(
 _STEM_KEEP = frozenset({"this", "is", "was", "has", "does", "its", "us", "as", "yes", "plus"})
 
 
-#: Capitalised words that name no entity of their own: honorifics and abbreviated
-#: titles ("Mr. Perroud" is "Perroud", "Gen. Petraeus" is "Petraeus") and
-#: company-form suffixes ("Secure Computing Inc." is "Secure Computing").
-NON_ENTITY_CAPITALS = frozenset(
-    """mr mrs ms miss dr prof sir dame st inc corp co ltd llc plc ag sa gmbh nv bv
-    gen gov sen rep lt col capt sgt maj adm cmdr pres rev hon""".split()
+#: Honorifics and titles as written before a name, abbreviated ("Mr.", "Gen.",
+#: "Sen."): the period after one ends no sentence, and the word names no one.
+TITLES = frozenset(
+    "mr mrs ms dr prof st gen gov sen rep lt col capt sgt maj adm cmdr pres rev hon".split()
+)
+
+#: Capitalised words that name no entity of their own: honorifics and titles
+#: ("Mr. Perroud" is "Perroud", "Gen. Petraeus" is "Petraeus") and company-form
+#: suffixes ("Secure Computing Inc." is "Secure Computing").
+NON_ENTITY_CAPITALS = TITLES | frozenset(
+    "miss sir dame inc corp co ltd llc plc ag sa gmbh nv bv".split()
 )
 
 #: Demonyms and adjectives of place, each with the place it names: "the American

@@ -60,6 +60,7 @@ from .lexicon import (
     _WEEKDAYS,
     FILLER,
     NEGATIONS,
+    TITLES,
     WH_WORDS,
 )
 
@@ -237,9 +238,7 @@ def _walk(items: _Items, toks: Sequence[Token], norm: str) -> None:
 
 
 #: Abbreviations whose period ends no sentence: the name after "Mr." is a name.
-_ABBREVIATIONS = frozenset(
-    "mr mrs ms dr prof st sr jr vs gen gov sen rep lt col capt sgt mt ft".split()
-)
+_ABBREVIATIONS = TITLES | frozenset("sr jr vs mt ft".split())
 
 
 def _ends_abbreviation(toks: Sequence[Token], k: int) -> bool:
