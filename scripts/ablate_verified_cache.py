@@ -25,11 +25,13 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from adapters.verified_cache.cache import DEFAULT_EMBEDDER, Resources
 from adapters.verified_cache.features import FEATURE_NAMES
+from adapters.verified_cache.frontier import frontier
 from adapters.verified_cache.training import (
     PairCase,
     Scored,
@@ -121,6 +123,18 @@ def change_interval(
     return {"d_recall_gap_ci": list(r) if r else None, "d_auc_gap_ci": list(a) if a else None}
 
 
+@dataclass(frozen=True, slots=True)
+class ConfigRun:
+    """One configuration's figures (``row``), its shipped model's scored CacheEval
+    rows (``bench``, every split), its out-of-fold scored rows (``oof``) and its
+    scored pair files (``pair_files``)."""
+
+    row: dict[str, Any]
+    bench: list[Scored]
+    oof: list[Scored]
+    pair_files: dict[str, list[Scored]]
+
+
 def run_config(
     name: str,
     bench: list[PairCase],
@@ -128,13 +142,14 @@ def run_config(
     drop: Sequence[str],
     base: dict[str, list[Scored]] | None = None,
     resamples: int = DEFAULT_RESAMPLES,
-) -> tuple[dict[str, Any], dict[str, list[Scored]]]:
-    """One configuration's figures (and its scored pair files); with ``base`` (the
-    full model's scored pair files), the intervals of its changes against it."""
+) -> ConfigRun:
+    """One configuration's run; with ``base`` (the full model's scored pair
+    files), the intervals of its changes against it."""
     cases = without(bench, drop)
     shipped = fit_shipped(cases)
     test = summarize([s for s in shipped.scored if s.case.split == "test"])
-    oof = summarize(out_of_fold(cases).scored)
+    oof_scored = out_of_fold(cases).scored
+    oof = summarize(oof_scored)
     row: dict[str, Any] = {
         "config": name,
         "dropped": list(drop),
@@ -151,7 +166,7 @@ def run_config(
         row["external"][set_name] = external_figures(scored, cosines)
         if base is not None and resamples:
             row["external"][set_name] |= change_interval(scored, base[set_name], cosines, resamples)
-    return row, scored_sets
+    return ConfigRun(row, shipped.scored, oof_scored, scored_sets)
 
 
 def _f(x: float | None, signed: bool = False) -> str:
@@ -166,7 +181,13 @@ def _gap(e: dict[str, Any]) -> float | None:
     return float(e["recall"] - e["cos_recall_at_fhr"])
 
 
-def markdown(rows: Sequence[dict[str, Any]], sets: Sequence[str], created: str) -> str:
+def markdown(
+    rows: Sequence[dict[str, Any]],
+    sets: Sequence[str],
+    created: str,
+    mixes: Sequence[dict[str, Any]] = (),
+) -> str:
+    """The ablation table, then (with ``mixes``) the embedding-mix table."""
     base = rows[0]
     header = ["left out", "test FHR", "test recall", "OOF recall", "d OOF recall"]
     for s in sets:
@@ -198,7 +219,44 @@ def markdown(rows: Sequence[dict[str, Any]], sets: Sequence[str], created: str) 
                       _f(e["roc_auc"] - e["cos_roc_auc"], True),
                       format_gap(e["roc_auc"] - b["roc_auc"], e.get("d_auc_gap_ci"))]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
+    if mixes:
+        lines += ["", *_mix_lines(mixes, sets)]
     return "\n".join(lines) + "\n"
+
+
+def _mix_lines(mixes: Sequence[dict[str, Any]], sets: Sequence[str]) -> list[str]:
+    """The embedding-mix section (:func:`adapters.verified_cache.frontier.frontier`)."""
+    a, b = mixes[0]["cosine_log_odds"]
+    header = ["weight w", "dev threshold (false hits)", "test FHR", "test recall", "test ADV-FHR",
+              "OOF FHR", "OOF recall"]  # fmt: skip
+    for s in sets:
+        header += [f"{s}: FHR", f"{s}: recall", f"{s}: recall - cosine's"]
+    lines = [
+        "## Following the embedding further",
+        "",
+        "The full model's P(HIT) p mixed with the query cosine's own log-odds: "
+        f"s_w = sigmoid((1 - w) logit(p) + w ({a:+.2f} {b:+.2f} cos)), the cosine's "
+        "log-odds a logistic fit on the train split's pairs that reach the verifier. "
+        "w = 0 is the shipped verifier, w = 1 ranks by the cosine alone. Each w gets its "
+        "own threshold certified on dev by the shipped rule (same FHR budget and "
+        "confidence; the out-of-fold columns certify on the out-of-fold scores "
+        "themselves, as the out-of-fold report does); no retraining. It shows what "
+        "serving more by the embedding costs CacheEval and gives on the pair files.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    for m in mixes:
+        thr = "serves nothing" if m["threshold"] is None else f"{m['threshold']:.3f}"
+        t = m["test"]
+        o = m.get("oof", {})
+        cells = [f"{m['weight']:.1f}", f"{thr} ({m['dev_fp']})", _f(t["fhr"]), _f(t["recall"]),
+                 _f(t["adversarial_fhr"]), _f(o.get("fhr")), _f(o.get("recall"))]  # fmt: skip
+        for s in sets:
+            e = m["external"][s]
+            cells += [_f(e["fhr"]), _f(e["recall"]), _f(_gap(e), True)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -227,19 +285,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         ext[s.name] = (build_cases(rows, resources), [cosine.cosine(r.pair) for r in rows])
     cosine.close()
     _log(f"features in {time.perf_counter() - t0:.0f} s")
-    full, base = run_config("(none: all features)", bench, ext, ())
-    results = [full]
+    full = run_config("(none: all features)", bench, ext, ())
+    results = [full.row]
     for name, names in GROUPS.items():
-        row, _ = run_config(name, bench, ext, names, base, args.resamples)
+        row = run_config(name, bench, ext, names, full.pair_files, args.resamples).row
         results.append(row)
         _log(f"  {name}: OOF recall {row['oof']['recall']:.3f}")
+    mixes = frontier(full.bench, {n: (full.pair_files[n], ext[n][1]) for n in ext}, oof=full.oof)
     created = utc_now()
-    md = markdown(results, list(ext), created)
+    md = markdown(results, list(ext), created, mixes)
     write_bytes_atomic(args.out, md.encode("utf-8"))
     write_bytes_atomic(
         args.out.with_suffix(".json"),
         dumps_pretty(
-            {"created": created, "groups": GROUPS, "resamples": args.resamples, "results": results}
+            {
+                "created": created,
+                "groups": GROUPS,
+                "resamples": args.resamples,
+                "results": results,
+                "embedding_mix": mixes,
+            }  # fmt: skip
         ).encode(),  # fmt: skip
     )
     _log(f"wrote {args.out}")
