@@ -204,9 +204,8 @@ def markdown(
         "pairs (stratified by label, the same resamples for both models; an interval "
         "spanning 0 is a change the sample cannot tell from noise).",
         "",
-        "| " + " | ".join(header) + " |",
-        "|" + "---|" * len(header),
     ]
+    body = []
     for r in rows:
         cells = [r["config"], _f(r["test"]["fhr"]), _f(r["test"]["recall"]),
                  _f(r["oof"]["recall"]),
@@ -218,7 +217,8 @@ def markdown(
             cells += [_f(gap, True), format_gap(d_gap, e.get("d_recall_gap_ci")),
                       _f(e["roc_auc"] - e["cos_roc_auc"], True),
                       format_gap(e["roc_auc"] - b["roc_auc"], e.get("d_auc_gap_ci"))]  # fmt: skip
-        lines.append("| " + " | ".join(cells) + " |")
+        body.append(cells)
+    lines += _table(header, body)
     if mixes:
         lines += ["", *_mix_lines(mixes, sets)]
     return "\n".join(lines) + "\n"
@@ -243,9 +243,8 @@ def _mix_lines(mixes: Sequence[dict[str, Any]], sets: Sequence[str]) -> list[str
         "themselves, as the out-of-fold report does); no retraining. It shows what "
         "serving more by the embedding costs CacheEval and gives on the pair files.",
         "",
-        "| " + " | ".join(header) + " |",
-        "|" + "---|" * len(header),
     ]
+    body = []
     for m in mixes:
         thr = "serves nothing" if m["threshold"] is None else f"{m['threshold']:.3f}"
         t = m["test"]
@@ -255,8 +254,14 @@ def _mix_lines(mixes: Sequence[dict[str, Any]], sets: Sequence[str]) -> list[str
         for s in sets:
             e = m["external"][s]
             cells += [_f(e["fhr"]), _f(e["recall"]), _f(_gap(e), True)]
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
+        body.append(cells)
+    return lines + _table(header, body)
+
+
+def _table(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
+    """A Markdown table's lines."""
+    rule = "|" + "---|" * len(header)
+    return ["| " + " | ".join(header) + " |", rule, *("| " + " | ".join(r) + " |" for r in body)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
