@@ -29,6 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cacheeval.external import recall_at_fhr
+
 from .model import Certificate, certify_threshold
 from .training import Scored, summarize
 
@@ -144,8 +146,6 @@ def frontier(
     FHR. With ``oof`` (cross-fitted scores of every labelled row), also their FHR
     and recall at a threshold certified on themselves, as the out-of-fold report
     certifies (:func:`~.training.out_of_fold`)."""
-    from cacheeval.external import recall_at_fhr
-
     train = [s for s in scored if s.case.split == "train" and s.tier == "verifier"]
     a, b = fit_cosine_odds([s.case.cos_query for s in train], [s.case.y for s in train])
     dev = [s for s in scored if s.case.split == "dev"]
