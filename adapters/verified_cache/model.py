@@ -391,6 +391,26 @@ def default_params() -> dict[str, Any]:
     }
 
 
+#: The LightGBM parameters that seed randomness (bagging, feature sampling, data).
+SEED_PARAMS: tuple[str, ...] = (
+    "seed", "bagging_seed", "feature_fraction_seed", "data_random_seed", "extra_seed",
+)  # fmt: skip
+
+
+def seeded_params(seed_offset: int = 0) -> dict[str, Any]:
+    """:func:`default_params` with every seed (:data:`SEED_PARAMS`) moved by
+    ``seed_offset``: 0 is the shipped model; others retrain it with other random
+    draws, to tell a change from seed noise.
+
+    >>> seeded_params(100)["bagging_seed"] - seeded_params()["bagging_seed"]
+    100
+    """
+    p = default_params()
+    for name in SEED_PARAMS:
+        p[name] += seed_offset
+    return p
+
+
 NUM_BOOST_ROUND = 300
 
 

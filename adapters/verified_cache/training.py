@@ -42,7 +42,7 @@ from .model import (
     certify_threshold,
     data_sha256,
     decide,
-    default_params,
+    seeded_params,
     serving_threshold,
     train_booster,
 )
@@ -231,8 +231,7 @@ def _fit(train: Sequence[PairCase], seed_offset: int = 0) -> tuple[Any, float, l
     rows = verifier_rows(train, gate)
     X = [c.features for c in rows if c.features is not None]
     y = [c.y for c in rows]
-    params = {"seed": default_params()["seed"] + seed_offset} if seed_offset else None
-    booster = train_booster(X, y, params=params)
+    booster = train_booster(X, y, params=seeded_params(seed_offset))
     return booster, gate, rows
 
 
@@ -252,14 +251,17 @@ def fit_shipped(
     confidence: float = CONFIDENCE,
     data_id: str = "",
     embedder: str = "",
+    seed_offset: int = 0,
 ) -> Shipped:
     """Train on the train split, certify the threshold on the dev split. ``embedder``
-    names the embedder the features were computed with (recorded in the meta)."""
+    names the embedder the features were computed with (recorded in the meta);
+    ``seed_offset`` moves LightGBM's seeds (:func:`~.model.seeded_params`; 0 is
+    the shipped model)."""
     train = [c for c in cases if c.split == "train"]
     dev = [c for c in cases if c.split == "dev"]
     if not train or not dev:
         raise ValueError("need labelled train and dev rows")
-    booster, gate, rows = _fit(train)
+    booster, gate, rows = _fit(train, seed_offset)
     provisional = Verifier.from_booster(booster, threshold=0.5, gate_threshold=gate)
     dev_raw = raw_scores(dev, provisional, gate)
     op = certify_threshold(
@@ -279,7 +281,7 @@ def fit_shipped(
         "dataset": data_id,
         "embedder": embedder,
         "num_boost_round": NUM_BOOST_ROUND,
-        "params": default_params(),
+        "params": seeded_params(seed_offset),
         "lightgbm_version": _lgb_version(),
     }
     verifier = Verifier.from_booster(
@@ -329,9 +331,11 @@ def out_of_fold(
     k: int = 5,
     max_fhr: float = MAX_FHR,
     confidence: float = CONFIDENCE,
+    seed_offset: int = 0,
 ) -> OutOfFold:
     """k-fold grouped cross-fitting over all cases; the threshold is certified on the
-    out-of-fold scores themselves (the calibration data of the OOF report)."""
+    out-of-fold scores themselves (the calibration data of the OOF report).
+    ``seed_offset`` as in :func:`fit_shipped`."""
     folds = grouped_folds(cases, k)
     scores: dict[str, tuple[float, str]] = {}
     gates: list[float] = []
@@ -341,7 +345,7 @@ def out_of_fold(
         if not held:
             gates.append(float("nan"))
             continue
-        booster, gate, _ = _fit(train)
+        booster, gate, _ = _fit(train, seed_offset)
         gates.append(gate)
         verifier = Verifier.from_booster(booster, threshold=0.5, gate_threshold=gate)
         for c, raw in zip(held, raw_scores(held, verifier, gate), strict=True):
