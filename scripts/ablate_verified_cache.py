@@ -51,6 +51,9 @@ from scripts.train_verified_cache import load_labelled
 
 REPO = Path(__file__).resolve().parents[1]
 
+#: Seed offsets of the seed-noise rows are multiples of this (0: the shipped model).
+SEED_STEP = 100
+
 #: Feature groups, each left out in turn.
 GROUPS: dict[str, tuple[str, ...]] = {
     "token alignment": ("tok_align_p", "tok_align_r", "tok_align_f"),
@@ -142,17 +145,20 @@ def run_config(
     drop: Sequence[str],
     base: dict[str, list[Scored]] | None = None,
     resamples: int = DEFAULT_RESAMPLES,
+    seed_offset: int = 0,
 ) -> ConfigRun:
     """One configuration's run; with ``base`` (the full model's scored pair
-    files), the intervals of its changes against it."""
+    files), the intervals of its changes against it; ``seed_offset`` moves
+    LightGBM's seeds (0: the shipped model's)."""
     cases = without(bench, drop)
-    shipped = fit_shipped(cases)
+    shipped = fit_shipped(cases, seed_offset=seed_offset)
     test = summarize([s for s in shipped.scored if s.case.split == "test"])
-    oof_scored = out_of_fold(cases).scored
+    oof_scored = out_of_fold(cases, seed_offset=seed_offset).scored
     oof = summarize(oof_scored)
     row: dict[str, Any] = {
         "config": name,
         "dropped": list(drop),
+        "seed_offset": seed_offset,
         "test": {"fhr": test["fhr"], "recall": test["recall"],
                  "adversarial_fhr": test["adversarial"]["fhr"]},
         "oof": {"fhr": oof["fhr"], "recall": oof["recall"]},
@@ -186,8 +192,10 @@ def markdown(
     sets: Sequence[str],
     created: str,
     mixes: Sequence[dict[str, Any]] = (),
+    seeds: Sequence[dict[str, Any]] = (),
 ) -> str:
-    """The ablation table, then (with ``mixes``) the embedding-mix table."""
+    """The ablation table, then (with ``seeds``) the full model under other
+    LightGBM seeds and (with ``mixes``) the embedding-mix table."""
     base = rows[0]
     header = ["left out", "test FHR", "test recall", "OOF recall", "d OOF recall"]
     for s in sets:
@@ -219,9 +227,54 @@ def markdown(
                       format_gap(e["roc_auc"] - b["roc_auc"], e.get("d_auc_gap_ci"))]  # fmt: skip
         body.append(cells)
     lines += _table(header, body)
+    if seeds:
+        lines += ["", *_seed_lines(seeds, sets)]
     if mixes:
         lines += ["", *_mix_lines(mixes, sets)]
     return "\n".join(lines) + "\n"
+
+
+def render(record: dict[str, Any]) -> str:
+    """The Markdown report of a JSON record (what :func:`main` writes beside it)."""
+    return markdown(record["results"], record["sets"], record["created"],
+                    record.get("embedding_mix", ()), record.get("seeds", ()))  # fmt: skip
+
+
+def _seed_lines(seeds: Sequence[dict[str, Any]], sets: Sequence[str]) -> list[str]:
+    """The seed-noise section: the full model retrained with other seeds."""
+    header = ["seed offset", "test FHR", "test recall", "test ADV-FHR", "OOF recall"]
+    for s in sets:
+        header += [f"{s}: FHR", f"{s}: recall - cosine's", f"{s}: AUC - cosine's"]
+    body = []
+    for r in seeds:
+        t = r["test"]
+        cells = [str(r["seed_offset"]), _f(t["fhr"]), _f(t["recall"]),
+                 _f(t["adversarial_fhr"]), _f(r["oof"]["recall"])]  # fmt: skip
+        for s in sets:
+            e = r["external"][s]
+            cells += [_f(e["fhr"]), _f(_gap(e), True), _f(e["roc_auc"] - e["cos_roc_auc"], True)]
+        body.append(cells)
+    spreads: list[tuple[str, list[float | None]]] = [
+        ("test recall", [r["test"]["recall"] for r in seeds]),
+        ("OOF recall", [r["oof"]["recall"] for r in seeds]),
+        *((f"{s} recall gap", [_gap(r["external"][s]) for r in seeds]) for s in sets),
+    ]
+    lo_hi = []
+    for name, values in spreads:
+        v = [x for x in values if x is not None]
+        if v:
+            lo_hi.append(f"{name} {min(v):+.3f} to {max(v):+.3f}" if "gap" in name
+                         else f"{name} {min(v):.3f} to {max(v):.3f}")  # fmt: skip
+    return [
+        "## Seed noise",
+        "",
+        f"The full model retrained with {len(seeds)} LightGBM seed offsets (every seed of "
+        "bagging, feature sampling and data moved; offset 0 is the shipped model), the "
+        "same features and splits. A change in the table above that stays within this "
+        "spread is not told apart from the seed: " + "; ".join(lo_hi) + ".",
+        "",
+        *_table(header, body),
+    ]
 
 
 def _mix_lines(mixes: Sequence[dict[str, Any]], sets: Sequence[str]) -> list[str]:
@@ -271,7 +324,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--labels", type=Path, default=REPO / "private" / "test_labels.jsonl")
     parser.add_argument("--out", type=Path, default=REPO / "reports" / "VERIFIED_ABLATION.md")
     add_resamples_argument(parser, "the changes' intervals")
+    parser.add_argument(
+        "--seeds", type=int, default=8, help="LightGBM seeds to retrain the full model with"
+    )
     args = parser.parse_args(argv)
+    if args.seeds < 1:
+        parser.error("--seeds must be at least 1")
     directory = args.pairs or (Path(os.environ[ENV]) if os.environ.get(ENV) else None)
     if directory is None or not directory.is_dir():
         _log(f"need a directory of pair files (--pairs or ${ENV})")
@@ -297,21 +355,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         results.append(row)
         _log(f"  {name}: OOF recall {row['oof']['recall']:.3f}")
     mixes = frontier(full.bench, {n: (full.pair_files[n], ext[n][1]) for n in ext}, oof=full.oof)
-    created = utc_now()
-    md = markdown(results, list(ext), created, mixes)
-    write_bytes_atomic(args.out, md.encode("utf-8"))
-    write_bytes_atomic(
-        args.out.with_suffix(".json"),
-        dumps_pretty(
-            {
-                "created": created,
-                "groups": GROUPS,
-                "resamples": args.resamples,
-                "results": results,
-                "embedding_mix": mixes,
-            }  # fmt: skip
-        ).encode(),  # fmt: skip
-    )
+    seeds = [full.row] + [
+        run_config("(none: all features)", bench, ext, (), seed_offset=SEED_STEP * k).row
+        for k in range(1, args.seeds)
+    ]
+    record = {
+        "created": utc_now(),
+        "groups": GROUPS,
+        "resamples": args.resamples,
+        "sets": list(ext),
+        "results": results,
+        "seeds": seeds,
+        "embedding_mix": mixes,
+    }
+    write_bytes_atomic(args.out, render(record).encode("utf-8"))
+    write_bytes_atomic(args.out.with_suffix(".json"), dumps_pretty(record).encode())
     _log(f"wrote {args.out}")
     return 0
 

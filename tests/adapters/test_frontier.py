@@ -131,3 +131,35 @@ def test_ablation_report_renders_the_mix_table() -> None:
     assert lines[-1] == nothing + " 0.070 | 0.250 | -0.050 |"
     # without mixes there is no such section
     assert "Following the embedding" not in markdown([base], ["m.csv"], "t")
+
+
+def test_ablation_report_renders_the_seed_spread() -> None:
+    from scripts.ablate_verified_cache import markdown
+
+    def row(seed: int, recall: float, oof: float, ext_recall: float) -> dict[str, object]:
+        ext = {"fhr": 0.07, "recall": ext_recall, "roc_auc": 0.75, "cos_recall_at_fhr": 0.30,
+               "cos_roc_auc": 0.74}  # fmt: skip
+        return {"config": "(none: all features)", "seed_offset": seed,
+                "test": {"fhr": 0.03, "recall": recall, "adversarial_fhr": 0.05},
+                "oof": {"recall": oof}, "external": {"m.csv": ext}}  # fmt: skip
+
+    seeds = [row(0, 0.82, 0.812, 0.26), row(100, 0.838, 0.806, 0.27)]
+    md = markdown(seeds[:1], ["m.csv"], "t", seeds=seeds)
+    # gaps -0.040 and -0.030; spreads read min to max
+    assert "test recall 0.820 to 0.838; OOF recall 0.806 to 0.812; " in md
+    assert "m.csv recall gap -0.040 to -0.030." in md
+    assert "| 100 | 0.030 | 0.838 | 0.050 | 0.806 | 0.070 | -0.030 | +0.010 |" in md
+
+
+def test_ablation_report_renders_from_its_json_record() -> None:
+    from scripts.ablate_verified_cache import markdown, render
+
+    ext = {"fhr": 0.07, "recall": 0.26, "roc_auc": 0.75, "cos_recall_at_fhr": 0.30,
+           "cos_roc_auc": 0.74}  # fmt: skip
+    row = {"config": "(none: all features)", "seed_offset": 0,
+           "test": {"fhr": 0.03, "recall": 0.82, "adversarial_fhr": 0.05},
+           "oof": {"recall": 0.81}, "external": {"m.csv": ext}}  # fmt: skip
+    record = {"created": "t", "sets": ["m.csv"], "results": [row], "seeds": [row]}
+    md = render(record)
+    assert md == markdown([row], ["m.csv"], "t", (), [row])
+    assert "## Seed noise" in md and "## Following the embedding further" not in md
