@@ -20,7 +20,6 @@ Writes ``reports/VERIFIED_ABLATION.md`` and ``.json`` (figures only).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 import time
@@ -30,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.verified_cache.cache import DEFAULT_EMBEDDER, Resources
-from adapters.verified_cache.features import FEATURE_NAMES
+from adapters.verified_cache.diagnosis import zeroed
 from adapters.verified_cache.frontier import frontier
 from adapters.verified_cache.training import (
     PairCase,
@@ -87,17 +86,7 @@ def _log(msg: str) -> None:
 
 def without(cases: Sequence[PairCase], names: Sequence[str]) -> list[PairCase]:
     """``cases`` with the columns ``names`` held at 0.0 (nothing to split on)."""
-    idx = [FEATURE_NAMES.index(n) for n in names]
-    out = []
-    for c in cases:
-        if c.features is None:
-            out.append(c)
-            continue
-        f = list(c.features)
-        for i in idx:
-            f[i] = 0.0
-        out.append(dataclasses.replace(c, features=tuple(f)))
-    return out
+    return zeroed(cases, names)
 
 
 def external_figures(scored: Sequence[Scored], cosines: Sequence[float]) -> dict[str, float | None]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .features import FEATURE_NAMES
@@ -77,12 +77,18 @@ def refusals(scored: Sequence[Scored]) -> dict[str, Any]:
     }
 
 
-def detectors_silenced_on_hits(cases: Sequence[PairCase]) -> list[PairCase]:
-    """``cases`` with every detector set to 0.0 on the HIT rows (the oracle)."""
-    idx = [FEATURE_NAMES.index(n) for n in DETECTORS]
+def zeroed(
+    cases: Sequence[PairCase],
+    names: Sequence[str],
+    where: Callable[[PairCase], bool] = lambda case: True,
+) -> list[PairCase]:
+    """``cases`` with the feature columns ``names`` set to 0.0 on the cases
+    ``where`` selects (all by default); the others, and cases without features,
+    unchanged."""
+    idx = [FEATURE_NAMES.index(n) for n in names]
     out = []
     for c in cases:
-        if c.y != 1 or c.features is None:
+        if c.features is None or not where(c):
             out.append(c)
             continue
         f = list(c.features)
@@ -90,6 +96,11 @@ def detectors_silenced_on_hits(cases: Sequence[PairCase]) -> list[PairCase]:
             f[i] = 0.0
         out.append(dataclasses.replace(c, features=tuple(f)))
     return out
+
+
+def detectors_silenced_on_hits(cases: Sequence[PairCase]) -> list[PairCase]:
+    """``cases`` with every detector set to 0.0 on the HIT rows (the oracle)."""
+    return zeroed(cases, DETECTORS, lambda case: case.y == 1)
 
 
 def seed_figures(cases: Sequence[PairCase], seed_offsets: Sequence[int]) -> dict[str, Any]:

@@ -124,3 +124,16 @@ def test_misses_report_renders_every_figure() -> None:
     assert "| verifier: nothing detected | 0 |" in md and "| `num_diff` | 2 |" in md
     assert "| as shipped | 0 | 0.030 | 0.820 | 0.040 | 0.812 |" in md
     assert "| detectors silenced on HIT rows | **mean** | 0.032 | 0.900 | n/a | 0.920 |" in md
+
+
+def test_zeroed_touches_only_the_named_columns_of_the_selected_rows() -> None:
+    from adapters.verified_cache.diagnosis import zeroed
+
+    a, b = scored(1, False, num_diff=2.0), scored(0, False, num_diff=2.0)
+    out = zeroed([a.case, b.case], ["num_diff", "cos_query"], lambda c: c.y == 0)
+    assert out[0] == a.case
+    i, j = FEATURE_NAMES.index("num_diff"), FEATURE_NAMES.index("cos_query")
+    new, old = out[1].features, b.case.features
+    assert new is not None and old is not None and new[i] == new[j] == 0.0
+    changed = [n for n, x, y in zip(FEATURE_NAMES, new, old, strict=True) if x != y]
+    assert changed == [n for n in FEATURE_NAMES if n in ("num_diff", "cos_query")]
