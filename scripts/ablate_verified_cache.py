@@ -37,14 +37,14 @@ from adapters.verified_cache.training import (
     build_cases,
     fit_shipped,
     out_of_fold,
+    pair_file_figures,
     score_cases,
     summarize,
 )
 from cacheeval.commands._running import add_resamples_argument
-from cacheeval.external import format_gap, recall_at_fhr
+from cacheeval.external import format_gap
 from cacheeval.jsonio import dumps_pretty, write_bytes_atomic
 from cacheeval.metrics.paired import DEFAULT_RESAMPLES, paired_difference_interval
-from cacheeval.metrics.ranking import threshold_free
 from scripts.run_external import ENV, pair_sets
 from scripts.train_verified_cache import load_labelled
 
@@ -87,18 +87,6 @@ def _log(msg: str) -> None:
 def without(cases: Sequence[PairCase], names: Sequence[str]) -> list[PairCase]:
     """``cases`` with the columns ``names`` held at 0.0 (nothing to split on)."""
     return zeroed(cases, names)
-
-
-def external_figures(scored: Sequence[Scored], cosines: Sequence[float]) -> dict[str, float | None]:
-    """The cache's FHR, recall and ROC-AUC on a pair file, the cosine's recall at
-    that FHR and its ROC-AUC."""
-    s = summarize(scored)
-    y = [x.case.y for x in scored]
-    auc = threshold_free(y, [x.score for x in scored]).roc_auc
-    cos_auc = threshold_free(y, list(cosines)).roc_auc
-    cos_recall = recall_at_fhr(y, list(cosines), s["fhr"]) if s["fhr"] is not None else None
-    return {"fhr": s["fhr"], "recall": s["recall"], "roc_auc": auc,
-            "cos_recall_at_fhr": cos_recall, "cos_roc_auc": cos_auc}  # fmt: skip
 
 
 def change_interval(
@@ -158,7 +146,7 @@ def run_config(
     for set_name, (ecases, cosines) in ext.items():
         scored = score_cases(without(ecases, drop), v, v.gate_threshold, v.operating_point)
         scored_sets[set_name] = scored
-        row["external"][set_name] = external_figures(scored, cosines)
+        row["external"][set_name] = pair_file_figures(scored, cosines)
         if base is not None and resamples:
             row["external"][set_name] |= change_interval(scored, base[set_name], cosines, resamples)
     return ConfigRun(row, shipped.scored, oof_scored, scored_sets)

@@ -23,16 +23,15 @@ what it gives on other pair files can be read side by side
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cacheeval.external import recall_at_fhr
+from cacheeval.metrics.sweep import OperatingPoint
 
 from .model import Certificate, certify_threshold
-from .training import Scored, summarize
+from .training import Scored, pair_file_figures, scored_at, summarize
 
 #: Probabilities are clipped this far from 0 and 1 before taking log-odds.
 EPS = 1e-9
@@ -110,27 +109,21 @@ class Mix:
         return _sigmoid(z)
 
     def tier_score(self, s: Scored) -> float:
-        """The score this cache gives a scored pair: ``s_w`` when it reached the
-        verifier, 1.0 for an exact repeat, 0.0 (never served) otherwise."""
-        if s.tier == "verifier":
-            return self.score(s.raw, s.case.cos_query)
-        return 1.0 if s.tier == "exact" else 0.0
+        """The score this cache certifies a pair of the shipped model's scored
+        rows on: ``s_w`` when it reached the verifier; otherwise the tier's own
+        raw score (:func:`~.training.case_score`: 1.0 exact, 0.0 never served)."""
+        return self.score(s.raw, s.case.cos_query) if s.tier == "verifier" else s.raw
 
     def certify(self, dev: Sequence[Scored]) -> Certificate:
         """The threshold on ``s_w`` certified on the dev pairs (FHR upper bound
         within the shipped budget)."""
         return certify_threshold([self.tier_score(s) for s in dev], [s.case.y for s in dev])
 
-    def rescore(self, scored: Sequence[Scored], threshold: float) -> list[Scored]:
-        """``scored`` decided again by this cache serving at ``threshold`` (an
-        exact repeat is served at any threshold): ``score`` is ``s_w`` (0.0 for a
-        pair it never serves), ``raw`` keeps the verifier's P(HIT)."""
-        out = []
-        for s in scored:
-            value = self.tier_score(s)
-            hit = s.tier == "exact" or (s.tier == "verifier" and value >= threshold)
-            out.append(dataclasses.replace(s, score=value, hit=hit))
-        return out
+    def rescore(self, scored: Sequence[Scored], point: OperatingPoint) -> list[Scored]:
+        """The shipped model's scored pairs decided again by this cache at
+        ``point``, by the cache's tier rule (:func:`~.training.scored_at`):
+        ``raw`` becomes ``s_w``."""
+        return [scored_at(s.case, self.tier_score(s), s.tier, point) for s in scored]
 
 
 def frontier(
@@ -142,10 +135,10 @@ def frontier(
     """One row per weight: the certificate on the dev pairs of ``scored`` (the
     shipped model's scored CacheEval rows), the test split's FHR, recall and
     ADVERSARIAL FHR at it, and on each pair file (its shipped-model scored pairs
-    and their MiniLM cosines) the FHR, the recall and the cosine's recall at that
-    FHR. With ``oof`` (cross-fitted scores of every labelled row), also their FHR
-    and recall at a threshold certified on themselves, as the out-of-fold report
-    certifies (:func:`~.training.out_of_fold`)."""
+    and their MiniLM cosines) :func:`~.training.pair_file_figures`. With ``oof``
+    (cross-fitted scores of every labelled row), also their FHR and recall at a
+    threshold certified on themselves, as the out-of-fold report certifies
+    (:func:`~.training.out_of_fold`)."""
     train = [s for s in scored if s.case.split == "train" and s.tier == "verifier"]
     a, b = fit_cosine_odds([s.case.cos_query for s in train], [s.case.y for s in train])
     dev = [s for s in scored if s.case.split == "dev"]
@@ -154,7 +147,7 @@ def frontier(
     for w in weights:
         mix = Mix(w, a, b)
         cert = mix.certify(dev)
-        t = summarize(mix.rescore(test, cert.threshold))
+        t = summarize(mix.rescore(test, cert.point))
         row: dict[str, Any] = {
             "weight": w,
             "cosine_log_odds": [a, b],
@@ -167,13 +160,9 @@ def frontier(
             "external": {},
         }  # fmt: skip
         if oof:
-            o = summarize(mix.rescore(oof, mix.certify(oof).threshold))
+            o = summarize(mix.rescore(oof, mix.certify(oof).point))
             row["oof"] = {"fhr": o["fhr"], "recall": o["recall"]}
         for name, (pairs, cosines) in pair_files.items():
-            e = summarize(mix.rescore(pairs, cert.threshold))
-            y = [s.case.y for s in pairs]
-            cos_recall = recall_at_fhr(y, list(cosines), e["fhr"]) if e["fhr"] is not None else None
-            row["external"][name] = {"fhr": e["fhr"], "recall": e["recall"],
-                                     "cos_recall_at_fhr": cos_recall}  # fmt: skip
+            row["external"][name] = pair_file_figures(mix.rescore(pairs, cert.point), cosines)
         rows.append(row)
     return rows

@@ -388,6 +388,23 @@ def summarize(scored: Sequence[Scored]) -> dict[str, Any]:
     return out
 
 
+def pair_file_figures(
+    scored: Sequence[Scored], cosines: Sequence[float]
+) -> dict[str, float | None]:
+    """The cache's FHR, recall and ROC-AUC on a labelled pair file, the cosine's
+    recall at that FHR (:func:`cacheeval.external.recall_at_fhr`) and its ROC-AUC."""
+    from cacheeval.external import recall_at_fhr
+    from cacheeval.metrics.ranking import threshold_free
+
+    s = summarize(scored)
+    y = [x.case.y for x in scored]
+    auc = threshold_free(y, [x.score for x in scored]).roc_auc
+    cos_auc = threshold_free(y, list(cosines)).roc_auc
+    cos_recall = recall_at_fhr(y, list(cosines), s["fhr"]) if s["fhr"] is not None else None
+    return {"fhr": s["fhr"], "recall": s["recall"], "roc_auc": auc,
+            "cos_recall_at_fhr": cos_recall, "cos_roc_auc": cos_auc}  # fmt: skip
+
+
 def feature_rows(cases: Sequence[PairCase]) -> Mapping[str, tuple[float, ...]]:
     """``{id: features}`` of the cases that have features."""
     return {c.id: c.features for c in cases if c.features is not None}

@@ -9,15 +9,24 @@ import random
 import pytest
 
 from adapters.verified_cache.frontier import Mix, fit_cosine_odds, frontier
-from adapters.verified_cache.model import NEVER, certify_threshold
+from adapters.verified_cache.model import FLOOR, certify_threshold
 from adapters.verified_cache.training import PairCase, Scored
+from cacheeval.metrics.sweep import OperatingPoint
 
 
 def scored(y: int, raw: float, cos: float, split: str = "test", tier: str = "verifier") -> Scored:
+    """A scored pair as the shipped model leaves it: an exact repeat's raw score
+    is 1.0 and a policy or gate refusal's 0.0 (training.case_score)."""
+    raw = {"exact": 1.0, "policy": 0.0, "embedding": 0.0}.get(tier, raw)
     case = PairCase(id=f"{split}-{y}-{raw}-{cos}-{tier}", y=y, split=split, domain="qa",
                     label="PARAPHRASE" if y else "ADVERSARIAL", family="f", settled="",
                     reason="", cos_query=cos, features=())  # fmt: skip
     return Scored(case, raw, tier, False, raw)
+
+
+def point(threshold: float | None) -> OperatingPoint:
+    return OperatingPoint(alpha=0.05, threshold=threshold, recall=None, precision=None,
+                          fhr=None, n_fired=0, tp=0, fp=0)  # fmt: skip
 
 
 def sigmoid(z: float) -> float:
@@ -59,14 +68,18 @@ def test_rescore_keeps_the_tier_rule() -> None:
     rows = [scored(1, 0.0, 1.0, tier="exact"), scored(0, 0.0, 0.99, tier="policy"),
             scored(1, 0.0, 0.05, tier="embedding"), scored(1, 0.9, 0.9),
             scored(0, 0.2, 0.3)]  # fmt: skip
-    out = mix.rescore(rows, 0.7)
+    out = mix.rescore(rows, point(0.7))
     assert [s.hit for s in out] == [True, False, False, True, False]
-    assert [s.score for s in out[:3]] == [1.0, 0.0, 0.0]
-    # z = 0.5 * logit(0.9) + 0.5 * (2 * 0.9)
-    assert out[3].score == pytest.approx(sigmoid(0.5 * math.log(9) + 0.9))
-    assert out[3].raw == 0.9  # the verifier's P(HIT) is kept
+    # served: z = 0.5 * logit(0.9) + 0.5 * (2 * 0.9); that is the new raw score too
+    mixed = sigmoid(0.5 * math.log(9) + 0.9)
+    assert out[3].raw == pytest.approx(mixed) and out[3].score == pytest.approx(mixed)
+    # refused pairs report the cache's served score: exact 1.0, policy 0.0, the
+    # others FLOOR * threshold * cosine (z = 0.5 * logit(0.2) + 0.5 * 0.6 < logit(0.7))
+    assert out[0].score == 1.0 and out[1].score == 0.0
+    assert out[2].score == pytest.approx(FLOOR * 0.7 * 0.05)
+    assert out[4].score == pytest.approx(FLOOR * 0.7 * 0.3)
     # an exact repeat is served even when nothing can be certified
-    assert mix.rescore(rows[:1], NEVER)[0].hit
+    assert mix.rescore(rows[:2], point(None))[0].hit and not mix.rescore(rows, point(None))[3].hit
 
 
 def test_frontier_by_hand() -> None:
