@@ -81,7 +81,7 @@ class MiniLMCosine:
     Example::
 
         from adapters.cosine_baseline import MiniLMCosine
-        from cacheeval.harness import evaluate
+        from cacheeval.run.harness import evaluate
         report = evaluate(MiniLMCosine(), rows)
     """
 

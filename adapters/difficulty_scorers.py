@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from cacheeval.jsonio import dumps, dumps_pretty, sha256_bytes, write_bytes_atomic
 from cacheeval.pipeline.similarity import PairScorer, bm25_scorer, lexical_scorers
+from cacheeval.support.jsonio import dumps, dumps_pretty, sha256_bytes, write_bytes_atomic
 
 from .embedders import REPO_ROOT, get_embedder
 

@@ -51,7 +51,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cacheeval.blockrun import CacheSpec
+from cacheeval.run.blockrun import CacheSpec
 from cacheeval.schema import Pair, Request, Verdict
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def adapter_args(config: GPTCacheConfig, path: str) -> dict[str, Any]:
 
 
 def config_spec(config: GPTCacheConfig | str, path: str) -> CacheSpec:
-    """How a worker process builds ``config`` on ``path`` (see :mod:`cacheeval.parallel`)."""
+    """How a worker process builds ``config`` on ``path`` (see :mod:`cacheeval.run.parallel`)."""
     cfg = CONFIGS[config] if isinstance(config, str) else config
     return CacheSpec("adapters.gptcache_adapter", "GPTCacheAdapter", adapter_args(cfg, path))
 
@@ -244,7 +244,7 @@ class GPTCacheAdapter:
     Example::
 
         from adapters.gptcache_adapter import GPTCacheAdapter
-        from cacheeval.harness import evaluate
+        from cacheeval.run.harness import evaluate
         cache = GPTCacheAdapter(embedder="minilm", threshold=0.80)
         report = evaluate(cache, rows, cache_name="gptcache minilm@0.80")
 

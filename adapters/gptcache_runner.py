@@ -37,16 +37,21 @@ from adapters.gptcache_adapter import (
     gptcache_hit,
 )
 from cacheeval.dataset import load_bench
-from cacheeval.gitinfo import read_git_info
-from cacheeval.harness import predict, score
-from cacheeval.jsonio import sha256_file, write_bytes_atomic
 from cacheeval.metrics import Confusion, f1, fhr, hit_rate, precision, recall
 from cacheeval.metrics.sweep import threshold_sweep
-from cacheeval.parallel import predict_parallel
-from cacheeval.predictions import Prediction, make_header, read_predictions, write_predictions
-from cacheeval.progress import terminal_progress
-from cacheeval.report import Report, utc_now
+from cacheeval.reporting.report import Report, utc_now
+from cacheeval.results.predictions import (
+    Prediction,
+    make_header,
+    read_predictions,
+    write_predictions,
+)
+from cacheeval.run.harness import predict, score
+from cacheeval.run.parallel import predict_parallel
 from cacheeval.schema import ADVERSARIAL, DOMAINS, Row
+from cacheeval.support.gitinfo import read_git_info
+from cacheeval.support.jsonio import sha256_file, write_bytes_atomic
+from cacheeval.support.progress import terminal_progress
 
 if TYPE_CHECKING:
     import numpy as np

@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from cacheeval.dataset import load_bench
-from cacheeval.harness import evaluate
-from cacheeval.jsonio import dumps_pretty, sha256_file, write_bytes_atomic
-from cacheeval.plotdata import slug
-from cacheeval.replay import replay
-from cacheeval.replay_report import ReplayReport, build_replay_report
-from cacheeval.report import Report
+from cacheeval.replay.engine import replay
+from cacheeval.replay.report import ReplayReport, build_replay_report
+from cacheeval.reporting.plotdata import slug
+from cacheeval.reporting.report import Report
+from cacheeval.run.harness import evaluate
 from cacheeval.schema import Row
+from cacheeval.support.jsonio import dumps_pretty, sha256_file, write_bytes_atomic
 
 REPO = Path(__file__).resolve().parents[1]
 GPTCACHE_CONFIG = "minilm@0.80"
@@ -61,7 +61,7 @@ def references() -> list[Reference]:
     from adapters.verified_cache.adapter import VerifiedCacheAdapter
     from adapters.verified_cache.shared import VerifiedShared
     from cacheeval.baselines import make_baseline
-    from cacheeval.shared_baselines import make_shared_baseline
+    from cacheeval.replay.shared_baselines import make_shared_baseline
 
     # one text -> embedding store for every GPTCache run (pair mode and the three
     # replays see the same texts): each is embedded once

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from .cache import Cache
 from .dataset import iter_bench, load_bench
-from .harness import evaluate, predict, score
-from .report import Report
+from .reporting.report import Report
+from .run.harness import evaluate, predict, score
 from .schema import Pair, Request, Verdict
 from .version import __version__ as __version__
 

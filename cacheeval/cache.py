@@ -46,7 +46,7 @@ class Cache(Protocol):
 class SharedCache(Protocol):
     """One store shared by many requests, as a production cache runs: ``put``
     stores a request under an answer id, ``lookup`` retrieves among everything
-    stored (used by ``cacheeval replay``, see :mod:`cacheeval.replay`).
+    stored (used by ``cacheeval replay``, see :mod:`cacheeval.replay.engine`).
 
     ``lookup`` returns ``(answer_id, score)``: the id of the entry the cache
     serves, or None when it serves nothing, and a score (higher = more willing

@@ -1,7 +1,7 @@
 """Loading and checking benchmark rows.
 
 Every problem with a line is reported as ``path:LINE: what is wrong`` through
-:class:`~cacheeval.jsonio.JsonlError`; nothing here raises a bare traceback
+:class:`~cacheeval.support.jsonio.JsonlError`; nothing here raises a bare traceback
 for bad data.
 """
 
@@ -12,8 +12,6 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from .idset import IdSet
-from .jsonio import JsonlError, iter_jsonl
 from .schema import (
     BINARY_LABELS,
     DIFFICULTIES,
@@ -26,12 +24,14 @@ from .schema import (
     Row,
     derive_binary_label,
 )
+from .support.idset import IdSet
+from .support.jsonio import JsonlError, iter_jsonl
 
 #: ``cb-<domain>-<number>``: four digits zero-padded, or more without a leading
 #: zero (``cb-qa_factual-0001``, ``cb-qa_factual-12345``), so every number has
 #: one spelling and an import of millions of pairs still fits.
 ID_PATTERN = re.compile(r"\Acb-([a-z_]+)-(0[0-9]{3}|[1-9][0-9]{3,})\Z")
-#: Key of the header object a private slice file starts with (:mod:`cacheeval.slice`);
+#: Key of the header object a private slice file starts with (:mod:`cacheeval.benches.slice`);
 #: :func:`iter_bench` skips such a line 1.
 SLICE_HEADER_KEY = "cacheeval_slice"
 
@@ -151,7 +151,7 @@ def iter_bench(
     line (:data:`SLICE_HEADER_KEY`) is skipped.
 
     Memory stays flat however long the file: one row at a time, and the ids
-    seen so far in a bit set (:class:`~cacheeval.idset.IdSet`); the line of a
+    seen so far in a bit set (:class:`~cacheeval.support.idset.IdSet`); the line of a
     duplicate's first occurrence is found by reading the file again.
     """
     want_splits = _choice_set("split", split, SPLITS)
@@ -161,7 +161,7 @@ def iter_bench(
     spath = str(path)
     for lineno, data in iter_jsonl(path):
         if lineno == 1 and isinstance(data, dict) and SLICE_HEADER_KEY in data:
-            continue  # a private slice's header (cacheeval.slice)
+            continue  # a private slice's header (cacheeval.benches.slice)
         if isinstance(data, dict) and labels is not None and data.get("id") in labels:
             data = {**data, **labels[data["id"]]}
         problem = row_problem(data)
@@ -191,7 +191,7 @@ def _first_line_with_id(path: str | os.PathLike[str], rid: str, before: int) -> 
 
 def read_slice_header(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The header object on line 1 of a private slice file
-    (:mod:`cacheeval.slice`), or None when the file has none."""
+    (:mod:`cacheeval.benches.slice`), or None when the file has none."""
     for lineno, data in iter_jsonl(path):
         if lineno == 1 and isinstance(data, dict) and SLICE_HEADER_KEY in data:
             return data

@@ -38,7 +38,7 @@ BINARY_LABELS: tuple[str, ...] = (HIT, MISS)
 # --- domains, splits, difficulty ---------------------------------------------
 
 #: The ten domains, in the order of the sampling matrix (each described, with
-#: its row of the matrix, by :mod:`cacheeval.domains`).
+#: its row of the matrix, by :mod:`cacheeval.pipeline.domains`).
 DOMAINS: tuple[str, ...] = (
     "qa_factual",
     "qa_open",

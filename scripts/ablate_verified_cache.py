@@ -41,10 +41,10 @@ from adapters.verified_cache.training import (
     score_cases,
     summarize,
 )
+from cacheeval.benches.external import format_gap
 from cacheeval.commands._running import add_resamples_argument
-from cacheeval.external import format_gap
-from cacheeval.jsonio import dumps_pretty, write_bytes_atomic
 from cacheeval.metrics.paired import DEFAULT_RESAMPLES, paired_difference_interval
+from cacheeval.support.jsonio import dumps_pretty, write_bytes_atomic
 from scripts.run_external import ENV, pair_sets
 from scripts.train_verified_cache import load_labelled
 
@@ -312,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _log(f"need a directory of pair files (--pairs or ${ENV})")
         return 2
     from adapters.cosine_baseline import MiniLMCosine
-    from cacheeval.report import utc_now
+    from cacheeval.reporting.report import utc_now
 
     resources = Resources(embedder_name=DEFAULT_EMBEDDER)
     t0 = time.perf_counter()

@@ -28,10 +28,10 @@ from pathlib import Path
 
 from cacheeval.baselines import ExactMatch
 from cacheeval.dataset import load_bench
-from cacheeval.harness import evaluate
-from cacheeval.layout import rng
 from cacheeval.metrics.ranking import threshold_free
+from cacheeval.run.harness import evaluate
 from cacheeval.schema import DOMAINS, LABELS, POLICY_NO_CACHE, Row, derive_binary_label
+from cacheeval.support.layout import rng
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 OVERHEAD_TARGET_US = 20.0

@@ -26,7 +26,7 @@ from typing import Any
 
 from cacheeval.dataset import load_bench
 from cacheeval.metrics.latency import latency_stats
-from cacheeval.replay import replay
+from cacheeval.replay.engine import replay
 
 REPO = Path(__file__).resolve().parents[1]
 FAST_TARGET_S = 30.0
@@ -37,7 +37,7 @@ def caches(real_rows: int) -> list[tuple[str, Callable[[], Any], int | None]]:
     """(name, factory, row limit) of every cache to time."""
     from adapters.gptcache_shared import GPTCacheShared
     from adapters.verified_cache.shared import VerifiedShared
-    from cacheeval.shared_baselines import make_shared_baseline
+    from cacheeval.replay.shared_baselines import make_shared_baseline
 
     out: list[tuple[str, Callable[[], Any], int | None]] = [
         ("exact_match", lambda: make_shared_baseline("exact_match"), None),

@@ -33,8 +33,8 @@ from adapters.verified_cache.cache import Resources
 from adapters.verified_cache.latency import interleaved_latency
 from adapters.verified_cache.model import MODEL_DIR, Verifier
 from cacheeval.dataset import load_bench
-from cacheeval.jsonio import JsonlError
 from cacheeval.metrics.latency import LatencyStats, latency_stats
+from cacheeval.support.jsonio import JsonlError
 from scripts.machine import cpu_model
 
 REPO = Path(__file__).resolve().parents[1]

@@ -13,6 +13,11 @@ For every ``.py`` file under the given package directories it reports:
 * **function length**: ``end_lineno - lineno + 1`` of every ``def`` (methods and
   nested functions included, decorators not); one over
   ``--max-function-lines`` (default 120) is a violation;
+* **layers**: every scanned module belongs to one layer of :data:`LAYERS`
+  (its longest matching prefix), and an import - at module level or inside a
+  function - only goes to the same layer or one below it; ``cacheeval/`` has
+  at most :data:`MAX_TOP_LEVEL_MODULES` modules of its own beside its layer
+  packages (``docs/architecture.md`` draws the layers);
 * **import cycles**: the strongly connected components of the graph of imports
   between the scanned modules. Imports at module level (outside
   ``if TYPE_CHECKING:``) make the *module graph*; a component of more than one
@@ -38,6 +43,31 @@ MAX_MODULE_LINES = 900
 MAX_FUNCTION_LINES = 120
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PACKAGES = ("cacheeval", "adapters")
+#: The top level of ``cacheeval/`` keeps the public API and the entry points.
+MAX_TOP_LEVEL_MODULES = 10
+#: The packages whose own folder that limit applies to.
+LIMITED_TOP_LEVELS = ("cacheeval",)
+#: The layers, lowest first: (name, module prefixes). A module may import its
+#: own layer and the ones below; ``cacheeval`` (the package itself) is the top
+#: of the library, and the reference caches in ``adapters`` sit above it.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("core types", ("cacheeval.schema", "cacheeval.version")),
+    ("support", ("cacheeval.support",)),
+    ("public API", ("cacheeval.cache", "cacheeval.baselines", "cacheeval.dataset")),
+    ("metrics", ("cacheeval.metrics",)),
+    ("label checkers", ("cacheeval.verify",)),
+    ("generators", ("cacheeval.generators",)),
+    ("pipeline", ("cacheeval.pipeline",)),
+    ("results", ("cacheeval.results",)),
+    ("reporting", ("cacheeval.reporting",)),
+    ("run", ("cacheeval.run",)),
+    ("replay", ("cacheeval.replay",)),
+    ("benches", ("cacheeval.benches",)),
+    ("server", ("cacheeval.server",)),
+    ("commands", ("cacheeval.commands",)),
+    ("entry points", ("cacheeval.cli", "cacheeval.__main__", "cacheeval")),
+    ("reference caches", ("adapters",)),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +111,15 @@ class Report:
     cycles: tuple[tuple[str, ...], ...] = ()
     cycle_breakers: tuple[Import, ...] = ()
     functions: tuple[Function, ...] = field(default=())
+    upward: tuple[Import, ...] = ()
+    unlayered: tuple[str, ...] = ()
+    top_level: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    max_top_level: int = MAX_TOP_LEVEL_MODULES
+
+    @property
+    def crowded_top_levels(self) -> dict[str, tuple[str, ...]]:
+        """Packages with more than ``max_top_level`` modules of their own."""
+        return {k: v for k, v in self.top_level.items() if len(v) > self.max_top_level}
 
     @property
     def long_modules(self) -> list[Module]:
@@ -92,7 +131,15 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        return not (self.long_modules or self.long_functions or self.cycles or self.cycle_breakers)
+        return not (
+            self.long_modules
+            or self.long_functions
+            or self.cycles
+            or self.cycle_breakers
+            or self.upward
+            or self.unlayered
+            or self.crowded_top_levels
+        )
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -102,6 +149,62 @@ def module_name(path: Path, root: Path) -> str:
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
+
+
+def layer_of(name: str, layers: Sequence[tuple[str, Sequence[str]]] = LAYERS) -> int | None:
+    """Index in ``layers`` of the layer whose longest prefix matches the dotted
+    module ``name`` (a prefix matches itself and its submodules); None when
+    no layer claims it.
+
+    >>> [layer_of(n) for n in ("cacheeval.schema", "cacheeval.run.harness", "cacheeval", "x")]
+    [0, 9, 14, None]
+    """
+    best: tuple[int, int] | None = None  # (prefix length, layer index)
+    for i, (_, prefixes) in enumerate(layers):
+        for prefix in prefixes:
+            if (name == prefix or name.startswith(prefix + ".")) and (
+                best is None or len(prefix) > best[0]
+            ):
+                best = (len(prefix), i)
+    return None if best is None else best[1]
+
+
+def _layer_findings(
+    modules: Sequence[Module], layers: Sequence[tuple[str, Sequence[str]]]
+) -> tuple[tuple[Import, ...], tuple[str, ...]]:
+    """Imports that go up a layer, and modules no layer claims (only in
+    packages the layers name at all: a tiny test package has its own)."""
+    roots = {p.split(".")[0] for _, prefixes in layers for p in prefixes}
+    upward = []
+    unlayered = []
+    for m in modules:
+        if m.name.split(".")[0] not in roots:
+            continue
+        own = layer_of(m.name, layers)
+        if own is None:
+            unlayered.append(m.name)
+            continue
+        for imp in m.imports:
+            target = layer_of(imp.target, layers)
+            if target is not None and target > own:
+                upward.append(imp)
+    return tuple(sorted(upward, key=lambda i: (i.source, i.line))), tuple(sorted(unlayered))
+
+
+def _top_level(modules: Sequence[Module], roots: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """For each root package, the modules directly in its folder (its
+    ``__init__`` included)."""
+    out = {}
+    for root in roots:
+        out[root] = tuple(
+            sorted(
+                m.path.name
+                for m in modules
+                if m.path.parent.name == root
+                and (m.name == root or m.name.count(".") == 1 and m.name.startswith(root + "."))
+            )
+        )
+    return out
 
 
 def _is_type_checking(node: ast.If) -> bool:
@@ -246,6 +349,9 @@ def scan(
     root: Path = REPO_ROOT,
     max_module_lines: int = MAX_MODULE_LINES,
     max_function_lines: int = MAX_FUNCTION_LINES,
+    layers: Sequence[tuple[str, Sequence[str]]] = LAYERS,
+    max_top_level: int = MAX_TOP_LEVEL_MODULES,
+    limited_top_levels: Sequence[str] = LIMITED_TOP_LEVELS,
 ) -> Report:
     """Measure every module under the package directories ``packages``
     (imports are resolved among all of them together)."""
@@ -278,8 +384,18 @@ def scan(
         )
     )
     functions = tuple(f for m in modules for f in m.functions)
+    upward, unlayered = _layer_findings(modules, layers)
     return Report(
-        modules, max_module_lines, max_function_lines, cycles, breakers, functions=functions
+        modules,
+        max_module_lines,
+        max_function_lines,
+        cycles,
+        breakers,
+        functions=functions,
+        upward=upward,
+        unlayered=unlayered,
+        top_level=_top_level(modules, [p.name for p in packages if p.name in limited_top_levels]),
+        max_top_level=max_top_level,
     )
 
 
@@ -305,7 +421,12 @@ def render(report: Report, top: int = 5) -> str:
         f"longest functions (limit {report.max_function_lines}):",
         *(f"  {f.lines:5d}  {f.module}:{f.line} {f.name}" for f in funcs[:top]),
         f"import cycles: {len(report.cycles)}; "
-        f"imports inside functions that close a cycle: {len(report.cycle_breakers)}",
+        f"imports inside functions that close a cycle: {len(report.cycle_breakers)}; "
+        f"upward imports: {len(report.upward)}",
+        *(
+            f"{root}/ top level: {len(names)} modules (limit {report.max_top_level})"
+            for root, names in report.top_level.items()
+        ),
     ]
     for m in report.long_modules:
         lines.append(f"VIOLATION {_shown(m.path)}: {m.lines} lines > {report.max_module_lines}")
@@ -319,6 +440,15 @@ def render(report: Report, top: int = 5) -> str:
         lines.append(
             f"VIOLATION {imp.source}:{imp.line}: import of {imp.target} inside a function "
             "closes an import cycle"
+        )
+    for imp in report.upward:
+        lines.append(f"VIOLATION {imp.source}:{imp.line}: imports {imp.target}, a higher layer")
+    for name in report.unlayered:
+        lines.append(f"VIOLATION {name}: in no layer (add it to LAYERS)")
+    for root, names in report.crowded_top_levels.items():
+        lines.append(
+            f"VIOLATION {root}/: {len(names)} top-level modules > {report.max_top_level}: "
+            + ", ".join(names)
         )
     return "\n".join(lines)
 

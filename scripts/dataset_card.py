@@ -27,12 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cacheeval.domains import MATRIX
-from cacheeval.jsonio import write_bytes_atomic
-from cacheeval.layout import REPO_ROOT, difficulty_file
 from cacheeval.pipeline.assemble import build_dir
 from cacheeval.pipeline.checks import BuildFailed
 from cacheeval.pipeline.difficulty import content_key, load_calibration
+from cacheeval.pipeline.domains import MATRIX
 from cacheeval.pipeline.manifest import TIERS
 from cacheeval.pipeline.splits import split_stats
 from cacheeval.schema import (
@@ -46,6 +44,8 @@ from cacheeval.schema import (
     SPLITS,
     VERIFICATION_METHODS,
 )
+from cacheeval.support.jsonio import write_bytes_atomic
+from cacheeval.support.layout import REPO_ROOT, difficulty_file
 from cacheeval.verify import tier_of
 
 CARD = "DATASET_CARD.md"

@@ -29,7 +29,7 @@ from adapters.verified_cache.diagnosis import (
     seed_figures,
 )
 from adapters.verified_cache.training import build_cases, out_of_fold
-from cacheeval.jsonio import dumps_pretty, write_bytes_atomic
+from cacheeval.support.jsonio import dumps_pretty, write_bytes_atomic
 from scripts.train_verified_cache import load_labelled
 
 REPO = Path(__file__).resolve().parents[1]
@@ -101,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error("--seeds must be at least 1")
-    from cacheeval.report import utc_now
+    from cacheeval.reporting.report import utc_now
 
     t0 = time.perf_counter()
     cases = build_cases(

@@ -14,8 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from cacheeval import plot
-from cacheeval.plotdata import Source, read_source
+from cacheeval.reporting import plot
+from cacheeval.reporting.plotdata import Source, read_source
 
 REPO = Path(__file__).resolve().parents[1]
 GPTCACHE = "gptcache-minilm-0.80"

@@ -24,10 +24,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from cacheeval.layout import REPO_ROOT
 from cacheeval.pipeline.checks import BuildFailed
 from cacheeval.pipeline.difficulty import DIFFICULTY_PATH, DifficultyFileError
 from cacheeval.pipeline.recalibrate import recalibrate
+from cacheeval.support.layout import REPO_ROOT
 
 
 def main(argv: Sequence[str] | None = None) -> int:

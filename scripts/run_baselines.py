@@ -10,8 +10,8 @@ from pathlib import Path
 
 from cacheeval.baselines import BASELINES, make_baseline
 from cacheeval.dataset import load_bench
-from cacheeval.harness import evaluate
-from cacheeval.jsonio import write_bytes_atomic
+from cacheeval.run.harness import evaluate
+from cacheeval.support.jsonio import write_bytes_atomic
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -6,12 +6,12 @@ directory, beside CacheEval's test split, against the MiniLM cosine.
 Grades the verified cache (the committed model), GPTCache ``minilm@0.80`` (its
 fast path: GPTCache's own decision rule on batch embeddings) and the
 ``exact_match`` baseline on every file of the directory that reads as a pair
-file (``cacheeval.pair_formats``: layout from the header; ``.csv``/``.tsv``
+file (``cacheeval.benches.pair_formats``: layout from the header; ``.csv``/``.tsv``
 files with ``text_a``/``text_b``/``label`` columns and HIT/MISS values), and on
 CacheEval's test split (``cachebench.jsonl`` + ``private/test_labels.jsonl``).
 The MiniLM cosine (fp32 ONNX) is the reference: its recall at each cache's FHR
 and its ROC-AUC on the same rows, on every whole set and again on the pairs
-whose numbers and names agree (``cacheeval.external.details_agree``: there a
+whose numbers and names agree (``cacheeval.benches.external.details_agree``: there a
 paraphrase label and a cache label should coincide). Writes
 ``reports/EXTERNAL.md`` and ``.json``:
 figures only, never the pairs' text. Exits 0 without writing anything when no
@@ -28,8 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cacheeval.commands._running import add_resamples_argument, non_negative_int
-from cacheeval.external import (
+from cacheeval.benches.external import (
     DEFAULT_SLICES,
     DETAILS_AGREE,
     ExternalReport,
@@ -37,10 +36,11 @@ from cacheeval.external import (
     from_pair_file,
     grade,
 )
-from cacheeval.jsonio import dumps_pretty, write_bytes_atomic
+from cacheeval.benches.pair_formats import read_pair_file
+from cacheeval.commands._running import add_resamples_argument, non_negative_int
 from cacheeval.metrics.paired import DEFAULT_RESAMPLES
-from cacheeval.pair_formats import read_pair_file
-from cacheeval.report import utc_now
+from cacheeval.reporting.report import utc_now
+from cacheeval.support.jsonio import dumps_pretty, write_bytes_atomic
 
 REPO = Path(__file__).resolve().parents[1]
 ENV = "CACHEEVAL_EXTERNAL_DIR"
@@ -84,11 +84,11 @@ def reference_caches(
     """The caches graded: the verified cache (``verified``, or the model in
     ``model_dir``, default the committed one, served with ``embedder_name``,
     default the one it was trained with), GPTCache minilm@0.80, exact match.
-    Built from :class:`~cacheeval.blockrun.CacheSpec` s, so a large set can run
+    Built from :class:`~cacheeval.run.blockrun.CacheSpec` s, so a large set can run
     on worker processes; ``verified`` (a cache object) always runs here."""
     from adapters.gptcache_adapter import config_spec
     from adapters.verified_cache.model import MODEL_DIR
-    from cacheeval.blockrun import CacheSpec
+    from cacheeval.run.blockrun import CacheSpec
 
     kwargs: dict[str, Any] = {"model_dir": str(model_dir or MODEL_DIR)}
     if embedder_name is not None:
@@ -113,7 +113,7 @@ def run_external(
     """Grade ``caches`` on every pair file of ``directory`` (and CacheEval's test
     split when ``bench`` and ``labels`` are given) against the MiniLM cosine;
     ``workers`` processes per cache on the large sets (see
-    :func:`cacheeval.external.grade`)."""
+    :func:`cacheeval.benches.external.grade`)."""
     from adapters.cosine_baseline import MiniLMCosine
 
     sets = pair_sets(directory)

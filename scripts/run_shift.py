@@ -11,7 +11,7 @@ embeddings) and the verified cache (committed model) on
 * the slice ``cacheeval generate-slice --seed <demo seed>`` gives against the
   public shards ``domains/*.jsonl`` (40 rows per domain, held-out families),
 
-and writes the per-domain comparison (:mod:`cacheeval.shift`), plus each
+and writes the per-domain comparison (:mod:`cacheeval.benches.shift`), plus each
 reference cache's test-split predictions under
 ``reports/reference_predictions/`` (label-free; the leaderboard grades them as
 its fixed reference rows). Progress on stderr.
@@ -27,23 +27,23 @@ from pathlib import Path
 from typing import Any
 
 from cacheeval.baselines import make_baseline
+from cacheeval.benches.shift import (
+    evaluate_shift,
+    render_markdown,
+    to_json,
+    write_reference_predictions,
+)
+from cacheeval.benches.slice import DEFAULT_PER_DOMAIN, generate_slice, load_public_texts
 from cacheeval.dataset import load_bench
-from cacheeval.jsonio import (
+from cacheeval.schema import Row
+from cacheeval.support.jsonio import (
     dumps_pretty,
     jsonl_bytes,
     sha256_bytes,
     sha256_file,
     write_bytes_atomic,
 )
-from cacheeval.layout import DOMAINS_DIR, REPO_ROOT
-from cacheeval.schema import Row
-from cacheeval.shift import (
-    evaluate_shift,
-    render_markdown,
-    to_json,
-    write_reference_predictions,
-)
-from cacheeval.slice import DEFAULT_PER_DOMAIN, generate_slice, load_public_texts
+from cacheeval.support.layout import DOMAINS_DIR, REPO_ROOT
 
 #: The fixed, public seed of the demo slice (a real round uses a secret one).
 DEMO_SEED = "cacheeval-shift-demo-1"

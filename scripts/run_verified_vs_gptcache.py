@@ -49,7 +49,8 @@ from adapters.verified_cache.training import (
     fit_shipped,
     out_of_fold,
 )
-from cacheeval.compare import (
+from cacheeval.metrics.latency import latency_stats
+from cacheeval.reporting.compare import (
     Comparison,
     DomainRates,
     SystemHeadline,
@@ -59,13 +60,12 @@ from cacheeval.compare import (
     headline_table,
     num,
 )
-from cacheeval.harness import predict, score
-from cacheeval.jsonio import dumps_pretty, write_bytes_atomic
-from cacheeval.markdown import table
-from cacheeval.metrics.latency import latency_stats
-from cacheeval.predictions import Prediction
-from cacheeval.report import Report
+from cacheeval.reporting.markdown import table
+from cacheeval.reporting.report import Report
+from cacheeval.results.predictions import Prediction
+from cacheeval.run.harness import predict, score
 from cacheeval.schema import Row
+from cacheeval.support.jsonio import dumps_pretty, write_bytes_atomic
 from scripts.bench_verified_cache import cpu_model
 from scripts.train_verified_cache import dataset_id, load_labelled
 
@@ -223,7 +223,7 @@ def external_section(ext: dict[str, Any] | None) -> list[str]:
     the MiniLM cosine's recall at the same FHR (empty without pair files)."""
     if not ext:
         return []
-    from cacheeval.external import Entry, interval_note, markdown_table
+    from cacheeval.benches.external import Entry, interval_note, markdown_table
 
     fields = set(Entry.__dataclass_fields__)
     entries: list[Entry] = []

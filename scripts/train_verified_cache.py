@@ -42,8 +42,8 @@ from adapters.verified_cache.training import (
     summarize,
 )
 from cacheeval.dataset import load_bench
-from cacheeval.jsonio import JsonlError, sha256_file, write_jsonl
 from cacheeval.schema import Row
+from cacheeval.support.jsonio import JsonlError, sha256_file, write_jsonl
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -16,10 +16,10 @@ import pytest
 from cacheeval import Cache, Pair, Request, Verdict, evaluate, load_bench, predict
 from cacheeval.baselines import AlwaysHit, AlwaysMiss, ExactMatch
 from cacheeval.cli import main
-from cacheeval.harness import RunInterrupted, SealedRows, describe_exception
-from cacheeval.jsonio import iter_jsonl
-from cacheeval.report import Report
+from cacheeval.reporting.report import Report
+from cacheeval.run.harness import RunInterrupted, SealedRows, describe_exception
 from cacheeval.schema import ROW_FIELDS, Row
+from cacheeval.support.jsonio import iter_jsonl
 from tests.conftest import MINI_BENCH, MINI_LABELS, REPO_ROOT, default_sigint, make_row
 
 BENCH = REPO_ROOT / "cachebench.jsonl"
@@ -139,7 +139,7 @@ def test_rewriting_the_labels_changes_nothing(dev_rows: list[Row], tmp_path: Pat
         [PY, "-c",
          "import sys\n"
          "from cacheeval import evaluate, load_bench\n"
-         "from cacheeval.harness import load_cache\n"
+         "from cacheeval.run.harness import load_cache\n"
          f"rows = load_bench({str(BENCH)!r}, split='dev')\n"
          f"r = evaluate(load_cache({str(path)!r}, 'Tamper'), rows)\n"
          "c = r.confusion\n"

@@ -14,9 +14,9 @@ import pytest
 
 from cacheeval.cli import main
 from cacheeval.dataset import load_bench
-from cacheeval.jsonio import iter_jsonl
-from cacheeval.report import Report
+from cacheeval.reporting.report import Report
 from cacheeval.schema import Row
+from cacheeval.support.jsonio import iter_jsonl
 from tests.conftest import MINI_BENCH, MINI_LABELS, REPO_ROOT
 
 PY = sys.executable

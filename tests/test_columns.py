@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 
 from cacheeval.baselines import ExactMatch
-from cacheeval.columns import ScoreColumns, join_stream
-from cacheeval.harness import predict, score
-from cacheeval.idset import IdSet
-from cacheeval.predictions import (
+from cacheeval.reporting.report import IdCheck, build_report_from_columns, make_provenance
+from cacheeval.results.columns import ScoreColumns, join_stream
+from cacheeval.results.predictions import (
     Prediction,
     PredictionsWriter,
     iter_predictions,
@@ -22,8 +21,9 @@ from cacheeval.predictions import (
     read_predictions,
     write_predictions,
 )
-from cacheeval.report import IdCheck, build_report_from_columns, make_provenance
+from cacheeval.run.harness import predict, score
 from cacheeval.schema import Row
+from cacheeval.support.idset import IdSet
 from tests.conftest import make_row
 
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from cacheeval.compare import (
+from cacheeval.reporting.compare import (
     DomainRates,
     SystemHeadline,
     compare,
@@ -18,8 +18,8 @@ from cacheeval.compare import (
     headline_table,
     to_markdown,
 )
-from cacheeval.harness import evaluate
-from cacheeval.report import Report
+from cacheeval.reporting.report import Report
+from cacheeval.run.harness import evaluate
 from cacheeval.schema import Row, Verdict
 
 from .conftest import REPO_ROOT

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from cacheeval.harness import evaluate
 from cacheeval.metrics.curves import (
     CurvePoint,
     expected_calibration_error,
@@ -17,7 +16,8 @@ from cacheeval.metrics.curves import (
     reliability,
     score_curve,
 )
-from cacheeval.report import Report
+from cacheeval.reporting.report import Report
+from cacheeval.run.harness import evaluate
 from cacheeval.schema import Pair, Row, Verdict
 
 from .conftest import REPO_ROOT

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from cacheeval.dataset import load_bench, load_test_labels, row_problem
-from cacheeval.jsonio import JsonlError, iter_jsonl
 from cacheeval.schema import HIDDEN_TEST_FIELDS, LABELS
+from cacheeval.support.jsonio import JsonlError, iter_jsonl
 from tests.conftest import MINI_BENCH, MINI_LABELS
 
 

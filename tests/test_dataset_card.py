@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cacheeval.jsonio import dumps_pretty
 from cacheeval.pipeline.difficulty import FORMAT, content_key
+from cacheeval.support.jsonio import dumps_pretty
 from scripts import dataset_card as dc
 
 from .pipeline.synthetic import SMALL_MATRIX, write_shards

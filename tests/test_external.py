@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from cacheeval.baselines import ExactMatch
-from cacheeval.cli import main
-from cacheeval.external import (
+from cacheeval.benches.external import (
     Entry,
     LabelledSet,
     details_agree,
@@ -20,8 +19,9 @@ from cacheeval.external import (
     recall_at_fhr,
     row_details_agree,
 )
-from cacheeval.jsonio import JsonlError
-from cacheeval.pair_formats import PairFileSpec, read_pair_file, sniff_format
+from cacheeval.benches.pair_formats import PairFileSpec, read_pair_file, sniff_format
+from cacheeval.cli import main
+from cacheeval.support.jsonio import JsonlError
 from tests.conftest import MINI_BENCH
 
 QQP = (
@@ -358,7 +358,7 @@ def test_run_external_reads_every_pair_file_of_a_directory(tmp_path: Path) -> No
 def test_grade_runs_cache_specs_on_workers_with_the_same_figures(tmp_path: Path) -> None:
     """A CacheSpec is built once here, or decided on worker processes on a large
     enough set: the entries are the same either way."""
-    from cacheeval.blockrun import CacheSpec
+    from cacheeval.run.blockrun import CacheSpec
 
     ref = write(tmp_path, "ref.py", REF_MODULE)
     pf = read_pair_file(write(tmp_path, "p.tsv", PAWS))

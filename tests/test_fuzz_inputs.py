@@ -1,6 +1,6 @@
 """Fuzz (hypothesis) of the file readers: ``load_bench``, the predictions
 reader and ``import-pairs`` (CSV, TSV, JSONL) on arbitrary and hostile bytes.
-Every outcome is a result or a :class:`~cacheeval.jsonio.JsonlError` naming
+Every outcome is a result or a :class:`~cacheeval.support.jsonio.JsonlError` naming
 ``path:LINE`` - never another exception - and the CLI turns it into exit 2."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cacheeval.benches.importers import ImportSpec, import_pairs
 from cacheeval.cli import main
 from cacheeval.dataset import load_bench
-from cacheeval.importers import ImportSpec, import_pairs
-from cacheeval.jsonio import JsonlError
-from cacheeval.predictions import read_predictions
+from cacheeval.results.predictions import read_predictions
+from cacheeval.support.jsonio import JsonlError
 from tests.conftest import MINI_BENCH
 from tests.fuzz_bytes import hostile_bytes, hostile_records
 

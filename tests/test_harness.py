@@ -14,7 +14,13 @@ from typing import Any
 import pytest
 
 from cacheeval.baselines import BASELINES, AlwaysMiss, ExactMatch, make_baseline
-from cacheeval.harness import (
+from cacheeval.results.predictions import (
+    Prediction,
+    make_header,
+    read_predictions,
+    write_predictions,
+)
+from cacheeval.run.harness import (
     CacheCallError,
     CacheLoadError,
     UnlabelledRowsError,
@@ -23,14 +29,8 @@ from cacheeval.harness import (
     predict,
     score,
 )
-from cacheeval.jsonio import JsonlError, jsonl_bytes
-from cacheeval.predictions import (
-    Prediction,
-    make_header,
-    read_predictions,
-    write_predictions,
-)
 from cacheeval.schema import Pair, Row, Verdict
+from cacheeval.support.jsonio import JsonlError, jsonl_bytes
 from tests.conftest import make_row
 
 
@@ -478,7 +478,7 @@ def test_load_cache_errors(
 def test_progress_only_on_a_terminal() -> None:
     import io
 
-    from cacheeval.progress import TerminalProgress, format_eta, terminal_progress
+    from cacheeval.support.progress import TerminalProgress, format_eta, terminal_progress
 
     assert terminal_progress(io.StringIO()) is None  # not a tty: no output at all
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from cacheeval.baselines import ExactMatch
+from cacheeval.benches.importers import ImportSpec, detect_format, import_pairs
 from cacheeval.cli import main
 from cacheeval.dataset import load_bench
-from cacheeval.harness import evaluate
-from cacheeval.importers import ImportSpec, detect_format, import_pairs
-from cacheeval.jsonio import JsonlError
+from cacheeval.run.harness import evaluate
+from cacheeval.support.jsonio import JsonlError
 
 CSV = (
     "id,question1,question2,is_duplicate\n"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from cacheeval.external import recall_at_fhr
+from cacheeval.benches.external import recall_at_fhr
 from cacheeval.metrics.paired import (
     _groups,
     paired_difference_interval,

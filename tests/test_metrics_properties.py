@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cacheeval.baselines import AlwaysHit, AlwaysMiss
-from cacheeval.harness import evaluate
 from cacheeval.metrics.classification import confusion, fhr, recall
 from cacheeval.metrics.intervals import wilson_interval
 from cacheeval.metrics.ranking import threshold_free
+from cacheeval.run.harness import evaluate
 from cacheeval.schema import DIFFICULTIES, DOMAINS, LABELS, Pair, Verdict
 from tests.conftest import make_row
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from cacheeval.harness import evaluate
 from cacheeval.metrics.registry import METRICS, MetricSpec, register, values_at
-from cacheeval.report import Report
+from cacheeval.reporting.report import Report
+from cacheeval.run.harness import evaluate
 from cacheeval.schema import Pair, Row, Verdict
 
 #: metric name -> "module::test" that checks its value by hand.

@@ -1,4 +1,4 @@
-"""Prediction on worker processes and Ray actors (cacheeval.parallel): the same
+"""Prediction on worker processes and Ray actors (cacheeval.run.parallel): the same
 decisions as one process, pairs only in the workers, and no row lost when a
 worker dies."""
 
@@ -19,9 +19,15 @@ import pytest
 from cacheeval.baselines import make_baseline
 from cacheeval.cli import main
 from cacheeval.dataset import load_bench
-from cacheeval.harness import CacheCallError, CacheLoadError, predict, score
-from cacheeval.parallel import CacheSpec, Predictor, block_size_for, map_blocks, predict_parallel
-from cacheeval.predictions import Prediction
+from cacheeval.results.predictions import Prediction
+from cacheeval.run.harness import CacheCallError, CacheLoadError, predict, score
+from cacheeval.run.parallel import (
+    CacheSpec,
+    Predictor,
+    block_size_for,
+    map_blocks,
+    predict_parallel,
+)
 from cacheeval.schema import Row
 from tests.conftest import MINI_BENCH, MINI_LABELS, REPO_ROOT, default_sigint
 
@@ -361,7 +367,7 @@ def test_any_block_task_runs_on_workers_for_replay_lookups(dev_rows: list[Row]) 
 def test_each_worker_gets_its_share_of_the_cpus_unless_the_user_chose(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from cacheeval.procpool import THREAD_VARIABLES, _limit_threads, threads_per_worker
+    from cacheeval.run.procpool import THREAD_VARIABLES, _limit_threads, threads_per_worker
 
     assert [threads_per_worker(w, cpus=8) for w in (1, 2, 3, 8, 16)] == [8, 4, 2, 1, 1]
     for name in THREAD_VARIABLES:

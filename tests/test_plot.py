@@ -13,15 +13,15 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from cacheeval import plot  # noqa: E402
 from cacheeval.cli import main  # noqa: E402
-from cacheeval.harness import evaluate  # noqa: E402
-from cacheeval.jsonio import write_bytes_atomic  # noqa: E402
-from cacheeval.plotdata import pareto_front, read_source  # noqa: E402
-from cacheeval.replay import replay  # noqa: E402
-from cacheeval.replay_report import build_replay_report  # noqa: E402
+from cacheeval.replay.engine import replay  # noqa: E402
+from cacheeval.replay.report import build_replay_report  # noqa: E402
+from cacheeval.replay.shared_baselines import SharedAlwaysHit  # noqa: E402
+from cacheeval.reporting import plot  # noqa: E402
+from cacheeval.reporting.plotdata import pareto_front, read_source  # noqa: E402
+from cacheeval.run.harness import evaluate  # noqa: E402
 from cacheeval.schema import Pair, Row, Verdict  # noqa: E402
-from cacheeval.shared_baselines import SharedAlwaysHit  # noqa: E402
+from cacheeval.support.jsonio import write_bytes_atomic  # noqa: E402
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 

@@ -20,10 +20,10 @@ from cacheeval.metrics.replay import (
     replay_p_chr_auc,
     replay_rates,
 )
-from cacheeval.replay import lookup_truths, replay
-from cacheeval.replay_report import build_replay_report
+from cacheeval.replay.engine import lookup_truths, replay
+from cacheeval.replay.report import build_replay_report
+from cacheeval.replay.shared_baselines import SharedAlwaysHit, SharedAlwaysMiss, SharedExactMatch
 from cacheeval.schema import Request, Row
-from cacheeval.shared_baselines import SharedAlwaysHit, SharedAlwaysMiss, SharedExactMatch
 
 from .conftest import MINI_BENCH, MINI_LABELS, make_row
 

@@ -10,12 +10,12 @@ import jsonschema
 import pytest
 
 from cacheeval.baselines import AlwaysHit, ExactMatch
-from cacheeval.harness import evaluate, predict
-from cacheeval.jsonio import iter_jsonl
 from cacheeval.metrics.slices import Slice
-from cacheeval.predictions import make_header, write_predictions
-from cacheeval.report import Report
+from cacheeval.reporting.report import Report
+from cacheeval.results.predictions import make_header, write_predictions
+from cacheeval.run.harness import evaluate, predict
 from cacheeval.schema import Row, Verdict
+from cacheeval.support.jsonio import iter_jsonl
 from tests.conftest import MINI_BENCH, REPO_ROOT, make_row
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "cacheeval" / "schemas"
@@ -262,7 +262,7 @@ def test_committed_reports_rerender_byte_identically() -> None:
 
 
 def test_git_info(tmp_path: Path) -> None:
-    from cacheeval.gitinfo import read_git_info
+    from cacheeval.support.gitinfo import read_git_info
     from tests.conftest import REPO_ROOT
 
     assert read_git_info(tmp_path) == read_git_info(tmp_path / "missing")

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from cacheeval.domains import MATRIX
+from cacheeval.pipeline.domains import MATRIX
 from cacheeval.schema import (
     BINARY_LABELS,
     DOMAINS,

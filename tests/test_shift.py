@@ -1,4 +1,4 @@
-"""The test-split vs slice comparison (:mod:`cacheeval.shift`): per-domain
+"""The test-split vs slice comparison (:mod:`cacheeval.benches.shift`): per-domain
 sides computed from confusion counts, shifts, the report renderers, and the
 reference predictions files the board grades."""
 
@@ -9,10 +9,7 @@ import json
 from pathlib import Path
 
 from cacheeval.baselines import make_baseline
-from cacheeval.metrics.classification import Confusion
-from cacheeval.predictions import read_predictions
-from cacheeval.schema import Row
-from cacheeval.shift import (
+from cacheeval.benches.shift import (
     evaluate_shift,
     render_markdown,
     shift,
@@ -20,6 +17,9 @@ from cacheeval.shift import (
     to_json,
     write_reference_predictions,
 )
+from cacheeval.metrics.classification import Confusion
+from cacheeval.results.predictions import read_predictions
+from cacheeval.schema import Row
 
 
 def test_side_and_shift_by_hand() -> None:

@@ -15,13 +15,8 @@ from typing import Any
 import pytest
 
 from cacheeval import cli as cacheeval_cli
-from cacheeval import slice as slice_mod
-from cacheeval.dataset import load_bench, read_slice_header, row_problem
-from cacheeval.domains import MATRIX
-from cacheeval.heldout import HELDOUT_DIR, PoolError, pool
-from cacheeval.jsonio import jsonl_bytes
-from cacheeval.schema import DOMAINS, LABELS, Pair, Row, Verdict
-from cacheeval.slice import (
+from cacheeval.benches import slice as slice_mod
+from cacheeval.benches.slice import (
     SliceError,
     eligible_pool,
     generate_adversarial_slice,
@@ -31,6 +26,11 @@ from cacheeval.slice import (
     quotas,
     row_texts,
 )
+from cacheeval.dataset import load_bench, read_slice_header, row_problem
+from cacheeval.pipeline.domains import MATRIX
+from cacheeval.pipeline.heldout import HELDOUT_DIR, PoolError, pool
+from cacheeval.schema import DOMAINS, LABELS, Pair, Row, Verdict
+from cacheeval.support.jsonio import jsonl_bytes
 from cacheeval.verify import Check, check_row
 from tests.conftest import REPO_ROOT
 

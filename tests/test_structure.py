@@ -1,6 +1,7 @@
 """The structure limits stay enforced: no module over 900 lines, no function over
-120, no import cycle and no import inside a function that closes one, in
-cacheeval/ and adapters/ (``scripts/check_structure.py``). The checker itself
+120, no import cycle and no import inside a function that closes one, every
+module in a layer and no import going up one, and at most ten modules at the
+top of cacheeval/, in cacheeval/ and adapters/ (``scripts/check_structure.py``). The checker itself
 is tested on tiny packages written here, so it can fail."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.check_structure import Report, main, render, scan
+from scripts.check_structure import LAYERS, Report, layer_of, main, render, scan
 from tests.conftest import REPO_ROOT
 
 #: Known violations, each owned by other work in flight, with the reason. A
@@ -41,6 +42,28 @@ def test_no_function_over_the_limit(report: Report) -> None:
 def test_no_import_cycle_and_no_cycle_breaking_import(report: Report) -> None:
     assert [c for c in report.cycles if c not in KNOWN_CYCLES] == []
     assert list(report.cycle_breakers) == []
+
+
+def test_every_module_has_a_layer_and_no_import_goes_up(report: Report) -> None:
+    assert report.unlayered == ()
+    assert [f"{i.source}:{i.line} -> {i.target}" for i in report.upward] == []
+
+
+def test_cacheeval_top_level_keeps_only_the_api_and_entry_points(report: Report) -> None:
+    top = report.top_level["cacheeval"]
+    assert len(top) <= 10, top
+    assert "report_markdown.py" not in top and "harness.py" not in top
+
+
+def test_public_api_is_unchanged() -> None:
+    import cacheeval
+
+    assert set(cacheeval.__all__) >= {
+        "evaluate", "predict", "score", "load_bench", "iter_bench",
+        "Pair", "Request", "Verdict", "Cache", "Report",
+    }  # fmt: skip
+    for name in cacheeval.__all__:
+        assert getattr(cacheeval, name) is not None
 
 
 def test_every_known_violation_still_exists(report: Report) -> None:
@@ -103,6 +126,44 @@ def test_checker_finds_cycles_and_cycle_breakers(tmp_path: Path) -> None:
     assert got.cycles == (("pkg.a", "pkg.b"),)  # e <-> f only under TYPE_CHECKING
     assert [(i.source, i.target, i.line) for i in got.cycle_breakers] == [("pkg.d", "pkg.c", 2)]
     assert not got.ok
+
+
+def test_checker_finds_upward_imports_unlayered_modules_and_a_crowded_top(
+    tmp_path: Path,
+) -> None:
+    pkg = _package(
+        tmp_path,
+        {
+            "pkg/__init__.py": "from . import top\n",  # the top layer may import anything
+            "pkg/low/__init__.py": "",
+            "pkg/low/a.py": "def f():\n    from ..high import b\n",  # lazy, still upward
+            "pkg/high/__init__.py": "",
+            "pkg/high/b.py": "from ..low import a\n",  # downward: fine
+            "pkg/top.py": "from .high import b\n",
+            "pkg/stray/__init__.py": "",
+        },
+    )
+    layers = (("low", ("pkg.low",)), ("high", ("pkg.high",)), ("top", ("pkg.top", "pkg")))
+    got = scan([pkg], root=tmp_path, layers=layers, max_top_level=1, limited_top_levels=("pkg",))
+    assert [(i.source, i.target, i.line, i.lazy) for i in got.upward] == [
+        ("pkg.low.a", "pkg.high.b", 2, True)
+    ]
+    assert got.unlayered == ()  # pkg.stray falls under the "pkg" prefix of the top layer
+    assert got.top_level == {"pkg": ("__init__.py", "top.py")}
+    assert not got.ok
+    text = render(got)
+    assert "VIOLATION pkg.low.a:2: imports pkg.high.b, a higher layer" in text
+    assert "VIOLATION pkg/: 2 top-level modules > 1" in text
+    narrow = (("low", ("pkg.low",)), ("high", ("pkg.high",)))
+    assert "pkg.top" in scan([pkg], root=tmp_path, layers=narrow).unlayered
+
+
+def test_layer_of_takes_the_longest_prefix() -> None:
+    assert layer_of("cacheeval") == len(LAYERS) - 2
+    assert layer_of("cacheeval.reporting.report") == layer_of("cacheeval.reporting")
+    assert layer_of("cacheeval.support.jsonio") < layer_of("cacheeval.run.harness")  # type: ignore[operator]
+    assert layer_of("adapters.verified_cache.cache") == len(LAYERS) - 1
+    assert layer_of("numpy") is None
 
 
 def test_checker_passes_a_clean_package(tmp_path: Path) -> None:

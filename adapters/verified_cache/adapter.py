@@ -37,7 +37,7 @@ class VerifiedCacheAdapter:
     Example::
 
         from adapters.verified_cache.adapter import VerifiedCacheAdapter
-        from cacheeval.harness import evaluate
+        from cacheeval.run.harness import evaluate
         report = evaluate(VerifiedCacheAdapter(), rows, cache_name="verified-cache")
     """
 

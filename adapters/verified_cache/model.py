@@ -29,8 +29,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cacheeval.jsonio import dumps_pretty, write_bytes_atomic
 from cacheeval.metrics.sweep import OperatingPoint, best_operating_point, threshold_sweep
+from cacheeval.support.jsonio import dumps_pretty, write_bytes_atomic
 
 from .features import FEATURE_NAMES, direction
 

@@ -21,10 +21,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cacheeval.layout import stable_seed
 from cacheeval.metrics.classification import accuracy, confusion, f1, fhr, precision, recall
 from cacheeval.metrics.sweep import OperatingPoint
 from cacheeval.schema import Request, Row
+from cacheeval.support.layout import stable_seed
 
 from .cache import (
     Resources,
@@ -392,8 +392,8 @@ def pair_file_figures(
     scored: Sequence[Scored], cosines: Sequence[float]
 ) -> dict[str, float | None]:
     """The cache's FHR, recall and ROC-AUC on a labelled pair file, the cosine's
-    recall at that FHR (:func:`cacheeval.external.recall_at_fhr`) and its ROC-AUC."""
-    from cacheeval.external import recall_at_fhr
+    recall at that FHR (:func:`cacheeval.benches.external.recall_at_fhr`) and its ROC-AUC."""
+    from cacheeval.benches.external import recall_at_fhr
     from cacheeval.metrics.ranking import threshold_free
 
     s = summarize(scored)

@@ -1,6 +1,6 @@
 """What ``eval``, ``predict`` and ``score`` share to run over a benchmark file
 of any length: the selected rows as a stream, the cache started (in this
-process or on workers, see :mod:`cacheeval.parallel`), and the truth of the
+process or on workers, see :mod:`cacheeval.run.parallel`), and the truth of the
 rows in flight; and the options that name a cache (also ``replay``'s and
 ``external``'s) with their argument types (also ``serve``'s)."""
 
@@ -76,10 +76,10 @@ def add_cache_arguments(parser: argparse.ArgumentParser, *, shared: bool = False
     for a per-row cache also --on-error and --timeout-ms.
 
     ``shared`` names a shared cache (``replay``): a baseline of
-    :data:`~cacheeval.shared_baselines.SHARED_BASELINES`, and no --on-error
+    :data:`~cacheeval.replay.shared_baselines.SHARED_BASELINES`, and no --on-error
     (``replay`` places its own --timeout-ms, whose help differs)."""
     if shared:
-        from ..shared_baselines import SHARED_BASELINES
+        from ..replay.shared_baselines import SHARED_BASELINES
 
         baselines = sorted(SHARED_BASELINES)
         module_help = "dotted module or .py file exposing the cache"
@@ -136,10 +136,10 @@ def parse_cache_args(items: list[str]) -> dict[str, Any]:
 
 
 def cache_spec(args: argparse.Namespace) -> tuple[Any, dict[str, Any], str | None]:
-    """The :class:`~cacheeval.parallel.CacheSpec` the options name, its
+    """The :class:`~cacheeval.run.parallel.CacheSpec` the options name, its
     constructor arguments, and the ``module:Class`` the report records (None
     for a baseline: its own class names it)."""
-    from ..parallel import CacheSpec
+    from ..run.parallel import CacheSpec
 
     kwargs = parse_cache_args(args.cache_args)
     if args.baseline is not None:
@@ -261,7 +261,7 @@ class LabelledRows(SplitTracker):
 
 @dataclass(frozen=True, slots=True)
 class StartedCache:
-    """A started :class:`~cacheeval.parallel.Predictor` and what the files
+    """A started :class:`~cacheeval.run.parallel.Predictor` and what the files
     and the report say about its cache."""
 
     predictor: Any
@@ -275,8 +275,8 @@ class StartedCache:
 def started_cache(args: argparse.Namespace) -> Iterator[StartedCache]:
     """Build the cache the options name (in this process, or once in each of
     ``--workers``/``--ray`` workers); stop it at the end (at once on an error)."""
-    from ..harness import CacheLoadError
-    from ..parallel import Predictor
+    from ..run.harness import CacheLoadError
+    from ..run.parallel import Predictor
 
     spec, kwargs, ref = cache_spec(args)
     remote = args.workers is not None or args.ray is not None

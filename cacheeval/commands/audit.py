@@ -1,4 +1,4 @@
-"""``cacheeval audit``: the one-side-only leakage audit (see :mod:`cacheeval.audit`)."""
+"""``cacheeval audit``: the one-side-only leakage audit (see :mod:`cacheeval.benches.audit`)."""
 
 from __future__ import annotations
 
@@ -32,9 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..audit import audit_rows, format_audit
-    from ..jsonio import JsonlError
+    from ..benches.audit import audit_rows, format_audit
     from ..pipeline.shards import read_shards
+    from ..support.jsonio import JsonlError
 
     if args.folds < 2:
         print(f"audit: --folds must be >= 2, got {args.folds}", file=sys.stderr)

@@ -65,7 +65,7 @@ def add_rows_arguments(parser: argparse.ArgumentParser, *, labels: bool = True) 
 
 
 def add_scale_arguments(parser: argparse.ArgumentParser) -> None:
-    """--workers N, --ray [ADDRESS] (see :mod:`cacheeval.parallel`)."""
+    """--workers N, --ray [ADDRESS] (see :mod:`cacheeval.run.parallel`)."""
     parser.add_argument(
         "--workers",
         type=positive_int,
@@ -116,7 +116,7 @@ def summary_line(report: Any, out: Path) -> str:
 
 def write_report(report: Any, md_path: Path, json_path: Path | None) -> None:
     """Write the Markdown (and JSON) renderings atomically."""
-    from ..jsonio import write_bytes_atomic
+    from ..support.jsonio import write_bytes_atomic
 
     write_bytes_atomic(md_path, report.to_markdown().encode("utf-8"))
     if json_path is not None:
@@ -136,7 +136,7 @@ def run_report_command(
     when Ctrl-C stopped it) written to --out and --json, then its summary line.
     A usage, data or file error is one line on stderr (exit 2); a failing
     cache under ``--on-error raise`` exits 1."""
-    from ..harness import CacheCallError
+    from ..run.harness import CacheCallError
 
     prog = prog_name(args, f"cacheeval {name}")
     try:
@@ -177,11 +177,11 @@ def _evaluate(args: argparse.Namespace, prog: str) -> Any:
     written), or None when Ctrl-C stopped the run."""
     from dataclasses import replace
 
-    from ..columns import ScoreColumns
-    from ..jsonio import sha256_file
-    from ..predictions import PredictionsWriter, make_header
-    from ..progress import terminal_progress
-    from ..report import IdCheck, build_report_from_columns, make_provenance, utc_now
+    from ..reporting.report import IdCheck, build_report_from_columns, make_provenance, utc_now
+    from ..results.columns import ScoreColumns
+    from ..results.predictions import PredictionsWriter, make_header
+    from ..support.jsonio import sha256_file
+    from ..support.progress import terminal_progress
     from ._running import LabelledRows, interrupted_message, started_cache, stream_rows
 
     selected = LabelledRows(stream_rows(args, labels=args.labels), args.labels, args.bench)

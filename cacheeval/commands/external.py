@@ -9,10 +9,10 @@ cosine's recall at the cache's own FHR and ROC-AUC on every set.
         --out external.md
 
 Every set is also reported on its pairs whose numbers and names agree
-(:func:`cacheeval.external.details_agree`), where a paraphrase label and a cache
+(:func:`cacheeval.benches.external.details_agree`), where a paraphrase label and a cache
 label should coincide. Every gap carries a 95% interval from a paired bootstrap
 over the set's pairs (``--resamples``, 0 for none). See
-:mod:`cacheeval.pair_formats` for the layouts and :mod:`cacheeval.external` for
+:mod:`cacheeval.benches.pair_formats` for the layouts and :mod:`cacheeval.benches.external` for
 the figures. Exit codes: 0 written; 1 the cache
 failed under ``--on-error raise``; 2 bad input (``file:LINE: what is wrong``) or
 usage.
@@ -36,7 +36,7 @@ DEFAULT_REFERENCE = "adapters.cosine_baseline:MiniLMCosine"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..pair_formats import FORMATS, PairFileSpec
+    from ..benches.pair_formats import FORMATS, PairFileSpec
     from ..schema import DOMAINS, SPLITS
     from ._running import add_resamples_argument
     from .eval import add_cache_arguments
@@ -87,8 +87,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def load_sets(args: argparse.Namespace) -> list[Any]:
     """The labelled sets the options name: every file, then CacheEval's rows."""
-    from ..external import LabelledSet, from_pair_file
-    from ..pair_formats import PairFileSpec, read_pair_file
+    from ..benches.external import LabelledSet, from_pair_file
+    from ..benches.pair_formats import PairFileSpec, read_pair_file
     from ._running import LabelledRows, UsageError, _one_line, stream_rows
 
     spec = PairFileSpec(
@@ -131,7 +131,7 @@ def prog_of(args: argparse.Namespace) -> str:
 
 
 def load_reference(spec: str) -> Any:
-    from ..harness import CacheLoadError, load_cache
+    from ..run.harness import CacheLoadError, load_cache
     from .eval import UsageError
 
     module, _, cls = spec.partition(":")
@@ -143,7 +143,7 @@ def load_reference(spec: str) -> Any:
 
 def summary(e: Any, reference: str) -> str:
     """One line per set: the cache's operating point and its gaps to the reference."""
-    from ..external import format_gap
+    from ..benches.external import format_gap
 
     def f(x: float | None) -> str:
         return "n/a" if x is None else f"{x:.3f}"
@@ -158,10 +158,10 @@ def summary(e: Any, reference: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..external import DEFAULT_SLICES, grade
-    from ..harness import CacheCallError, CacheLoadError, cache_name_of
-    from ..jsonio import dumps_pretty, write_bytes_atomic
-    from ..report import utc_now
+    from ..benches.external import DEFAULT_SLICES, grade
+    from ..reporting.report import utc_now
+    from ..run.harness import CacheCallError, CacheLoadError, cache_name_of
+    from ..support.jsonio import dumps_pretty, write_bytes_atomic
     from ._running import cache_spec
     from .eval import EXIT_CACHE_FAILED, EXIT_OK, UsageError, _one_line, fail
 

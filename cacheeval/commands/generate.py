@@ -20,8 +20,8 @@ HELP = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..layout import DOMAINS_DIR, SOURCES_DIR
     from ..schema import DOMAINS
+    from ..support.layout import DOMAINS_DIR, SOURCES_DIR
 
     parser.add_argument(
         "domains",
@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..domains import SPECS
+    from ..pipeline.domains import SPECS
     from ..pipeline.generate import generate_shard, write_shard
 
     if args.list:

@@ -1,5 +1,5 @@
 """``cacheeval generate-slice``: draw the private slice from the held-out pools
-of all ten domains with a secret seed (see :mod:`cacheeval.slice`).
+of all ten domains with a secret seed (see :mod:`cacheeval.benches.slice`).
 
 The output starts with a header line (seed commitment, counts, and with
 ``--against`` the cache it was selected against and its error rate), then
@@ -76,8 +76,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _public_files(args: argparse.Namespace) -> list[Path]:
-    from ..layout import DOMAINS_DIR
-    from ..slice import SliceError
+    from ..benches.slice import SliceError
+    from ..support.layout import DOMAINS_DIR
 
     if args.public:
         files: list[Path] = list(args.public)
@@ -92,10 +92,7 @@ def _public_files(args: argparse.Namespace) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..harness import CacheLoadError, load_cache
-    from ..heldout import HELDOUT_DIR
-    from ..jsonio import PRIVATE_MODE, sha256_file, write_jsonl
-    from ..slice import (
+    from ..benches.slice import (
         SliceError,
         generate_adversarial_slice,
         generate_slice,
@@ -103,6 +100,9 @@ def run(args: argparse.Namespace) -> int:
         load_public_texts,
         summary,
     )
+    from ..pipeline.heldout import HELDOUT_DIR
+    from ..run.harness import CacheLoadError, load_cache
+    from ..support.jsonio import PRIVATE_MODE, sha256_file, write_jsonl
     from .eval import UsageError, parse_cache_args
 
     prog = f"cacheeval {NAME}"

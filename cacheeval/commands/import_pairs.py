@@ -5,7 +5,7 @@ rows, so any cache can be graded on your traffic.
         --positive 1 --domain qa_factual --out my_rows.jsonl
     cacheeval eval --bench my_rows.jsonl --baseline exact_match --out report.md
 
-See :mod:`cacheeval.importers` for the field mapping (positive -> PARA_SAFE/HIT,
+See :mod:`cacheeval.benches.importers` for the field mapping (positive -> PARA_SAFE/HIT,
 negative -> RELATED_UNSAFE/MISS). Exit codes: 0 written, 2 bad input (the
 message names ``file:LINE``).
 """
@@ -24,7 +24,7 @@ HELP = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..importers import FORMATS
+    from ..benches.importers import FORMATS
     from ..schema import DOMAINS, SPLITS
 
     parser.add_argument("file", type=Path, help="pairs file: .csv, .tsv or .jsonl")
@@ -54,8 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..importers import ImportSpec, iter_import_pairs, summary_counts
-    from ..jsonio import AtomicFile, dumps
+    from ..benches.importers import ImportSpec, iter_import_pairs, summary_counts
+    from ..support.jsonio import AtomicFile, dumps
 
     spec = ImportSpec(
         text_a=args.text_a,
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _failed(out: object, message: str) -> int:
     """Print the error, leave no output file behind, exit 2."""
-    from ..jsonio import AtomicFile
+    from ..support.jsonio import AtomicFile
 
     if isinstance(out, AtomicFile):
         out.discard()

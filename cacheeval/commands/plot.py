@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..plotdata import PAIR, read_source
+    from ..reporting.plotdata import PAIR, read_source
 
     prog = "cacheeval plot"
     sources = []
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     if args.sweep is not None and not args.sweep.is_file():
         return _fail(prog, f"{args.sweep}: no such file")
     try:
-        from .. import plot
+        from ..reporting import plot
     except ImportError as e:  # pragma: no cover - depends on the installed extras
         return _fail(prog, f"matplotlib is needed (pip install 'cacheeval[plot]'): {e}")
     formats = tuple(dict.fromkeys(args.formats or plot.FORMATS))
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _slug(name: str) -> str:
-    from ..plotdata import slug
+    from ..reporting.plotdata import slug
 
     return slug(name)
 

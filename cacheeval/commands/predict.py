@@ -5,7 +5,7 @@ Grade the file later with ``cacheeval score``. Exit codes as ``cacheeval eval``.
 The rows stream from the file to the cache (in this process, or on
 ``--workers``/``--ray`` workers) and each prediction is written as it comes
 back, so a file of millions of rows runs in flat memory (see
-:mod:`cacheeval.parallel`).
+:mod:`cacheeval.run.parallel`).
 """
 
 from __future__ import annotations
@@ -41,11 +41,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from ..harness import CacheCallError
-    from ..jsonio import sha256_file
-    from ..predictions import PredictionsWriter, make_header
-    from ..progress import terminal_progress
-    from ..report import utc_now
+    from ..reporting.report import utc_now
+    from ..results.predictions import PredictionsWriter, make_header
+    from ..run.harness import CacheCallError
+    from ..support.jsonio import sha256_file
+    from ..support.progress import terminal_progress
     from ._running import (
         SplitTracker,
         interrupted_message,

@@ -1,6 +1,6 @@
 """``cacheeval replay``: run a shared cache over one store holding side a of
 every selected row and look up side b of every row against all of it (see
-:mod:`cacheeval.replay`), then write the replay report.
+:mod:`cacheeval.replay.engine`), then write the replay report.
 
 The cache is a reference baseline (``--baseline``) or a :class:`SharedCache`
 loaded from a module (``--cache-module``/``--cache-class``/``--cache-arg``),
@@ -142,11 +142,11 @@ def _rows(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[Any]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..jsonio import sha256_file
-    from ..progress import terminal_progress
-    from ..replay import DEFAULT_LATENCY_SIZES, replay
-    from ..replay_report import build_replay_report
-    from ..shared_baselines import make_shared_baseline
+    from ..replay.engine import DEFAULT_LATENCY_SIZES, replay
+    from ..replay.report import build_replay_report
+    from ..replay.shared_baselines import make_shared_baseline
+    from ..support.jsonio import sha256_file
+    from ..support.progress import terminal_progress
 
     prog = prog_name(args, f"cacheeval {NAME}")
     try:

@@ -7,7 +7,7 @@ note on stderr, or the command fails when nothing labelled remains.
 Exit codes as ``cacheeval eval``.
 
 Rows and predictions are read side by side, once, and each row is kept only
-as a few numbers (:mod:`cacheeval.columns`), so grading a million rows takes
+as a few numbers (:mod:`cacheeval.results.columns`), so grading a million rows takes
 tens of megabytes; predictions in another order than the rows still join by
 id (those that come early wait in memory for their row).
 """
@@ -45,10 +45,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace, prog: str) -> Any:
-    from ..columns import ScoreColumns, join_stream
-    from ..jsonio import sha256_file
-    from ..predictions import iter_predictions
-    from ..report import MAX_IDS, IdCheck, build_report_from_columns, make_provenance
+    from ..reporting.report import MAX_IDS, IdCheck, build_report_from_columns, make_provenance
+    from ..results.columns import ScoreColumns, join_stream
+    from ..results.predictions import iter_predictions
+    from ..support.jsonio import sha256_file
     from ._running import stream_rows
 
     try:

@@ -171,7 +171,7 @@ def _standings(store: object, halves: object) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..report import utc_now
+    from ..reporting.report import utc_now
     from ..server.grading import SetupError, halves_of, load_references, load_test_set, regrade
     from ..server.store import Store, StoreError
 

@@ -18,8 +18,8 @@ HELP = (
 def add_shards_arguments(parser: argparse.ArgumentParser, domain_help: str) -> None:
     """--shards DIR and --domain DOMAIN (repeatable): the shards a command
     reads (also ``audit``'s)."""
-    from ..layout import DOMAINS_DIR
     from ..schema import DOMAINS
+    from ..support.layout import DOMAINS_DIR
 
     parser.add_argument(
         "--shards",
@@ -46,9 +46,9 @@ def run(args: argparse.Namespace) -> int:
     from concurrent.futures.process import BrokenProcessPool
 
     from ..dataset import row_problem
-    from ..jsonio import JsonlError
     from ..pipeline.shards import read_shards, to_row
     from ..schema import Row
+    from ..support.jsonio import JsonlError
     from ..verify.engine import format_report, problems, terminal_progress, verify_rows
 
     if args.jobs < 1:

@@ -42,8 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..layout import rng
 from ..schema import LABELS
+from ..support.layout import rng
 from ..verify.code import LANGUAGES, accepts, detect_language, extract_code
 from .common import DraftRow, FixtureError, fixture_files, fixture_source, read_fixture_json
 

@@ -20,7 +20,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..layout import rng, source_ref
 from ..schema import (
     ADVERSARIAL,
     EQUIV,
@@ -33,6 +32,7 @@ from ..schema import (
     Row,
     derive_binary_label,
 )
+from ..support.layout import rng, source_ref
 
 #: Shard rows hold every row field but ``split``, which assemble assigns.
 SHARD_FIELDS: tuple[str, ...] = tuple(f for f in ROW_FIELDS if f != "split")
@@ -84,7 +84,7 @@ def fixture_files(fixture_dir: Path) -> list[Path]:
 
 def fixture_source(path: Path, item: str) -> str:
     """The ``source`` of the rows of fixture item ``item`` in ``path``:
-    :func:`~cacheeval.layout.source_ref` for a fixture in the repository; for one
+    :func:`~cacheeval.support.layout.source_ref` for a fixture in the repository; for one
     elsewhere (tests, ``--sources-dir``) the same ``sources/<domain>/<file>#item``
     shape, so the rows still name their family."""
     try:
@@ -115,7 +115,7 @@ def read_fixture_json(path: Path, shown: str | None = None) -> tuple[Any, str]:
 
 
 def coin_order(sides: tuple[S, S], *seed: str | int) -> tuple[S, S]:
-    """``sides``, swapped when a coin seeded on ``seed`` (:func:`~cacheeval.layout.rng`)
+    """``sides``, swapped when a coin seeded on ``seed`` (:func:`~cacheeval.support.layout.rng`)
     comes up below one half, so which side is a says nothing about the row."""
     a, b = sides
     return (b, a) if rng(*seed).random() < 0.5 else (a, b)

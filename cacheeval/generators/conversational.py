@@ -50,7 +50,6 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from ..dataset import row_problem
-from ..layout import REPO_ROOT
 from ..schema import (
     ADVERSARIAL,
     EQUIV,
@@ -60,6 +59,7 @@ from ..schema import (
     RELATED_UNSAFE,
     UNRELATED,
 )
+from ..support.layout import REPO_ROOT
 from ..verify import check_row
 from .common import (
     CONSTRUCTION,

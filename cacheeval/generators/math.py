@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..layout import rng
 from ..schema import HIT_LABELS, LABELS, UNRELATED
+from ..support.layout import rng
 from .common import CONSTRUCTION, DraftRow, FixtureError, fixture_source, read_fixture_json
 
 DOMAIN = "math"

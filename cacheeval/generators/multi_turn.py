@@ -70,8 +70,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..layout import rng
 from ..schema import ADVERSARIAL, EQUIV, PARA_SAFE, RELATED_UNSAFE, UNRELATED
+from ..support.layout import rng
 from ..verify.textnorm import normalize_answer
 from .common import DraftRow, FixtureError, coin_order, fixture_source, lower_first
 from .creative import (

@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..layout import rng
 from ..schema import ADVERSARIAL, EQUIV, PARA_SAFE, RELATED_UNSAFE, UNRELATED
+from ..support.layout import rng
 from .common import DraftRow, coin_order, fixture_source, lower_first
 from .creative import (
     FamilyItems,

@@ -60,7 +60,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-from ..layout import stable_seed
 from ..schema import (
     ADVERSARIAL,
     EQUIV,
@@ -70,6 +69,7 @@ from ..schema import (
     RELATED_UNSAFE,
     UNRELATED,
 )
+from ..support.layout import stable_seed
 from ..verify import check_row
 from ..verify.textnorm import normalize_answer
 from .common import (

@@ -54,9 +54,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..jsonio import dumps
-from ..layout import rng
 from ..schema import EQUIV, HIT, HIT_LABELS, LABELS, MISS, POLICY_NO_CACHE, UNRELATED
+from ..support.jsonio import dumps
+from ..support.layout import rng
 from ..verify import check_row
 from ..verify import tool as toolcheck
 from .common import CONSTRUCTION, DraftRow, FixtureError, fixture_source, read_fixture_json

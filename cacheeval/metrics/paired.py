@@ -1,6 +1,6 @@
 """How sure is a comparison with a reference ranker? A paired, stratified bootstrap.
 
-External validity (:mod:`cacheeval.external`) compares a cache's operating point
+External validity (:mod:`cacheeval.benches.external`) compares a cache's operating point
 with a reference ranker's (the embedding cosine) on the same rows:
 
     recall gap = recall - ref_recall_at_fhr(FHR)    AUC gap = ROC-AUC - ref ROC-AUC

@@ -3,12 +3,12 @@
 A :class:`MetricSpec` says what a metric is (name, description, formula,
 whether higher or lower is better), which function computes it
 (``compute``), where the value lives in the report (``path`` into
-``Report.to_dict()`` and the :class:`~cacheeval.report.Report` object,
+``Report.to_dict()`` and the :class:`~cacheeval.reporting.report.Report` object,
 ``[]`` marking a list of rows), how the Markdown shows it (``section``,
 ``title``, ``fmt``) and whether the leaderboard's public feedback may show it
-(``public``). :func:`cacheeval.report.build_report_from_columns` computes the
+(``public``). :func:`cacheeval.reporting.report.build_report_from_columns` computes the
 report by calling these ``compute`` functions; the renderers
-(:mod:`cacheeval.report_markdown`) and the leaderboard feedback
+(:mod:`cacheeval.reporting.report_markdown`) and the leaderboard feedback
 (:func:`cacheeval.server.grading.label_free`) read the same declarations.
 
 What ``compute`` is called with depends on the section:
@@ -40,7 +40,7 @@ from .ranking import threshold_free
 from .usage import ErrorTally, tier_usage
 
 Direction = Literal["higher", "lower", "neither"]
-#: How the Markdown shows a value (see ``cacheeval.report_markdown.FORMATS``):
+#: How the Markdown shows a value (see ``cacheeval.reporting.report_markdown.FORMATS``):
 #: a rate with its Wilson CI (count ``num/den``; ``estimate_n_eff``: count
 #: ``TP x / n_eff y``), the four confusion counts, a number to 3 or 4
 #: decimals, an integer, dollars. None: no cell of its own (a list of rows

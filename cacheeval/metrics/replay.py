@@ -1,9 +1,9 @@
 """Metrics of a shared-cache replay (top-1 retrieval over a whole store).
 
 In a replay every row's side a is stored in one cache and every row's side b
-is looked up against all of it (see :mod:`cacheeval.replay`). The labels say,
+is looked up against all of it (see :mod:`cacheeval.replay.engine`). The labels say,
 for each lookup, which stored entries are *acceptable* (serving their answer
-is right) and which are *judged wrong*; :mod:`cacheeval.replay` derives both
+is right) and which are *judged wrong*; :mod:`cacheeval.replay.engine` derives both
 from the benchmark's labelled pairs. Every other entry is *unjudged*: no label
 relates it to the request (it may well be a correct answer - the same question
 worded alike - or a wrong one). A lookup is *servable* when it has an

@@ -15,7 +15,7 @@ Nothing is written unless every check of :mod:`cacheeval.pipeline.checks` passes
 all violations are printed (``shard:LINE: id: reason``) and the exit status is 1.
 
 ``--check`` regenerates every shard of a domain with a generator (every
-domain of :data:`cacheeval.domains.SPECS`, through
+domain of :data:`cacheeval.pipeline.domains.SPECS`, through
 :func:`cacheeval.pipeline.generate.generate_shard`), keeps the committed shard
 of a domain without one, assembles the lot in a temporary directory, and exits
 1 naming every committed file whose bytes differ.
@@ -34,11 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..domains import MATRIX, SPECS
-from ..jsonio import JsonlError, dumps_pretty, jsonl_bytes, sha256_bytes, write_bytes_atomic
-from ..layout import REPO_ROOT
 from ..schema import DOMAINS, HIDDEN_TEST_FIELDS, ROW_FIELDS, SPLITS
+from ..support.jsonio import JsonlError, dumps_pretty, jsonl_bytes, sha256_bytes, write_bytes_atomic
+from ..support.layout import REPO_ROOT
 from .checks import BuildFailed, check_shards
+from .domains import MATRIX, SPECS
 from .generate import generate_shard
 from .manifest import DATASET_PATH, LABELS_PATH, MANIFEST_PATH, FileInfo, build_manifest
 from .shards import ShardRow, present_domains, read_shard, shard_path

@@ -340,7 +340,7 @@ def calibration_metadata(cal: Calibration) -> dict[str, Any]:
     share = cal.adversarial_hard_share()
     return {
         "format": FORMAT,
-        "content_key": "sha256 of the canonical JSON (cacheeval.jsonio.dumps) of [query_a, "
+        "content_key": "sha256 of the canonical JSON (cacheeval.support.jsonio.dumps) of [query_a, "
         "query_b, context_a, context_b, system_prompt_a, system_prompt_b, tools_a, tools_b]",
         "text_per_side": "system prompt, prior turns and query joined by newlines "
         "(cacheeval.generators.common.request_text)",

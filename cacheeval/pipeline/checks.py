@@ -23,7 +23,7 @@ Across the dataset:
 * no two rows hold the same request pair, in either order;
 * rationales are unique after :func:`~cacheeval.verify.textnorm.normalize_answer`;
 * each present domain's label counts equal its row of the matrix
-  (:data:`cacheeval.domains.MATRIX`) exactly
+  (:data:`cacheeval.pipeline.domains.MATRIX`) exactly
   (and with ``require_all`` every domain must be present).
 """
 
@@ -35,9 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..dataset import row_problem
-from ..domains import MATRIX
 from ..generators.common import SHARD_FIELDS
-from ..jsonio import dumps
 from ..schema import (
     DOMAINS,
     LABELS,
@@ -45,8 +43,10 @@ from ..schema import (
     VERIFICATION_METHODS,
     derive_binary_label,
 )
+from ..support.jsonio import dumps
 from ..verify import CHECKERS
 from ..verify.textnorm import normalize_answer
+from .domains import MATRIX
 from .rowschema import schema_errors, validator
 from .shards import ShardRow
 

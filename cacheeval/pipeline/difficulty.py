@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from ..generators.common import DraftRow
-from ..jsonio import dumps, sha256_bytes
 from ..schema import BINARY_LABELS, DIFFICULTIES
+from ..support.jsonio import dumps, sha256_bytes
 
 #: Where the calibration lives, relative to the repository root.
 DIFFICULTY_PATH = "sources/difficulty.json"

@@ -1,11 +1,11 @@
 """The first step of the pipeline: run a domain's generator and number its rows.
 
-A generator (:attr:`cacheeval.domains.DomainSpec.generator`) reads the
+A generator (:attr:`cacheeval.pipeline.domains.DomainSpec.generator`) reads the
 domain's fixture directory and returns unnumbered :class:`DraftRow` records
 in file order. :func:`generate_shard` checks their label counts against the
 domain's row of the matrix and numbers them (:func:`number_rows`): ids
 ``cb-<domain>-0001`` ... in list order, and the difficulty from the
-calibration file in effect (:func:`cacheeval.layout.difficulty_file`) where it
+calibration file in effect (:func:`cacheeval.support.layout.difficulty_file`) where it
 holds the row with the row's binary label, else the provisional rule. The
 result is the shard, ``domains/<domain>.jsonl`` (:func:`write_shard`).
 """
@@ -16,12 +16,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..domains import DomainSpec, spec
 from ..generators.common import DraftRow, FixtureError
-from ..jsonio import jsonl_bytes, write_bytes_atomic
-from ..layout import difficulty_file
 from ..schema import LABELS
+from ..support.jsonio import jsonl_bytes, write_bytes_atomic
+from ..support.layout import difficulty_file
 from .difficulty import apply_calibration, load_calibration
+from .domains import DomainSpec, spec
 
 
 def number_rows(domain: str, drafts: Sequence[DraftRow]) -> list[dict[str, Any]]:
@@ -29,7 +29,7 @@ def number_rows(domain: str, drafts: Sequence[DraftRow]) -> list[dict[str, Any]]
     every field in file key order.
 
     A row whose content key is in the calibration file in effect
-    (:func:`~cacheeval.layout.difficulty_file`; a missing file means no
+    (:func:`~cacheeval.support.layout.difficulty_file`; a missing file means no
     calibration) with the row's binary label takes the calibrated difficulty;
     any other row the provisional one (:attr:`DraftRow.provisional_difficulty`).
     Raises ValueError naming ``file:LINE`` when the calibration file is

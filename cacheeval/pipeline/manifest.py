@@ -24,7 +24,7 @@ included, in the vocabulary order of :mod:`cacheeval.schema`)::
       {path, sha256, <metadata of sources/difficulty.json>, rows_calibrated, rows_in_build}
 
 ``difficulty_calibration`` comes from the calibration file in effect
-(``sources/difficulty.json``, :func:`cacheeval.layout.difficulty_file`):
+(``sources/difficulty.json``, :func:`cacheeval.support.layout.difficulty_file`):
 its path and sha256, every metadata key of the file (scorers with versions,
 thresholds and best F1, the held-out agreement figures, ...; not the
 per-row entries) and how many of the build's rows it calibrates
@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..layout import difficulty_file
 from ..schema import BINARY_LABELS, DOMAINS, LABELS, SCHEMA_VERSION, SPLITS, VERIFICATION_METHODS
+from ..support.layout import difficulty_file
 from ..verify import tier_of
 from ..version import __version__
 from .checks import BuildFailed
@@ -115,7 +115,7 @@ def build_manifest(
     the full rows; ``previous`` the manifest being replaced (its
     :data:`PRESERVED_KEYS` are copied unless this build supplies them);
     ``calibration_file`` the difficulty calibration to describe (default: the
-    file in effect, :func:`~cacheeval.layout.difficulty_file`).
+    file in effect, :func:`~cacheeval.support.layout.difficulty_file`).
 
     Raises :class:`~cacheeval.pipeline.checks.BuildFailed` naming ``file:LINE``
     when the calibration file is malformed.

@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..jsonio import JsonlError, write_bytes_atomic
-from ..layout import DOMAINS_DIR, REPO_ROOT
 from ..schema import LABELS
+from ..support.jsonio import JsonlError, write_bytes_atomic
+from ..support.layout import DOMAINS_DIR, REPO_ROOT
 from .shards import read_shards
 
 

@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..domains import MATRIX
-from ..jsonio import dumps_pretty, iter_jsonl, write_bytes_atomic, write_jsonl
-from ..layout import using_difficulty_file
+from ..support.jsonio import dumps_pretty, iter_jsonl, write_bytes_atomic, write_jsonl
+from ..support.layout import using_difficulty_file
 from .assemble import (
     Build,
     ShardMaker,
@@ -33,6 +32,7 @@ from .difficulty import (
     load_calibration,
 )
 from .difficulty_report import REPORT_PATH, report_markdown
+from .domains import MATRIX
 from .manifest import MANIFEST_PATH
 from .similarity import PairScorer, score_rows
 

@@ -27,7 +27,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..jsonio import dumps_pretty, write_bytes_atomic
 from ..schema import (
     BINARY_LABELS,
     DIFFICULTIES,
@@ -43,6 +42,7 @@ from ..schema import (
     SPLITS,
     VERIFICATION_METHODS,
 )
+from ..support.jsonio import dumps_pretty, write_bytes_atomic
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "row.schema.json"
 

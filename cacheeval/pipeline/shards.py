@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..jsonio import JsonlError, iter_jsonl
 from ..schema import DOMAINS, Row
+from ..support.jsonio import JsonlError, iter_jsonl
 
 #: Placeholder ``split`` of a Row built from a shard row: shards carry no split
 #: and no checker reads it.

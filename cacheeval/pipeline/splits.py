@@ -49,8 +49,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from ..layout import rng
 from ..schema import DOMAINS, LABELS, SPLIT_SIZES, SPLITS
+from ..support.layout import rng
 
 Cell = tuple[str, str]
 

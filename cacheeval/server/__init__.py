@@ -1,6 +1,6 @@
 """The hidden-label grading service: a Starlette app (:mod:`.app`) over an
 SQLite store (:mod:`.store`) that grades predictions for the test split with
-:func:`cacheeval.harness.score` and returns aggregate feedback only
+:func:`cacheeval.run.harness.score` and returns aggregate feedback only
 (:mod:`.grading`).
 
 Only :mod:`.app` imports the ``server`` extra (starlette, python-multipart);

@@ -9,13 +9,13 @@ labels merged (:func:`cacheeval.dataset.load_bench`).
 Uploads (:func:`parse_upload`) are one of
 
 * a JSON array of prediction objects (optionally led by the predictions
-  header object of :mod:`cacheeval.predictions`);
+  header object of :mod:`cacheeval.results.predictions`);
 * a JSON object ``{"predictions": [...], "header": {...}?, "name": str?,
   "training_data": str?}``;
 * JSONL: the ``predictions.jsonl`` that ``cacheeval predict`` writes (the
   header line is optional).
 
-Each prediction must pass :func:`cacheeval.predictions.prediction_problem`,
+Each prediction must pass :func:`cacheeval.results.predictions.prediction_problem`,
 name a test id, appear once, and every test id must have one. Any problem is a
 :class:`SubmissionError` carrying an HTTP status (400: not UTF-8 / not JSON;
 422: a well-formed body with bad content) and a message naming the line
@@ -46,11 +46,11 @@ from pathlib import Path
 from typing import Any
 
 from ..dataset import load_bench
-from ..jsonio import loads, sha256_file
 from ..metrics.registry import public_metrics, values_at
-from ..predictions import HEADER_KEY, Prediction, prediction_problem
-from ..report import Report
+from ..reporting.report import Report
+from ..results.predictions import HEADER_KEY, Prediction, prediction_problem
 from ..schema import HIT, Row
+from ..support.jsonio import loads, sha256_file
 from .ladder import FHR_BUDGET, LEVELS, Level, ladder, level_of, split_halves
 from .store import GRADED, INVALID, Store, Submission
 
@@ -329,7 +329,7 @@ def _prediction(data: dict[str, Any]) -> Prediction:
 
 def score_upload(upload: Upload, test: TestSet, *, cache_name: str) -> Report:
     """The full report of an upload (server-side only: it names row ids)."""
-    from ..harness import score
+    from ..run.harness import score
 
     return score(
         upload.predictions,
@@ -562,8 +562,8 @@ def load_round(folder: Path) -> Round | None:
     """The round in ``folder`` (``slice.jsonl`` with its header, ``seed.txt``,
     ``reports/*.json``), or None while it is open: the seed is not published
     or does not hash to the slice header's ``seed_sha256``."""
+    from ..benches.slice import seed_commitment
     from ..dataset import read_slice_header
-    from ..slice import seed_commitment
 
     slice_path, seed_path = folder / "slice.jsonl", folder / "seed.txt"
     if not slice_path.is_file() or not seed_path.is_file():

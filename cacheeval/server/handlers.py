@@ -23,7 +23,7 @@ from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
-from ..jsonio import sha256_bytes
+from ..support.jsonio import sha256_bytes
 from . import pages
 from .grading import (
     MAX_NAME,

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..jsonio import dumps
+from ..support.jsonio import dumps
 from .ratelimit import Decision, RateLimit
 from .tokens import hash_token, is_well_formed, new_token
 

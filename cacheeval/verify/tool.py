@@ -90,8 +90,8 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
-from ..jsonio import dumps
 from ..schema import HIT, MISS, Row
+from ..support.jsonio import dumps
 from .result import Check
 
 METHODS = ("json_schema", "canonical_tool_call")

@@ -60,7 +60,7 @@ def test_best_f1_by_embedder_takes_the_first_largest() -> None:
 
 
 def _preds(ids: list[str]) -> list[Any]:
-    from cacheeval.predictions import Prediction
+    from cacheeval.results.predictions import Prediction
 
     return [
         Prediction(id=i, is_hit=n % 2 == 0, confidence=0.5, score=0.1 * n,

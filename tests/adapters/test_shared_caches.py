@@ -12,8 +12,8 @@ from adapters.gptcache_adapter import embed_text
 from adapters.gptcache_shared import GPTCacheShared
 from adapters.verified_cache.cache import VerifiedCache
 from adapters.verified_cache.shared import VerifiedShared
-from cacheeval.replay import replay
-from cacheeval.replay_report import build_replay_report
+from cacheeval.replay.engine import replay
+from cacheeval.replay.report import build_replay_report
 from cacheeval.schema import Request, Row
 
 

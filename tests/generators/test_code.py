@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from cacheeval.dataset import row_problem
-from cacheeval.domains import MATRIX
 from cacheeval.generators import code
-from cacheeval.layout import REPO_ROOT, SOURCES_DIR
+from cacheeval.pipeline.domains import MATRIX
 from cacheeval.pipeline.generate import generate_shard
 from cacheeval.schema import HIT, LABELS, MISS, Row
+from cacheeval.support.layout import REPO_ROOT, SOURCES_DIR
 from cacheeval.verify import check_row
 
 

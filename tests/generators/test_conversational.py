@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from cacheeval.dataset import row_problem
-from cacheeval.domains import MATRIX
 from cacheeval.generators import conversational
-from cacheeval.layout import REPO_ROOT
+from cacheeval.pipeline.domains import MATRIX
 from cacheeval.pipeline.generate import generate_shard
 from cacheeval.schema import HIT, LABELS, MISS, Row
+from cacheeval.support.layout import REPO_ROOT
 from cacheeval.verify import check_row
 from tests.generators.shard_checks import line_of
 

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from cacheeval.dataset import row_problem
-from cacheeval.domains import MATRIX
 from cacheeval.generators import math as gen
-from cacheeval.layout import REPO_ROOT, SOURCES_DIR
+from cacheeval.pipeline.domains import MATRIX
 from cacheeval.pipeline.generate import generate_shard
 from cacheeval.schema import HIT, LABELS, Row
+from cacheeval.support.layout import REPO_ROOT, SOURCES_DIR
 from cacheeval.verify import check_row
 from cacheeval.verify import math as checker
 

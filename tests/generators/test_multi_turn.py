@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 
 from cacheeval import cli
-from cacheeval.audit import audit_domain
+from cacheeval.benches.audit import audit_domain
 from cacheeval.dataset import row_problem
-from cacheeval.domains import MATRIX
 from cacheeval.generators import multi_turn as gen
 from cacheeval.generators.creative import FixtureError
-from cacheeval.layout import REPO_ROOT, SOURCES_DIR
+from cacheeval.pipeline.domains import MATRIX
 from cacheeval.pipeline.generate import generate_shard
 from cacheeval.schema import HIT, LABELS, MISS, Row
+from cacheeval.support.layout import REPO_ROOT, SOURCES_DIR
 from cacheeval.verify import check_row
 from cacheeval.verify.textnorm import normalize_answer
 from tests.generators.shard_checks import line_of

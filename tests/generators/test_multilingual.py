@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from cacheeval.dataset import row_problem
-from cacheeval.domains import MATRIX
 from cacheeval.generators import multilingual
+from cacheeval.pipeline.domains import MATRIX
 from cacheeval.pipeline.generate import generate_shard
 from cacheeval.schema import ADVERSARIAL, HIT, LABELS, MISS, Row
 from cacheeval.verify import check_row

@@ -13,12 +13,12 @@ import pytest
 
 from cacheeval import cli
 from cacheeval.dataset import row_problem
-from cacheeval.domains import MATRIX
 from cacheeval.generators import qa_factual
 from cacheeval.generators.qa_factual import FixtureError, describe_edit, new_wording
-from cacheeval.layout import REPO_ROOT
+from cacheeval.pipeline.domains import MATRIX
 from cacheeval.pipeline.generate import generate_shard
 from cacheeval.schema import HIT, LABELS, Row
+from cacheeval.support.layout import REPO_ROOT
 from cacheeval.verify import check_row
 from cacheeval.verify.textnorm import normalize_answer
 from tests.generators.shard_checks import flip_words_missing_from_hits, line_of

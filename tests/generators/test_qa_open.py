@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 from cacheeval.dataset import row_problem
-from cacheeval.domains import MATRIX
 from cacheeval.generators import qa_open
 from cacheeval.generators.qa_factual import FixtureError
-from cacheeval.layout import REPO_ROOT
+from cacheeval.pipeline.domains import MATRIX
 from cacheeval.pipeline.generate import generate_shard
 from cacheeval.schema import HIT, LABELS, MISS, Row
+from cacheeval.support.layout import REPO_ROOT
 from cacheeval.verify import check_row, tier_of
 from tests.generators.shard_checks import flip_words_missing_from_hits, line_of
 

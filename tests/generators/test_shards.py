@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from cacheeval.domains import SPECS
-from cacheeval.jsonio import dumps, iter_jsonl, jsonl_bytes
-from cacheeval.layout import DOMAINS_DIR, REPO_ROOT
 from cacheeval.pipeline.checks import pair_key, side_key
+from cacheeval.pipeline.domains import SPECS
 from cacheeval.pipeline.generate import generate_shard
 from cacheeval.schema import DOMAINS
+from cacheeval.support.jsonio import dumps, iter_jsonl, jsonl_bytes
+from cacheeval.support.layout import DOMAINS_DIR, REPO_ROOT
 from cacheeval.verify.textnorm import normalize_answer
 
 

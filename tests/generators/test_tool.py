@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from cacheeval.dataset import row_problem
-from cacheeval.domains import MATRIX
 from cacheeval.generators import tool
-from cacheeval.layout import REPO_ROOT, SOURCES_DIR
+from cacheeval.pipeline.domains import MATRIX
 from cacheeval.pipeline.generate import generate_shard
 from cacheeval.schema import HIT, HIT_LABELS, LABELS, MISS, POLICY_NO_CACHE, Row
+from cacheeval.support.layout import REPO_ROOT, SOURCES_DIR
 from cacheeval.verify import check_row
 from cacheeval.verify.textnorm import normalize_answer
 from cacheeval.verify.tool import NEVER_CACHE, TOOL_POLICIES

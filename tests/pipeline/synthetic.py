@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from cacheeval.generators.common import DraftRow
-from cacheeval.jsonio import write_jsonl
 from cacheeval.pipeline.generate import number_rows
 from cacheeval.schema import HIT_LABELS, LABELS
+from cacheeval.support.jsonio import write_jsonl
 
 POLICY_DOMAINS = ("creative", "personalized")
 

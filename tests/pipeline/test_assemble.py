@@ -15,8 +15,6 @@ from typing import Any
 import pytest
 
 from cacheeval.dataset import load_bench, load_test_labels, row_problem
-from cacheeval.domains import MATRIX
-from cacheeval.jsonio import jsonl_bytes, sha256_file, write_jsonl
 from cacheeval.pipeline.assemble import (
     Build,
     BuildFailed,
@@ -26,9 +24,11 @@ from cacheeval.pipeline.assemble import (
     main,
     write_build,
 )
+from cacheeval.pipeline.domains import MATRIX
 from cacheeval.pipeline.manifest import DATASET_PATH, LABELS_PATH, MANIFEST_PATH
 from cacheeval.pipeline.rowschema import schema_errors, validator
 from cacheeval.schema import DOMAINS, HIDDEN_TEST_FIELDS, ROW_FIELDS
+from cacheeval.support.jsonio import jsonl_bytes, sha256_file, write_jsonl
 
 from .synthetic import SMALL_MATRIX, make_shard, write_shards
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from cacheeval.audit import (
+from cacheeval.benches.audit import (
     NaiveBayes,
     audit_domain,
     audit_rows,
@@ -17,8 +17,8 @@ from cacheeval.audit import (
     group_folds,
 )
 from cacheeval.cli import main as cli
-from cacheeval.jsonio import write_jsonl
-from cacheeval.layout import rng
+from cacheeval.support.jsonio import write_jsonl
+from cacheeval.support.layout import rng
 
 from .synthetic import make_shard
 

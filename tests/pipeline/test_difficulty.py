@@ -20,8 +20,6 @@ from typing import Any
 import pytest
 
 from cacheeval.generators.common import DraftRow
-from cacheeval.jsonio import dumps_pretty, iter_jsonl, jsonl_bytes, write_jsonl
-from cacheeval.layout import using_difficulty_file
 from cacheeval.pipeline.assemble import build_dir
 from cacheeval.pipeline.calibration import (
     Calibration,
@@ -59,6 +57,8 @@ from cacheeval.pipeline.similarity import (
     tfidf_cosines,
     token_jaccard,
 )
+from cacheeval.support.jsonio import dumps_pretty, iter_jsonl, jsonl_bytes, write_jsonl
+from cacheeval.support.layout import using_difficulty_file
 
 from .synthetic import SMALL_MATRIX, make_shard, synth_drafts, write_shards
 
@@ -752,7 +752,7 @@ import hashlib, sys
 from cacheeval.pipeline.calibration import *
 from cacheeval.pipeline.difficulty_report import report_markdown
 from cacheeval.pipeline.similarity import *
-from cacheeval.jsonio import dumps_pretty
+from cacheeval.support.jsonio import dumps_pretty
 from tests.pipeline.synthetic import make_shard, SMALL_MATRIX
 rows = [dict(r, split="train") for d, c in SMALL_MATRIX.items() for r in make_shard(d, c)]
 lx = lexical_scorers()

@@ -21,9 +21,7 @@ from typing import Any
 
 import pytest
 
-from cacheeval.domains import MATRIX
-from cacheeval.jsonio import iter_jsonl, write_jsonl
-from cacheeval.layout import DOMAINS_DIR, REPO_ROOT
+from cacheeval.pipeline.domains import MATRIX
 from cacheeval.pipeline.manifest import DATASET_PATH, MANIFEST_PATH
 from cacheeval.pipeline.pins import TEST_FILE, Pin, format_pins, pins, replace_table
 from cacheeval.pipeline.shards import present_domains
@@ -35,6 +33,8 @@ from cacheeval.pipeline.splits import (
     split_stats,
 )
 from cacheeval.schema import DOMAINS, SPLIT_SIZES, SPLITS
+from cacheeval.support.jsonio import iter_jsonl, write_jsonl
+from cacheeval.support.layout import DOMAINS_DIR, REPO_ROOT
 
 from .synthetic import make_shard
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from cacheeval.layout import REPO_ROOT
 from cacheeval.pipeline.assemble import check_build
 from cacheeval.pipeline.shards import present_domains
+from cacheeval.support.layout import REPO_ROOT
 
 
 def test_committed_files_equal_a_fresh_build() -> None:

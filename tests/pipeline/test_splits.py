@@ -11,8 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cacheeval.domains import MATRIX
-from cacheeval.layout import rng
+from cacheeval.pipeline.domains import MATRIX
 from cacheeval.pipeline.splits import (
     ALGORITHM,
     CELL_TOLERANCE,
@@ -26,6 +25,7 @@ from cacheeval.pipeline.splits import (
     split_totals,
 )
 from cacheeval.schema import DOMAINS, LABELS, SPLIT_SIZES, SPLITS
+from cacheeval.support.layout import rng
 
 
 def _row(rid: str, source: str, qa: str, qb: str, domain: str = "math", label: str = "EQUIV"):

@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 
 from cacheeval.dataset import load_bench
-from cacheeval.jsonio import sha256_file, write_json, write_jsonl
 from cacheeval.pipeline.assemble import label_record, public_row
-from cacheeval.predictions import Prediction, make_header, write_predictions
+from cacheeval.results.predictions import Prediction, make_header, write_predictions
 from cacheeval.schema import Row
+from cacheeval.support.jsonio import sha256_file, write_json, write_jsonl
 from tests.conftest import MINI_BENCH, MINI_LABELS, REPO_ROOT
 
 #: Every key of the public feedback, in order: no count, rate or breakdown.

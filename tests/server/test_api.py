@@ -23,7 +23,6 @@ pytest.importorskip("multipart")
 from starlette.testclient import TestClient  # noqa: E402
 
 from cacheeval import cli as cacheeval_cli  # noqa: E402
-from cacheeval.jsonio import sha256_bytes, write_json  # noqa: E402
 from cacheeval.schema import LABELS  # noqa: E402
 from cacheeval.server.app import ServerConfig, create_app  # noqa: E402
 from cacheeval.server.grading import (  # noqa: E402
@@ -39,6 +38,7 @@ from cacheeval.server.ladder import LEVELS, level_of  # noqa: E402
 from cacheeval.server.ratelimit import Decision, RateLimit  # noqa: E402
 from cacheeval.server.store import Store  # noqa: E402
 from cacheeval.server.tokens import bearer_token  # noqa: E402
+from cacheeval.support.jsonio import sha256_bytes, write_json  # noqa: E402
 from tests.server.conftest import (  # noqa: E402
     FEEDBACK_KEYS,
     MiniBuild,

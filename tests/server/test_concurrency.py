@@ -19,13 +19,13 @@ import pytest
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
-from cacheeval.jsonio import sha256_bytes  # noqa: E402
 from cacheeval.server.grading import (  # noqa: E402
     grade,
     halves_of,
     load_test_set,
     parse_upload,
 )
+from cacheeval.support.jsonio import sha256_bytes  # noqa: E402
 from tests.server.conftest import (  # noqa: E402
     MiniBuild,
     add_submitter,

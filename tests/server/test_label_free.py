@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from cacheeval.harness import evaluate
 from cacheeval.metrics.registry import METRICS, public_metrics
+from cacheeval.run.harness import evaluate
 from cacheeval.schema import Pair, Row, Verdict
 from cacheeval.server.grading import label_free
 

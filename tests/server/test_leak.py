@@ -31,8 +31,8 @@ pytest.importorskip("starlette")
 
 from starlette.testclient import TestClient  # noqa: E402
 
-from cacheeval.harness import score  # noqa: E402
-from cacheeval.predictions import Prediction  # noqa: E402
+from cacheeval.results.predictions import Prediction  # noqa: E402
+from cacheeval.run.harness import score  # noqa: E402
 from cacheeval.schema import DOMAINS, Row  # noqa: E402
 from cacheeval.server import grading  # noqa: E402
 from cacheeval.server.app import ServerConfig, create_app  # noqa: E402

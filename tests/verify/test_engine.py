@@ -10,8 +10,8 @@ import pytest
 
 from cacheeval import verify
 from cacheeval.cli import main as cli
-from cacheeval.jsonio import write_jsonl
 from cacheeval.schema import Row
+from cacheeval.support.jsonio import write_jsonl
 from cacheeval.verify import Check
 from cacheeval.verify.engine import (
     format_report,

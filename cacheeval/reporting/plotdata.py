@@ -1,0 +1,241 @@
+"""What the figures draw, read from report JSON (pair mode, ``cacheeval_report``)
+and replay JSON (``cacheeval_replay``) files: pure functions, standard
+library only, shared by the matplotlib figures (:mod:`cacheeval.reporting.plot`) and the
+leaderboard's server-side SVG (:mod:`cacheeval.server.charts`).
+
+Curve coordinates (see :mod:`cacheeval.metrics.curves` and
+:mod:`cacheeval.metrics.replay`):
+
+* pair mode: recall ``tp / n_positive``, CHR ``n_fired / n``, precision ``tp / n_fired``;
+* replay: recall ``valid / n_servable``, CHR ``fired / n``, precision ``valid / fired``.
+
+Both curves start at the empty point (recall 0 / CHR 0) with the first
+point's precision, so a step drawn from it covers the whole area.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PAIR = "pair"
+REPLAY = "replay"
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One report file: its display name, kind (pair or replay) and content."""
+
+    name: str
+    kind: str
+    data: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Curve:
+    """One cache's PR and P-CHR curves and their areas (None when not computed)."""
+
+    name: str
+    recall: tuple[float, ...]
+    chr: tuple[float, ...]
+    precision: tuple[float, ...]
+    pr_auc: float | None
+    p_chr_auc: float | None
+    positive_rate: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class ClqPoint:
+    """One cache in the cost-latency-quality view. ``recall_at_5`` is the best
+    recall with FHR <= 5% (None without scores); ``cost_per_1k`` is 0 when the
+    cache declares no price."""
+
+    name: str
+    f1: float | None
+    recall_at_5: float | None
+    p95_ms: float
+    cost_per_1k: float
+
+
+def read_source(path: str | Path, name: str | None = None) -> Source:
+    """Read a report or replay JSON file; ValueError naming the file otherwise."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not JSON ({e.msg} at line {e.lineno})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object")
+    if "cacheeval_report" in data:
+        kind, default = PAIR, data.get("provenance", {}).get("cache_name")
+    elif "cacheeval_replay" in data:
+        kind, default = REPLAY, data.get("provenance", {}).get("cache_name")
+    else:
+        raise ValueError(f"{path}: neither a CacheEval report nor a replay report")
+    return Source(name or str(default or Path(path).stem), kind, data)
+
+
+def curve(src: Source) -> Curve | None:
+    """The source's PR and P-CHR curves, or None when it has no threshold sweep
+    (no scores, or a report written before reports kept curves).
+
+    >>> data = {"curves": {"n": 4, "n_positive": 2, "score_curve": [
+    ...     {"threshold": 0.9, "n_fired": 1, "tp": 1, "fp": 0},
+    ...     {"threshold": 0.5, "n_fired": 4, "tp": 2, "fp": 2}]},
+    ...     "threshold_free": {"pr_auc": 1.0, "p_chr_auc": 0.5, "positive_rate": 0.5}}
+    >>> c = curve(Source("x", PAIR, data))
+    >>> c.recall, c.chr, c.precision
+    ((0.0, 0.5, 1.0), (0.0, 0.25, 1.0), (1.0, 1.0, 0.5))
+    """
+    d = src.data
+    if src.kind == PAIR:
+        block = d.get("curves") or {}
+        points = block.get("score_curve") or []
+        n, pos = block.get("n", 0), block.get("n_positive", 0)
+        tf = d.get("threshold_free") or {}
+        if not points or not n:
+            return None
+        rec = [p["tp"] / pos if pos else 0.0 for p in points]
+        chr_ = [p["n_fired"] / n for p in points]
+        prec = [p["tp"] / p["n_fired"] for p in points]
+        aucs = tf.get("pr_auc"), tf.get("p_chr_auc"), tf.get("positive_rate")
+    else:
+        points = d.get("curve") or []
+        counts = d.get("counts") or {}
+        n, pos = counts.get("n", 0), counts.get("n_servable", 0)
+        if not points or not n:
+            return None
+        rec = [p["valid"] / pos if pos else 0.0 for p in points]
+        chr_ = [p["fired"] / n for p in points]
+        prec = [p["valid"] / p["fired"] for p in points]
+        aucs = None, d.get("p_chr_auc"), d.get("positive_rate")
+    return Curve(
+        name=src.name,
+        recall=(0.0, *rec),
+        chr=(0.0, *chr_),
+        precision=(prec[0], *prec),
+        pr_auc=aucs[0],
+        p_chr_auc=aucs[1],
+        positive_rate=aucs[2],
+    )
+
+
+def perfect_ranker(p: float, steps: int = 200) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The P-CHR curve of a perfect ranker at positive rate p: precision 1 up to
+    CHR = p, then p / CHR; its area is ``p (1 - ln p)``.
+
+    >>> xs, ys = perfect_ranker(0.5, steps=2)
+    >>> xs, ys
+    ((0.0, 0.5, 0.75, 1.0), (1.0, 1.0, 0.6666666666666666, 0.5))
+    """
+    if not 0.0 < p <= 1.0:
+        raise ValueError(f"positive rate must be in (0, 1], got {p}")
+    xs = [0.0, p] + [p + (1.0 - p) * k / steps for k in range(1, steps + 1)]
+    return tuple(xs), tuple(1.0 if x <= p else p / x for x in xs)
+
+
+def ceiling(p: float) -> float:
+    """``p (1 - ln p)``, the P-CHR AUC of a perfect ranker.
+
+    >>> round(ceiling(0.45), 3)
+    0.809
+    """
+    return p * (1.0 - math.log(p)) if p > 0 else 0.0
+
+
+def domain_fhr(src: Source) -> list[tuple[str, float | None, float | None, float | None, int]]:
+    """Per-domain FHR as (domain, value, ci_low, ci_high, MISS rows)."""
+    out = []
+    if src.kind == PAIR:
+        for s in src.data.get("per_domain", []):
+            e = s["fhr"]
+            out.append((s["key"], e["value"], e["ci_low"], e["ci_high"], int(e["denominator"])))
+    else:
+        for s in src.data.get("per_domain", []):
+            e = s["rates"]["fhr"]
+            out.append((s["key"], e["value"], e["ci_low"], e["ci_high"], int(e["denominator"])))
+    return out
+
+
+def reliability(
+    src: Source,
+) -> tuple[list[tuple[float, float, float | None, int, int]], float | None]:
+    """((bin lo, bin hi, mean predicted, rows, HIT rows) per bin, ECE) of a pair report."""
+    block = src.data.get("curves") or {}
+    bins = [
+        (b["lo"], b["hi"], b["mean_predicted"], b["n"], b["n_hit"])
+        for b in block.get("reliability", [])
+    ]
+    return bins, block.get("ece")
+
+
+def clq_point(src: Source) -> ClqPoint | None:
+    """The source as a point of the cost-latency-quality view (pair reports
+    with a latency only)."""
+    d = src.data
+    if src.kind != PAIR or (d.get("latency") or {}).get("p95_ms") is None:
+        return None
+    tf = d.get("threshold_free") or {}
+    at5 = next((op for op in tf.get("operating_points", []) if op["alpha"] == 0.05), None)
+    cost = (d.get("cost") or {}).get("per_1k_decisions_usd")
+    return ClqPoint(
+        name=src.name,
+        f1=d["headline"]["f1"]["value"],
+        recall_at_5=None if at5 is None else at5["recall"],
+        p95_ms=float(d["latency"]["p95_ms"]),
+        cost_per_1k=float(cost or 0.0),
+    )
+
+
+def pareto_front(points: Sequence[tuple[float, float, float]]) -> list[int]:
+    """Indices of the points (latency, quality, cost) no other point dominates:
+    none has lower-or-equal latency and cost and higher-or-equal quality with
+    at least one strictly better. Sorted by latency.
+
+    >>> pareto_front([(1.0, 0.5, 0.0), (2.0, 0.9, 0.0), (3.0, 0.8, 0.0), (1.0, 0.4, 0.0)])
+    [0, 1]
+    """
+    keep = []
+    for i, (lat, q, cost) in enumerate(points):
+        dominated = any(
+            lo <= lat and co <= cost and qo >= q and (lo < lat or co < cost or qo > q)
+            for j, (lo, qo, co) in enumerate(points)
+            if j != i
+        )
+        if not dominated:
+            keep.append(i)
+    return sorted(keep, key=lambda i: (points[i][0], -points[i][1]))
+
+
+def read_sweep(path: str | Path) -> dict[str, list[tuple[float, float, float]]]:
+    """GPTCache's threshold sweep CSV (``reports/gptcache_sweep.csv``, written by
+    ``scripts/run_gptcache.py``): embedder -> [(threshold, FHR, recall)] for the
+    query-only configurations, by threshold."""
+    import csv
+
+    out: dict[str, list[tuple[float, float, float]]] = {}
+    with open(path, encoding="utf-8", newline="") as f:
+        for rec in csv.DictReader(f):
+            if rec.get("embed", "query") != "query":
+                continue
+            out.setdefault(rec["embedder"], []).append(
+                (float(rec["threshold"]), float(rec["fhr"]), float(rec["recall"]))
+            )
+    for points in out.values():
+        points.sort()
+    return out
+
+
+def slug(name: str) -> str:
+    """A file-name-safe form of a cache name.
+
+    >>> slug("gptcache minilm@0.80 (fast)")
+    'gptcache-minilm-0.80-fast'
+    """
+    out = "".join(c if c.isalnum() or c in "._" else "-" for c in name)
+    while "--" in out:
+        out = out.replace("--", "-")
+    return out.strip("-") or "cache"

@@ -1,0 +1,285 @@
+"""The Markdown form of a :class:`~cacheeval.reporting.report.Report`: one generic loop
+over the declared sections.
+
+:data:`SECTIONS` lays the report out; the metric columns and rows come from
+the registry (:mod:`cacheeval.metrics.registry`: title, format, section, in
+registration order), the other columns (keys, counts, thresholds) are
+declared here. The renderer does no arithmetic: it formats, with
+:data:`FORMATS`, numbers the metric functions produced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..metrics.registry import MetricSpec, section_metrics, values_at
+from ..support.jsonio import dumps
+from .markdown import cell, count, estimate, fraction, num, table
+from .report import Provenance, Report, register_renderer
+
+
+def _usd(x: float | None) -> str:
+    return "null" if x is None else f"${x:.6g}"
+
+
+#: Cell text by format: the metrics' formats (registry ``Format``), then the
+#: formats of the other columns.
+FORMATS: dict[str, Callable[[Any], str]] = {
+    "estimate": estimate,
+    "estimate_n_eff": estimate,
+    "confusion": lambda c: f"TP {c.tp}, FP {c.fp}, FN {c.fn}, TN {c.tn}",
+    "fixed3": num,
+    "fixed4": lambda x: num(x, 4),
+    "int": str,
+    "usd": _usd,
+    "text": str,
+    "count": count,
+    "alpha": lambda x: f"{x:g}",
+    "threshold": lambda t: "never fire" if t is None else f">= {t:.6g}",
+    "bin": lambda b: f"[{b.lo:.1f}, {b.hi:.1f}{']' if b.hi >= 1.0 else ')'}",
+    "prices": lambda d: ", ".join(f"{t}: ${v:g}" for t, v in d.items()) or "none declared",
+    "list": lambda xs: ", ".join(xs) or "-",
+    "failure": lambda x: f"- `{x.id}`: {cell(x.error)}",
+}
+#: The Count cell of a metric row, by the metric's format.
+COUNTS: dict[str, Callable[[Any], str]] = {
+    "estimate": fraction,
+    "estimate_n_eff": lambda e: f"TP {count(e.numerator)} / n_eff {count(e.denominator)}",
+    "confusion": lambda c: str(c.n),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """A column that is not a metric: ``attr`` path from the row ("" = the row)."""
+
+    title: str
+    attr: str
+    fmt: str
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """A paragraph: ``template.format(x=report)``."""
+
+    template: str
+    when: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MetricRows:
+    """A table with one row per metric of the section that has a format:
+    title, value, and a Count cell (``details``: one more cell per row)."""
+
+    header: tuple[str, ...]
+    details: tuple[Column, ...] = ()
+    when: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """A table with one row per item at ``rows`` (a path from the report):
+    ``lead`` columns, the section's metrics at that path, ``trail`` columns.
+    Items whose ``keep`` attribute is falsy are left out."""
+
+    rows: str
+    lead: tuple[Column, ...] = ()
+    trail: tuple[Column, ...] = ()
+    keep: str | None = None
+    when: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Bullets:
+    """One line per item at ``rows``, formatted by ``fmt``."""
+
+    rows: str
+    fmt: str
+    when: str | None = None
+
+
+Block = Text | MetricRows | Table | Bullets
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """A ``## heading`` and its blocks. When the value at ``requires`` is None
+    the section shows ``absent`` instead (or nothing, when that is None)."""
+
+    heading: str
+    blocks: tuple[Block, ...]
+    requires: str | None = None
+    absent: str | None = None
+
+
+def _c(title: str, attr: str, fmt: str) -> Column:
+    return Column(title, attr, fmt)
+
+
+_OPERATING_POINT = (
+    _c("alpha", "alpha", "alpha"),
+    _c("Threshold", "threshold", "threshold"),
+    _c("Recall", "recall", "fixed3"),
+    _c("Precision", "precision", "fixed3"),
+    _c("FHR", "fhr", "fixed4"),
+    _c("Fired", "n_fired", "int"),
+    _c("TP", "tp", "int"),
+    _c("FP", "fp", "int"),
+)
+_BIN = (
+    _c("P(HIT) bin", "", "bin"),
+    _c("Rows", "n", "int"),
+    _c("Mean predicted", "mean_predicted", "fixed3"),
+    _c("Observed HIT share [95% CI]", "observed", "estimate"),
+)
+_ERROR_KIND = (
+    _c("Kind", "kind", "text"),
+    _c("Count", "count", "int"),
+    _c("First row", "first_id", "text"),
+    _c("First message", "first_message", "text"),
+)
+
+SECTIONS: tuple[Section, ...] = (
+    Section("Headline", (
+        Text("Rates with 95% Wilson score intervals."),
+        MetricRows(("Metric", "Value [95% CI]", "Count")),
+    )),
+    Section("Threshold-free", (
+        Text("From the verdicts' scores ({x.threshold_free.n_scored} of {x.threshold_free.n}"
+             " rows scored, {x.threshold_free.n_distinct_scores} distinct scores; unscored rows"
+             " never fire)."),
+        MetricRows(("Metric", "Value")),
+        Text("Best operating point: the largest recall with FHR <= alpha."),
+        Table("threshold_free.operating_points[]", _OPERATING_POINT),
+    ), requires="threshold_free", absent="Not computed: {x.threshold_free_note}."),
+    Section("Calibration", (
+        Text("Reliability: rows binned by the predicted P(HIT) (the confidence when the cache"
+             " served, one minus it when it did not) against the observed share of HIT rows."),
+        Table("curves"),
+        Table("curves.reliability[]", _BIN, keep="n"),
+    ), requires="curves"),
+    Section("Per domain", (
+        Table("per_domain[]", (_c("Domain", "key", "text"), _c("n", "n", "int"))),
+    )),
+    Section("Per label", (
+        Text("Hit rate = share of the label's rows served. FHR on EQUIV/PARA_SAFE covers their"
+             " policy_no_cache rows."),
+        Table("per_label[]", (
+            _c("Label", "key", "text"),
+            _c("n", "n", "int"),
+            _c("HIT rows", "recall.denominator", "count"),
+            _c("MISS rows", "fhr.denominator", "count"),
+        )),
+    )),
+    Section("Per difficulty", (
+        Table("per_difficulty[]", (_c("Difficulty", "key", "text"), _c("n", "n", "int"))),
+    )),
+    Section("Latency", (
+        Text("Milliseconds per decision over {x.latency.n} timed calls; percentiles by the"
+             " {x.latency.percentile_method} method."),
+        Table("latency"),
+    )),
+    Section("Cost", (
+        Table("cost", trail=(
+            _c("Decisions", "n_decisions", "int"),
+            _c("Price per call by tier", "cost_per_call_usd", "prices"),
+        )),
+    )),
+    Section("Verification tiers", (Table("tiers[]", (_c("Tier", "tier", "text"),)),)),
+    Section("Errors and timeouts", (
+        Text("Every failed decision is scored MISS."),
+        Table("errors"),
+        Table("errors.kinds[]", _ERROR_KIND, when="errors.kinds"),
+        Text("First failures:", when="errors.kinds"),
+        Bullets("errors.examples[]", "failure", when="errors.kinds"),
+    )),
+    Section("Missing and extra ids", (
+        MetricRows(("", "Count", "First ids"), details=(
+            _c("", "ids.missing_ids", "list"),
+            _c("", "ids.extra_ids", "list"),
+        )),
+    )),
+)  # fmt: skip
+
+
+def render_markdown(r: Report) -> str:
+    """The report for people: provenance, then every section of :data:`SECTIONS`."""
+    lines = [f"# CacheEval report: {cell(r.provenance.cache_name)}", ""]
+    lines += table(["Run", ""], _run_rows(r.provenance))
+    for section in SECTIONS:
+        lines += _section(r, section)
+    return "\n".join(lines) + "\n"
+
+
+def _run_rows(p: Provenance) -> list[list[str]]:
+    git = "not a git checkout" if p.git_commit is None else p.git_commit
+    if p.git_dirty:
+        git += " (dirty)"
+    return [
+        ["Dataset", f"{p.dataset_path or 'in-memory rows'}"],
+        ["Dataset sha256", p.dataset_sha256 or "n/a"],
+        ["Split filter", p.split or "all"],
+        ["Domain filter", ", ".join(p.domains) if p.domains is not None else "all"],
+        ["Rows scored", str(p.n_rows)],
+        ["Hidden test rows left out (no labels)", str(p.hidden_rows_skipped)],
+        ["Cache", p.cache_name],
+        ["Cache arguments", dumps(p.cache_args)],
+        ["Cache source", p.cache_ref or "n/a"],
+        ["CacheEval", f"{p.cacheeval_version} (schema {p.schema_version})"],
+        ["Git commit", git],
+        ["Python", p.python_version],
+        ["Created (UTC)", p.created],
+    ]
+
+
+def _at(data: Any, path: str) -> Any:
+    return data if not path else values_at(data, path)[0]
+
+
+def _section(r: Report, section: Section) -> list[str]:
+    if section.requires and _at(r, section.requires) is None:
+        if section.absent is None:
+            return []
+        parts = [[section.absent.format(x=r)]]
+    else:
+        metrics = section_metrics(section.heading)
+        parts = [_block(r, b, metrics) for b in section.blocks if not b.when or _at(r, b.when)]
+    out = ["", f"## {section.heading}", ""]
+    for i, part in enumerate(parts):
+        out += [""] * (i > 0) + part
+    return out
+
+
+def _block(r: Report, block: Block, metrics: Sequence[MetricSpec]) -> list[str]:
+    if isinstance(block, Text):
+        return [block.template.format(x=r)]
+    if isinstance(block, Bullets):
+        return [FORMATS[block.fmt](x) for x in values_at(r, block.rows)]
+    if isinstance(block, MetricRows):
+        return _metric_rows(r, block, [m for m in metrics if m.fmt and "[]" not in m.path])
+    shown = [m for m in metrics if m.fmt and m.path.rsplit(".", 1)[0] == block.rows]
+    columns = [*block.lead, *(Column(m.title, m.field, m.fmt or "") for m in shown), *block.trail]
+    items = [x for x in values_at(r, block.rows) if not block.keep or _at(x, block.keep)]
+    return table(
+        [c.title for c in columns],
+        [[FORMATS[c.fmt](_at(x, c.attr)) for c in columns] for x in items],
+    )
+
+
+def _metric_rows(r: Report, block: MetricRows, metrics: Sequence[MetricSpec]) -> list[str]:
+    rows = []
+    for i, m in enumerate(metrics):
+        value, fmt = _at(r, m.path), m.fmt or ""
+        row = [m.title, FORMATS[fmt](value)]
+        if block.details:
+            detail = block.details[i]
+            row.append(FORMATS[detail.fmt](_at(r, detail.attr)))
+        elif len(block.header) > 2:
+            row.append(COUNTS[fmt](value))
+        rows.append(row)
+    return table(block.header, rows)
+
+
+register_renderer("markdown", render_markdown)
