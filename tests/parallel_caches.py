@@ -149,20 +149,22 @@ def load_shared(module: str, class_name: str | None, kwargs: dict[str, object]) 
 @dataclass(frozen=True)
 class LookupTask:
     """A replay-style lookup phase as a block task: every worker puts all
-    ``entries`` into its own store, then looks its blocks of requests up."""
+    ``entries`` (answer id, query) into its own store, then looks its blocks
+    of queries up. Its fields and items are plain JSON values: a cache
+    process is sent nothing else."""
 
-    entries: tuple[tuple[str, Request], ...]
+    entries: tuple[tuple[str, str], ...]
 
     def setup(self, cache: SharedExact) -> dict[str, object]:
-        for answer_id, request in self.entries:
-            cache.put(request, answer_id)
+        for answer_id, query in self.entries:
+            cache.put(Request(query), answer_id)
         return {"has_prepare": False, "pid": os.getpid()}
 
-    def prepare(self, cache: SharedExact, items: list[Request]) -> None:
+    def prepare(self, cache: SharedExact, items: list[str]) -> None:
         raise AssertionError("no prepare")
 
-    def run(self, cache: SharedExact, first_index: int, items: list[Request]) -> list[object]:
-        return [cache.lookup(r) for r in items]
+    def run(self, cache: SharedExact, first_index: int, items: list[str]) -> list[object]:
+        return [list(cache.lookup(Request(q))) for q in items]
 
     def close(self, cache: SharedExact) -> str | None:
         return None

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -314,8 +315,8 @@ def test_real_ctrl_c_stops_with_a_partial_file(tmp_path: Path, how: str) -> None
     done = _run(
         [PY, "-m", "cacheeval", "predict", "--bench", str(MINI_BENCH), "--cache-module",
          str(mod), "--cache-class", "Exiter", "--cache-arg", f"how={how}",
-         "--cache-arg", "at=5", "--out", str(preds)]
-    )  # fmt: skip
+         "--cache-arg", "at=5", "--out", str(preds), "--in-process"]
+    )  # fmt: skip  (in its own process a cache's SIGINT reaches only that process)
     assert done.returncode == 130, (done.stdout, done.stderr)
     assert "interrupted after" in done.stderr
     lines = [v for _, v in iter_jsonl(preds)]
@@ -332,6 +333,36 @@ def test_real_ctrl_c_stops_with_a_partial_file(tmp_path: Path, how: str) -> None
     assert "partial file of an interrupted run" in scored.stderr
     report = json.loads(out.read_text(encoding="utf-8"))
     assert report["ids"]["n_missing"] == 32 - (len(lines) - 1)
+
+
+SLOW_CACHE = """
+import time
+from cacheeval.schema import Verdict
+
+def cache(pair):
+    time.sleep(0.2)
+    return Verdict(is_hit=pair.a.query == pair.b.query, tier_used="exact")
+"""
+
+
+def test_ctrl_c_at_the_driver_stops_an_out_of_process_run(tmp_path: Path) -> None:
+    mod = tmp_path / "slow.py"
+    mod.write_text(SLOW_CACHE, encoding="utf-8")
+    preds = tmp_path / "p.jsonl"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    proc = subprocess.Popen(
+        [PY, "-m", "cacheeval", "predict", "--bench", str(MINI_BENCH), "--cache-module",
+         str(mod), "--out", str(preds)],
+        cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        preexec_fn=default_sigint,
+    )  # fmt: skip
+    time.sleep(2.0)  # the cache process is up and deciding (32 rows take 6 s)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted after" in err
+    lines = [v for _, v in iter_jsonl(preds)]
+    assert lines[0]["complete"] is False and len(lines) - 1 < 32
 
 
 def test_run_interrupted_in_process_carries_the_partial_predictions(sigint_default: None) -> None:

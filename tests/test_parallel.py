@@ -28,7 +28,7 @@ from cacheeval.run.parallel import (
     map_blocks,
     predict_parallel,
 )
-from cacheeval.schema import Row
+from cacheeval.schema import Request, Row
 from tests.conftest import MINI_BENCH, MINI_LABELS, REPO_ROOT, default_sigint
 
 BENCH = REPO_ROOT / "cachebench.jsonl"
@@ -128,12 +128,12 @@ def test_a_worker_dying_once_loses_no_row(dev_rows: list[Row], tmp_path: Path, h
     marker = tmp_path / "died"
     with Predictor(spec("DiesAt", marker=str(marker), at=50, how=how), workers=2) as p:
         preds = list(p.run(rows))
-        assert p.runner is not None and p.runner.worker_deaths == 1
+        assert p.runner is not None and p.runner.backend.deaths == 1  # type: ignore[attr-defined]
     assert marker.exists()  # it did die
     assert decisions(preds) == decisions(predict(make_baseline("exact_match"), rows))
 
 
-def test_a_block_that_kills_every_worker_comes_back_as_error_rows(
+def test_a_call_that_kills_every_worker_is_one_error_row(
     dev_rows: list[Row], tmp_path: Path
 ) -> None:
     rows = dev_rows[:120]
@@ -146,10 +146,10 @@ def test_a_block_that_kills_every_worker_comes_back_as_error_rows(
     )
     assert [p.id for p in preds] == [r.id for r in rows]
     failed = [i for i, p in enumerate(preds) if p.error is not None]
-    assert failed == list(range(48, 64))  # the block of p50 (rows 49-64), nothing else
-    assert preds[49].error.startswith("WorkerDied: the worker exited with code 7")
+    assert failed == [49]  # p50 alone: tried twice, then an error row; the block goes on
+    assert preds[49].error.startswith("CacheProcessDied: the cache process exited with code 7")
     report = score(preds, rows, cache_name="dies")
-    assert report.provenance.n_rows == 120 and report.errors.n_errors == 16
+    assert report.provenance.n_rows == 120 and report.errors.n_errors == 1
     assert report.ids.n_missing == 0 and report.confusion.n == 120
 
 
@@ -166,7 +166,7 @@ def test_a_worker_killed_from_outside_mid_run_loses_no_row(dev_rows: list[Row]) 
                 killed.append(pid)
 
         preds = list(p.run(rows, progress=kill_one))
-        assert p.runner is not None and p.runner.worker_deaths == 1
+        assert p.runner is not None and p.runner.backend.deaths == 1  # type: ignore[attr-defined]
     assert killed
     assert decisions(preds) == decisions(predict(make_baseline("exact_match"), rows))
 
@@ -351,27 +351,27 @@ def test_gptcache_fast_path_decides_alike_on_workers(
 def test_any_block_task_runs_on_workers_for_replay_lookups(dev_rows: list[Row]) -> None:
     from tests.parallel_caches import LookupTask, SharedExact
 
-    entries = tuple((f"e{i:06d}", r.request("a")) for i, r in enumerate(dev_rows))
-    lookups = [r.request("b") for r in dev_rows]
+    entries = tuple((f"e{i:06d}", r.query_a) for i, r in enumerate(dev_rows))
+    lookups = [r.query_b for r in dev_rows]  # plain values: they travel as JSON
     local = SharedExact()
     LookupTask(entries).setup(local)
-    expected = [local.lookup(q) for q in lookups]
+    expected = [local.lookup(Request(q)) for q in lookups]
     got = list(
         map_blocks(CacheSpec(CACHES, "SharedExact", loader=f"{CACHES}:load_shared"),
                    LookupTask(entries), lookups, workers=2, block_size=50,
-                   lost=lambda n, message: [(None, 0.0)] * n)
+                   lost=lambda n, message: [[None, 0.0]] * n)
     )  # fmt: skip
-    assert got == expected and any(answer for answer, _ in got)
+    assert got == [list(e) for e in expected] and any(answer for answer, _ in got)
 
 
 def test_each_worker_gets_its_share_of_the_cpus_unless_the_user_chose(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from cacheeval.run.procpool import THREAD_VARIABLES, _limit_threads, threads_per_worker
+    from cacheeval.run.procpool import THREAD_VARIABLES, limit_threads, threads_per_worker
 
     assert [threads_per_worker(w, cpus=8) for w in (1, 2, 3, 8, 16)] == [8, 4, 2, 1, 1]
     for name in THREAD_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MKL_NUM_THREADS", "3")  # the user's choice stays
-    _limit_threads(2)
+    limit_threads(2)
     assert [os.environ[n] for n in THREAD_VARIABLES] == ["2", "2", "3"]

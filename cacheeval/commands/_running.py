@@ -269,25 +269,58 @@ class StartedCache:
     kwargs: dict[str, Any]
     ref: str
     prices: dict[str, float]
+    #: Where the cache runs (:attr:`~cacheeval.reporting.report.Provenance.run_mode`).
+    run_mode: str = "process"
+
+
+def run_mode(args: argparse.Namespace) -> tuple[str, tuple[str, ...]]:
+    """Where the options put the cache - ``process`` (default), ``in-process``
+    or ``ray`` - and the sandbox prefix of each cache process (``--isolate``)."""
+    from ..run.isolate import IsolationError, checked_prefix
+
+    in_process = bool(getattr(args, "in_process", False))
+    isolate = bool(getattr(args, "isolate", False))
+    if in_process and (args.workers is not None or args.ray is not None or isolate):
+        raise UsageError("--in-process runs the cache here: no --workers, --ray or --isolate")
+    if isolate and args.ray is not None:
+        raise UsageError("--isolate sandboxes local cache processes: it cannot wrap --ray actors")
+    if getattr(args, "allow_network", False) and not isolate:
+        raise UsageError("--allow-network only loosens --isolate")
+    if in_process:
+        return "in-process", ()
+    if args.ray is not None:
+        return "ray", ()
+    if not isolate:
+        return "process", ()
+    hide = [p for p in (getattr(args, "labels", None),) if p is not None]
+    module = getattr(args, "cache_module", None) or ""
+    show = [Path(module).resolve().parent] if module.endswith(".py") else []
+    try:
+        return "process", tuple(checked_prefix(hide, show, network=args.allow_network))
+    except IsolationError as e:
+        raise UsageError(str(e)) from None
 
 
 @contextmanager
 def started_cache(args: argparse.Namespace) -> Iterator[StartedCache]:
-    """Build the cache the options name (in this process, or once in each of
-    ``--workers``/``--ray`` workers); stop it at the end (at once on an error)."""
+    """Build the cache the options name (once in each of ``--workers`` cache
+    processes, default one; on ``--ray`` actors; or here with ``--in-process``);
+    stop it at the end (at once on an error)."""
     from ..run.harness import CacheLoadError
     from ..run.parallel import Predictor
 
     spec, kwargs, ref = cache_spec(args)
-    remote = args.workers is not None or args.ray is not None
+    mode, wrap = run_mode(args)
+    workers = args.workers if args.workers is not None else (0 if mode != "process" else 1)
     try:
-        cache = spec if remote else spec.build()
+        cache = spec.build() if mode == "in-process" else spec
         predictor = Predictor(
             cache,
-            workers=args.workers or 0,
+            workers=workers,
             ray=args.ray,
             on_error=args.on_error,
             timeout_ms=args.timeout_ms,
+            wrap=wrap,
         )
         info = predictor.start()
     except CacheLoadError as e:
@@ -296,8 +329,11 @@ def started_cache(args: argparse.Namespace) -> Iterator[StartedCache]:
     if info.price_error:
         predictor.abort()
         raise UsageError(f"{name}: {info.price_error}")
+    shown_mode = "process, bubblewrap" if wrap else mode
     try:
-        yield StartedCache(predictor, name, kwargs, ref or info.ref, info.cost_per_call_usd)
+        yield StartedCache(
+            predictor, name, kwargs, ref or info.ref, info.cost_per_call_usd, shown_mode
+        )
     except BaseException:
         predictor.abort()
         raise

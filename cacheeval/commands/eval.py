@@ -65,13 +65,31 @@ def add_rows_arguments(parser: argparse.ArgumentParser, *, labels: bool = True) 
 
 
 def add_scale_arguments(parser: argparse.ArgumentParser) -> None:
-    """--workers N, --ray [ADDRESS] (see :mod:`cacheeval.run.parallel`)."""
+    """--workers N, --in-process, --ray [ADDRESS] (see :mod:`cacheeval.run.parallel`).
+    By default the cache runs in one process of its own (:mod:`cacheeval.run.procpool`)."""
     parser.add_argument(
         "--workers",
         type=positive_int,
         metavar="N",
-        help="decide the rows in N worker processes, each building the cache once and seeing "
-        "only the pairs (default: in this process)",
+        help="decide the rows in N cache processes, each building the cache once and seeing "
+        "only the pairs (default: 1)",
+    )
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run the cache in this process, beside the labels: faster to start, for a cache "
+        "you trust only (the report says which mode ran)",
+    )
+    parser.add_argument(
+        "--isolate",
+        action="store_true",
+        help="run each cache process in the bubblewrap sandbox: the machine read-only, no "
+        "network, private/ and the labels file hidden (fails if bwrap cannot run)",
+    )
+    parser.add_argument(
+        "--allow-network",
+        action="store_true",
+        help="with --isolate: let the cache reach the network",
     )
     parser.add_argument(
         "--ray",
@@ -248,6 +266,7 @@ def _evaluate(args: argparse.Namespace, prog: str) -> Any:
         domains=args.domains,
         created=created,
         hidden_rows_skipped=selected.hidden,
+        run_mode=cache.run_mode,
     )
     return build_report_from_columns(
         columns, provenance=provenance, ids=IdCheck(0, (), 0, ()), cost_per_call_usd=cache.prices

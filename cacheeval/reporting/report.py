@@ -33,6 +33,9 @@ from ..support.jsonio import dumps_pretty
 from ..version import __version__
 
 REPORT_KEY = "cacheeval_report"
+#: The report file's format version (1.2 added ``provenance.run_mode``); a
+#: reader takes any 1.x.
+REPORT_VERSION = "1.2"
 #: How many missing/extra ids a report lists.
 MAX_IDS = 10
 
@@ -63,6 +66,11 @@ class Provenance:
     n_rows: int
     hidden_rows_skipped: int
     python_version: str
+    #: Where the cache ran: ``process`` (a process of its own, the default),
+    #: ``process, bubblewrap`` (that process in the OS sandbox), ``in-process``
+    #: (beside the labels) or ``ray``; None when not recorded (the Python API,
+    #: reports written before it existed).
+    run_mode: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,9 +121,9 @@ class Report:
     # -- serialisation ----------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict: ``{"cacheeval_report": SCHEMA_VERSION, <fields>}``,
+        """Plain JSON-ready dict: ``{"cacheeval_report": REPORT_VERSION, <fields>}``,
         keys in field order (documented in SCHEMA.md, report.schema.json)."""
-        out: dict[str, Any] = {REPORT_KEY: SCHEMA_VERSION}
+        out: dict[str, Any] = {REPORT_KEY: REPORT_VERSION}
         out.update(to_plain(self))
         return out
 
@@ -130,7 +138,7 @@ class Report:
         if not isinstance(data, Mapping):
             raise ValueError("report: expected an object")
         version = data.get(REPORT_KEY)
-        if not isinstance(version, str) or version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
+        if not isinstance(version, str) or version.split(".")[0] != REPORT_VERSION.split(".")[0]:
             raise ValueError(f"report: unsupported {REPORT_KEY} version {version!r}")
         body = {k: v for k, v in data.items() if k != REPORT_KEY}
         report = _decode(cls, body, "report")
@@ -178,6 +186,7 @@ def make_provenance(
     domains: Sequence[str] | None = None,
     created: str | None = None,
     hidden_rows_skipped: int = 0,
+    run_mode: str | None = None,
 ) -> Provenance:
     """Provenance for a run of this package in this process (git asked once)."""
     git = package_git_info()
@@ -197,6 +206,7 @@ def make_provenance(
         n_rows=n_rows,
         hidden_rows_skipped=hidden_rows_skipped,
         python_version=platform.python_version(),
+        run_mode=run_mode,
     )
 
 

@@ -213,10 +213,20 @@ def render_markdown(r: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: How the Markdown report names where the cache ran.
+_RUN_MODES = {
+    "process": "in a process of its own (sent pairs only; answers checked)",
+    "process, bubblewrap": "in a process of its own, in the bubblewrap sandbox",
+    "in-process": "in the harness's process, beside the labels (a trusted cache only)",
+    "ray": "on Ray actors (Ray's transport unpickles their answers: a trusted cache only)",
+}
+
+
 def _run_rows(p: Provenance) -> list[list[str]]:
     git = "not a git checkout" if p.git_commit is None else p.git_commit
     if p.git_dirty:
         git += " (dirty)"
+    mode = [] if p.run_mode is None else [["Cache ran", _RUN_MODES.get(p.run_mode, p.run_mode)]]
     return [
         ["Dataset", f"{p.dataset_path or 'in-memory rows'}"],
         ["Dataset sha256", p.dataset_sha256 or "n/a"],
@@ -227,6 +237,7 @@ def _run_rows(p: Provenance) -> list[list[str]]:
         ["Cache", p.cache_name],
         ["Cache arguments", dumps(p.cache_args)],
         ["Cache source", p.cache_ref or "n/a"],
+        *mode,
         ["CacheEval", f"{p.cacheeval_version} (schema {p.schema_version})"],
         ["Git commit", git],
         ["Python", p.python_version],

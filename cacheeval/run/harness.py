@@ -58,16 +58,12 @@ from ..cache import Cache
 from ..metrics.ranking import DEFAULT_ALPHAS
 from ..reporting.report import MAX_IDS, IdCheck, Report, build_report, make_provenance
 from ..results.predictions import Prediction
-from ..schema import Pair, Row, Verdict
+from ..schema import Pair, Row
 from ..support.jsonio import dumps, sha256_file
 from ..support.progress import ProgressCallback
+from .wire import MAX_ERROR_CHARS, plain_verdict
 
 OnError = Literal["miss", "raise"]
-
-#: Tiers the harness sets itself; a cache may not report them.
-RESERVED_TIERS: frozenset[str] = frozenset({"error", "timeout", "missing"})
-#: Longest error message kept per row.
-MAX_ERROR_CHARS = 300
 
 
 #: Module-name prefix of caches imported from a ``.py`` file by :func:`load_cache`.
@@ -206,32 +202,19 @@ def describe_exception(e: BaseException) -> str:
 
 def verdict_problem(value: Any) -> str | None:
     """Why a cache's return value cannot be scored (None when it is a usable Verdict)."""
-    if not isinstance(value, Verdict):
-        return f"returned {type(value).__name__}, not Verdict"
-    try:  # Verdict's own check, never a subclass's override
-        problems = Verdict.problems(value)
-    except Exception as e:
-        return f"the verdict could not be checked: {describe_exception(e)}"
-    if not problems and value.tier_used in RESERVED_TIERS:
-        problems = [f"tier_used {value.tier_used!r} is reserved for the harness"]
-    return "; ".join(problems) if problems else None
+    plain = plain_verdict(value)
+    return plain if isinstance(plain, str) else None
 
 
 def _to_prediction(row_id: str, value: Any, latency_ms: float) -> Prediction:
-    """A successful call's Prediction, or an ``InvalidVerdict`` error row."""
-    problem = verdict_problem(value)
-    if problem is not None:
-        return _failed(row_id, "error", f"InvalidVerdict: {problem}", latency_ms)
-    score = value.score
-    return Prediction(
-        row_id,
-        value.is_hit,
-        float(value.confidence),
-        None if score is None else float(score),
-        value.tier_used or "unknown",
-        latency_ms,
-        None,
-    )
+    """A successful call's Prediction, or an ``InvalidVerdict`` error row. The
+    verdict's fields are read once, as plain values (:func:`plain_verdict`):
+    what was checked is what is scored."""
+    plain = plain_verdict(value)
+    if isinstance(plain, str):
+        return _failed(row_id, "error", f"InvalidVerdict: {plain}", latency_ms)
+    is_hit, confidence, score, tier = plain
+    return Prediction(row_id, is_hit, confidence, score, tier, latency_ms, None)
 
 
 def _failed(row_id: str, tier: str, error: str, latency_ms: float | None) -> Prediction:
@@ -403,7 +386,7 @@ def _call_prepare(
         raise CacheCallError(f"prepare() raised {describe_exception(e)}") from e
 
 
-def _outcome(
+def call_outcome(
     row_id: str, value: Any, exc: BaseException | None, latency_ms: float, strict: bool
 ) -> Prediction:
     """The prediction of a call that returned ``value`` or raised ``exc``; under
@@ -441,9 +424,9 @@ def _run_inline(
             ms = (clock() - t0) / 1e6
             if isinstance(e, KeyboardInterrupt) and sigint.fired:
                 raise
-            append(_outcome(row_id, None, e, ms, strict))
+            append(call_outcome(row_id, None, e, ms, strict))
         else:
-            append(_outcome(row_id, value, None, (clock() - t0) / 1e6, strict))
+            append(call_outcome(row_id, value, None, (clock() - t0) / 1e6, strict))
         if sigint.fired:  # the cache swallowed the user's Ctrl-C: stop all the same
             raise KeyboardInterrupt
         if progress is not None:
@@ -481,7 +464,7 @@ def _run_with_timeout(
                 worker = _Worker(call)
             else:
                 # On the worker thread no signal arrives: any exception is the cache's.
-                out.append(_outcome(row_id, value, exc, ns / 1e6, strict))
+                out.append(call_outcome(row_id, value, exc, ns / 1e6, strict))
             if progress is not None:
                 progress(done, total)
     finally:

@@ -40,8 +40,9 @@ guard of multiprocessing's ``spawn`` (``python -m cacheeval`` has it).
 from __future__ import annotations
 
 import math
+import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import islice
@@ -59,11 +60,13 @@ from .harness import (
     bind_cache,
     cache_name_of,
     cache_ref_of,
+    call_outcome,
     cost_table,
     describe_exception,
     predict,
 )
 from .procpool import ProcessBackend, threads_per_worker
+from .wire import checked_meta, checked_result
 
 __all__ = [
     "BlockTask",
@@ -85,9 +88,15 @@ TARGET_BLOCK_S = 0.5
 
 @dataclass(frozen=True, slots=True)
 class PredictTask:
-    """The worker side of a prediction run: :func:`~cacheeval.run.harness.predict`
-    on each block (errors become error rows), results as compact tuples
-    ``(is_hit, confidence, score, tier_used, latency_ms, error)``."""
+    """The worker side of a prediction run, results as plain lists
+    ``[is_hit, confidence, score, tier_used, latency_ms, error]``.
+
+    In a cache process (:mod:`cacheeval.run.child`) each pair is one
+    :meth:`run_one` call, its result sent at once, and ``timeout_ms`` is
+    enforced by the driver, which kills the process; on Ray, :meth:`run`
+    decides a block with :func:`~cacheeval.run.harness.predict` (errors become
+    error rows, timeouts abandon the call's thread). The driver checks every
+    result with :meth:`check` before it becomes a prediction."""
 
     timeout_ms: float | None = None
 
@@ -114,8 +123,37 @@ class PredictTask:
             call_only(cache), pairs, timeout_ms=self.timeout_ms, first_index=first_index
         )
         return [
-            (p.is_hit, p.confidence, p.score, p.tier_used, p.latency_ms, p.error) for p in preds
+            [p.is_hit, p.confidence, p.score, p.tier_used, p.latency_ms, p.error] for p in preds
         ]
+
+    def run_one(self, cache: Any, item: Wire) -> list[Any]:
+        """One call, timed around the call alone (no thread: the driver
+        enforces the timeout by killing the process)."""
+        pair = from_wire(item)
+        clock = time.perf_counter_ns
+        t0 = clock()
+        try:
+            value = cache(pair)
+        except BaseException as e:  # SystemExit, a KeyboardInterrupt of its own, ...
+            return self.failed("error", describe_exception(e), (clock() - t0) / 1e6)
+        p = call_outcome(pair.id, value, None, (clock() - t0) / 1e6, False)
+        return [p.is_hit, p.confidence, p.score, p.tier_used, p.latency_ms, p.error]
+
+    @staticmethod
+    def failed(tier: str, message: str, latency_ms: float | None) -> list[Any]:
+        """The result of a call that failed (tier ``error`` or ``timeout``)."""
+        return [False, None, None, tier, latency_ms, message]
+
+    @staticmethod
+    def check_meta(raw: Any) -> dict[str, Any]:
+        """What a cache process says about its cache, checked
+        (:func:`~cacheeval.run.wire.checked_meta`)."""
+        return checked_meta(raw)
+
+    @staticmethod
+    def check(raw: Any) -> list[Any]:
+        """A result from a cache process, checked (:func:`~cacheeval.run.wire.checked_result`)."""
+        return list(checked_result(raw))
 
     def close(self, cache: Any) -> str | None:
         close = bind_cache(cache).close
@@ -123,7 +161,7 @@ class PredictTask:
             return None
         try:
             close()
-        except Exception as e:
+        except BaseException as e:  # SystemExit/KeyboardInterrupt from close are its own
             return f"close() raised {describe_exception(e)}"
         return None
 
@@ -260,6 +298,7 @@ class Predictor:
         on_error: OnError = "miss",
         timeout_ms: float | None = None,
         block_size: int | None = None,
+        wrap: Sequence[str] = (),
     ) -> None:
         if on_error not in ("miss", "raise"):
             raise ValueError(f"on_error must be 'miss' or 'raise', got {on_error!r}")
@@ -276,6 +315,7 @@ class Predictor:
         self.on_error = on_error
         self.timeout_ms = timeout_ms
         self.block_size = block_size
+        self.wrap = tuple(wrap)  # argv prefix of each cache process (an OS sandbox)
         self.info: CacheInfo | None = None
         self.runner: BlockRunner | None = None
         self._local: Any = None
@@ -323,7 +363,14 @@ class Predictor:
             backend: Backend = ray_backend
             n = ray_backend.workers
         else:
-            backend = ProcessBackend(spec, task, threads=threads_per_worker(self.workers))
+            backend = ProcessBackend(
+                spec,
+                task,
+                threads=threads_per_worker(self.workers),
+                timeout_ms=self.timeout_ms,
+                lost=self._lost,
+                wrap=self.wrap,
+            )
             n = self.workers
         self.runner = BlockRunner(backend, n, self._lost)
         try:
@@ -342,7 +389,7 @@ class Predictor:
 
     @staticmethod
     def _lost(n: int, message: str) -> list[Any]:
-        return [(False, None, None, "error", None, message)] * n
+        return [[False, None, None, "error", None, message] for _ in range(n)]
 
     def run(
         self,
@@ -531,7 +578,7 @@ def map_blocks(
         backend: Backend = ray_backend
         workers = ray_backend.workers
     else:
-        backend = ProcessBackend(spec, task, threads=threads_per_worker(workers))
+        backend = ProcessBackend(spec, task, threads=threads_per_worker(workers), lost=lost)
     runner = BlockRunner(backend, workers, lost)
     try:
         runner.start()

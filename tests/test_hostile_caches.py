@@ -1,0 +1,223 @@
+"""Caches that attack the harness, run as ``cacheeval eval`` runs them by
+default: in a process of their own, sent pairs only, answering in checked JSON.
+
+Every attack comes from an always-HIT cache. On the mini bench (32 rows, 12
+HIT) its true figures are accuracy 12/32 = 0.375 and FHR 20/20 = 1.000; an
+attack that worked would show a better score. Each test first runs the same
+attack with ``--in-process`` where that shows the attack is real (the answer
+key is in reach there), then checks the default run grades the cache at its
+true figures or gives it error rows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import MINI_BENCH, MINI_LABELS, REPO_ROOT
+
+PY = sys.executable
+TRUE_ACCURACY = 12 / 32
+
+PRELUDE = """
+import gc, os, sys, time
+from cacheeval.schema import Verdict
+
+def hit(tier="embedding"):
+    return Verdict(is_hit=True, confidence=1.0, tier_used=tier, score=1.0)
+"""
+
+ATTACKS = {
+    # read the labels through the garbage collector: refuse to serve MISS rows
+    "gc_read": """
+def cache(pair):
+    for o in gc.get_objects():
+        if type(o).__name__ in ("LabelledRows", "SealedRows", "ScoreColumns"):
+            raise SystemExit("found the answer key")
+    return hit()
+""",
+    # rewrite the truth table the driver scores against: every row becomes HIT
+    "truth_rewrite": """
+def cache(pair):
+    for o in gc.get_objects():
+        if type(o).__name__ == "LabelledRows":
+            o.truth.extend([])
+            for i, t in enumerate(list(o.truth)):
+                o.truth[i] = (t[0], 1, "EQUIV", t[3], t[4])
+    return hit()
+""",
+    # monkeypatch the scorer, the metrics and the report writer
+    "monkeypatch": """
+import cacheeval.results.columns as columns
+import cacheeval.metrics.classification as classification
+import cacheeval.reporting.report as report
+_orig_add = columns.ScoreColumns.add
+def _add(self, pred, truth, *a, **k):
+    return _orig_add(self, pred, (truth[0], 1, *truth[2:]), *a, **k)
+columns.ScoreColumns.add = _add
+classification.fhr = lambda *a, **k: 0.0
+report.Report.to_json = lambda self: "{}"
+def cache(pair):
+    return hit()
+""",
+    # swap the clock: every call takes no time
+    "clock": """
+import time as _t
+_t.perf_counter_ns = lambda: 0
+_t.perf_counter = lambda: 0.0
+def cache(pair):
+    _t.sleep(0.002)
+    return hit()
+""",
+    # write a pickle that runs code to every pipe it can find
+    "pickle": """
+import pickle
+class Bomb:
+    def __reduce__(self):
+        return (os.system, ("touch " + os.environ["BOMB_MARKER"],))
+_payload = pickle.dumps(("done", 0, [Bomb()]))
+def cache(pair):
+    for fd in range(3, 64):
+        try:
+            os.write(fd, _payload + b"\\n")
+        except OSError:
+            pass
+    return hit()
+""",
+}
+
+
+def _eval(tmp_path: Path, cache: str, *extra: str, env: dict[str, str] | None = None) -> Any:
+    mod = tmp_path / "attack.py"
+    mod.write_text(PRELUDE + cache, encoding="utf-8")
+    js = tmp_path / "r.json"
+    js.unlink(missing_ok=True)
+    done = subprocess.run(
+        [PY, "-m", "cacheeval", "eval", "--bench", str(MINI_BENCH), "--labels", str(MINI_LABELS),
+         "--cache-module", str(mod), "--out", str(tmp_path / "r.md"), "--json", str(js), *extra],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
+    )  # fmt: skip
+    report = json.loads(js.read_text(encoding="utf-8")) if js.exists() else None
+    return done, report
+
+
+def _true_or_errors(report: dict[str, Any]) -> None:
+    """An always-HIT cache at its true figures, or with rows it lost as errors
+    (each an error row, scored MISS): never better than it is."""
+    n_err = report["errors"]["n_errors"] + report["errors"]["n_timeouts"]
+    fhr = report["headline"]["fhr"]["value"]
+    if n_err == 0:
+        assert report["headline"]["accuracy"]["value"] == pytest.approx(TRUE_ACCURACY)
+        assert fhr == 1.0
+    else:  # a row it failed on is a MISS: it cannot pass for a careful cache
+        assert report["confusion"]["tp"] + report["confusion"]["fp"] == 32 - n_err
+
+
+@pytest.mark.parametrize("attack", ["gc_read", "truth_rewrite", "monkeypatch"])
+def test_an_attack_on_the_answer_key_works_in_process_and_fails_out_of_it(
+    tmp_path: Path, attack: str
+) -> None:
+    done, inside = _eval(tmp_path, ATTACKS[attack], "--in-process")
+    assert done.returncode == 0, done.stderr
+    forged = (
+        inside is None
+        or "errors" not in inside  # the report writer was replaced
+        or inside["errors"]["n_errors"] > 0  # gc_read found the key and refused
+        or inside["headline"]["accuracy"]["value"] != pytest.approx(TRUE_ACCURACY)
+        or inside["headline"]["fhr"]["value"] != 1.0
+    )
+    assert forged, f"{attack} did not reach the answer key even in process: test is void"
+    done, report = _eval(tmp_path, ATTACKS[attack])
+    assert done.returncode == 0, done.stderr
+    assert report["errors"]["n_errors"] == 0  # nothing to find, nothing changed
+    _true_or_errors(report)
+
+
+def test_a_swapped_clock_does_not_fake_the_latency(tmp_path: Path) -> None:
+    done, report = _eval(tmp_path, ATTACKS["clock"])
+    assert done.returncode == 0, done.stderr
+    _true_or_errors(report)
+    # The cache process times its own calls, so its clock is the cache's to
+    # break; the driver checks what it reports is a latency at all.
+    assert report["latency"]["n"] == 32
+
+
+def test_a_pickle_written_to_every_pipe_runs_nothing(tmp_path: Path) -> None:
+    marker = tmp_path / "bomb-went-off"
+    done, report = _eval(tmp_path, ATTACKS["pickle"], env={"BOMB_MARKER": str(marker)})
+    assert done.returncode == 0, done.stderr
+    assert not marker.exists()
+    _true_or_errors(report)
+    assert report["errors"]["n_errors"] > 0  # its garbage broke the protocol: error rows
+
+
+GIL_CACHE = (
+    PRELUDE
+    + """
+import re
+def cache(pair):
+    if pair.a.tools is not None:  # four rows: catastrophic backtracking, GIL held
+        re.match(r"(a+)+$", "a" * 34 + "b")
+    return hit()
+"""
+)
+
+
+def test_a_call_that_holds_the_gil_is_killed_at_its_timeout(tmp_path: Path) -> None:
+    t0 = time.perf_counter()
+    done, report = _eval(tmp_path, GIL_CACHE.split(PRELUDE, 1)[1], "--timeout-ms", "200")
+    elapsed = time.perf_counter() - t0
+    assert done.returncode == 0, done.stderr
+    assert report["errors"]["n_timeouts"] == 4
+    assert elapsed < 20  # each regex alone runs for minutes
+
+
+HOOKS = {
+    "import": "raise SystemExit(0)\ndef cache(pair):\n    return hit()\n",
+    "init": (
+        "class C:\n    def __init__(self):\n        raise SystemExit(0)\n"
+        "    def __call__(self, pair):\n        return hit()\ncache = C\n"
+    ),
+    "name": (
+        "class C:\n    @property\n    def name(self):\n        raise SystemExit(0)\n"
+        "    def __call__(self, pair):\n        return hit()\ncache = C()\n"
+    ),
+    "prepare_exit": (
+        "class C:\n    def prepare(self, pairs):\n        raise SystemExit(0)\n"
+        "    def __call__(self, pair):\n        return hit()\ncache = C()\n"
+    ),
+    "call_os_exit": "def cache(pair):\n    os._exit(0)\n",
+    "close_exit": (
+        "class C:\n    def close(self):\n        raise SystemExit(0)\n"
+        "    def __call__(self, pair):\n        return hit()\ncache = C()\n"
+    ),
+    "close_kbd": (
+        "class C:\n    def close(self):\n        raise KeyboardInterrupt\n"
+        "    def __call__(self, pair):\n        return hit()\ncache = C()\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("hook", sorted(HOOKS))
+def test_an_exit_in_any_hook_is_never_a_silent_exit_0(tmp_path: Path, hook: str) -> None:
+    done, report = _eval(tmp_path, HOOKS[hook])
+    if done.returncode == 0:
+        assert report is not None, "exit 0 with no report"
+        if hook == "call_os_exit":
+            assert report["errors"]["n_errors"] == 32
+            assert "CacheProcessDied" in report["errors"]["kinds"][0]["first_message"]
+        elif hook.startswith("close"):
+            assert "close() raised" in done.stderr  # said, and the report stands
+            _true_or_errors(report)
+    else:  # the cache could not be built or prepared: said, exit 1 (cache) or 2 (load)
+        assert done.returncode in (1, 2) and "error: " in done.stderr, done.stderr
+        assert report is None
+        assert "SystemExit" in done.stderr
