@@ -316,7 +316,8 @@ def test_real_ctrl_c_stops_with_a_partial_file(tmp_path: Path, how: str) -> None
         [PY, "-m", "cacheeval", "predict", "--bench", str(MINI_BENCH), "--cache-module",
          str(mod), "--cache-class", "Exiter", "--cache-arg", f"how={how}",
          "--cache-arg", "at=5", "--out", str(preds), "--in-process"]
-    )  # fmt: skip  (in its own process a cache's SIGINT reaches only that process)
+    )  # fmt: skip
+    # --in-process: in a process of its own, a cache's SIGINT reaches only that process
     assert done.returncode == 130, (done.stdout, done.stderr)
     assert "interrupted after" in done.stderr
     lines = [v for _, v in iter_jsonl(preds)]
