@@ -107,6 +107,37 @@ KNOWN_TIERS: tuple[str, ...] = (
     "timeout",
 )
 
+#: Tiers the harness sets itself; a cache may not report them (compared
+#: case-insensitively, spaces stripped).
+RESERVED_TIERS: frozenset[str] = frozenset({"error", "timeout", "missing"})
+#: Longest error message kept per row (harness, cache processes, files).
+MAX_ERROR_CHARS = 300
+#: Largest per-call latency anything may report, in ms (a day).
+MAX_LATENCY_MS = 86_400_000.0
+#: The tiers of a call that failed (set by the harness, never by a cache).
+FAILED_TIERS: tuple[str, ...] = ("error", "timeout")
+#: A tier a cache reports: a short name of letters, digits and ``_.:+/-`` (so
+#: it renders as itself in Markdown and HTML, and stays short).
+TIER_PATTERN = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.:+/-]{0,39}\Z")
+
+
+def tier_problem(tier: Any) -> str | None:
+    """Why ``tier`` cannot be a cache's tier (None when it can).
+
+    >>> [tier_problem(t) for t in ("exact", "Timeout ")]
+    [None, "tier_used 'Timeout ' is reserved for the harness"]
+    >>> tier_problem("<b>hi</b>")
+    "tier_used '<b>hi</b>' is not a short name of letters, digits and _.:+/-"
+    """
+    if type(tier) is not str:
+        return f"tier_used is {type(tier).__name__}, not str"
+    if tier.strip().casefold() in RESERVED_TIERS:
+        return f"tier_used {tier[:40]!r} is reserved for the harness"
+    if not TIER_PATTERN.match(tier):
+        return f"tier_used {tier[:40]!r} is not a short name of letters, digits and _.:+/-"
+    return None
+
+
 #: Fields withheld from the public copy of a test-split row. They live in the
 #: git-ignored labels file and are merged back by ``load_bench(labels_path=...)``.
 HIDDEN_TEST_FIELDS: tuple[str, ...] = (
@@ -372,8 +403,9 @@ class Verdict:
             out.append("confidence is NaN")
         elif not 0.0 <= self.confidence <= 1.0:
             out.append(f"confidence {self.confidence!r} is outside [0, 1]")
-        if not isinstance(self.tier_used, str):
-            out.append(f"tier_used is {type(self.tier_used).__name__}, not str")
+        tier = tier_problem(self.tier_used)
+        if tier is not None:
+            out.append(tier)
         if self.score is not None:
             if isinstance(self.score, bool) or not isinstance(self.score, (int, float)):
                 out.append(f"score is {type(self.score).__name__}, not a number")

@@ -395,6 +395,7 @@ def grade(
     slices: Mapping[str, Callable[[Row], bool]] | None = None,
     resamples: int = 0,
     seed: int = 0,
+    in_process: bool = False,
 ) -> ExternalReport:
     """Grade every cache on every set (through :func:`cacheeval.run.harness.evaluate`).
 
@@ -403,10 +404,10 @@ def grade(
     own (its decisions at its own threshold). Entries come set by set, caches in
     the given order, the reference last.
 
-    A cache may be given as a :class:`~cacheeval.run.blockrun.CacheSpec`: it is built
-    once in this process, or, with ``workers`` > 1, on sets of at least
-    ``min_parallel_rows`` pairs it runs on that many worker processes instead (the
-    same decisions; the workers' start-up is not worth it on a small set).
+    A cache may be given as a :class:`~cacheeval.run.blockrun.CacheSpec`: it then
+    runs in a cache process of its own on each set (on ``workers`` of them for
+    sets of at least ``min_parallel_rows`` pairs), or, with ``in_process``, is
+    built once in this process. A cache object runs in this process.
 
     ``slices`` (name -> row predicate): each set's entries are repeated on the
     rows each predicate keeps (``Entry.subset``), scored from the same decisions
@@ -422,10 +423,11 @@ def grade(
 
     def run(name: str, cache: Any, rows: list[Row]) -> list[Any]:
         if isinstance(cache, CacheSpec):
-            if workers > 1 and len(rows) >= min_parallel_rows:
+            if not in_process:  # untrusted: a process of its own, sent pairs only
                 from ..run.parallel import predict_parallel
 
-                return predict_parallel(cache, rows, workers=workers, on_error=on_error)
+                n = workers if workers > 1 and len(rows) >= min_parallel_rows else 1
+                return predict_parallel(cache, rows, workers=n, on_error=on_error)
             if name not in built:
                 built[name] = cache.build()
             cache = built[name]

@@ -177,6 +177,8 @@ def stream_rows(
     (``path:LINE: ...``) surfaces as a :class:`UsageError` when it is reached."""
     from ..dataset import iter_bench
 
+    if labels is not None:
+        check_labels_file(Path(args.bench), labels)
     try:
         yield from iter_bench(
             args.bench,
@@ -186,6 +188,34 @@ def stream_rows(
         )
     except (OSError, ValueError) as e:  # JsonlError is a ValueError: path:LINE: ...
         raise UsageError(_one_line(e)) from None
+
+
+def check_labels_file(bench: Path, labels: Path) -> None:
+    """When ``bench`` is the benchmark a build manifest describes (its sha256
+    is the manifest's ``dataset.sha256``; the manifest sits in ``domains/``
+    beside it), ``labels`` must be that build's labels file, byte for byte: a
+    label changed by hand would change the scores. Other benches pass."""
+    from ..support.jsonio import sha256_file
+
+    manifest = bench.parent / "domains" / "manifest.json"
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+        want_bench = data["dataset"]["sha256"]
+        want_labels = data["test_labels"]["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # no manifest for this bench
+    try:
+        if sha256_file(bench) != want_bench:
+            return
+        got = sha256_file(labels)
+    except OSError as e:
+        raise UsageError(_one_line(e)) from None
+    if got != want_labels:
+        raise UsageError(
+            f"{labels}: sha256 {got[:12]}... is not the {manifest} test_labels.sha256 "
+            f"{want_labels[:12]}...: not this build's labels file (rebuild it with "
+            "python -m scripts.assemble)"
+        )
 
 
 def non_empty(rows: Iterator[Row], bench: Path) -> Iterator[Row]:

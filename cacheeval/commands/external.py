@@ -68,6 +68,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=d.seed, help="seed of that sample")
     add_cache_arguments(parser)
     parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run the cache in this process, beside the labels (a cache you trust only; "
+        "default: a process of its own)",
+    )
+    parser.add_argument(
         "--reference",
         default=DEFAULT_REFERENCE,
         metavar="MOD:CLS",
@@ -157,6 +163,18 @@ def summary(e: Any, reference: str) -> str:
     )
 
 
+def described_name(spec: Any) -> str:
+    """The name a cache gives itself, asked of a cache process (so the cache
+    is never built here)."""
+    from ..run.parallel import Predictor
+
+    predictor = Predictor(spec, workers=1)
+    try:
+        return predictor.start().name
+    finally:
+        predictor.abort()
+
+
 def run(args: argparse.Namespace) -> int:
     from ..benches.external import DEFAULT_SLICES, grade
     from ..reporting.report import utc_now
@@ -170,10 +188,12 @@ def run(args: argparse.Namespace) -> int:
         sets = load_sets(args)
         spec, _, _ = cache_spec(args)
         try:
-            cache = spec.build()
+            cache = spec.build() if args.in_process else spec
+            cache_name = args.cache_name or (
+                cache_name_of(cache) if args.in_process else described_name(spec)
+            )
         except CacheLoadError as e:
             raise UsageError(str(e)) from None
-        cache_name = args.cache_name or cache_name_of(cache)
         reference = None if args.no_reference else load_reference(args.reference)
         report = grade(
             {cache_name: cache},
@@ -185,6 +205,7 @@ def run(args: argparse.Namespace) -> int:
             slices=DEFAULT_SLICES,
             resamples=args.resamples,
             seed=args.bootstrap_seed,
+            in_process=args.in_process,
         )
         report = dataclasses.replace(report, created=utc_now())
         write_bytes_atomic(args.out, report.to_markdown().encode("utf-8"))

@@ -101,6 +101,12 @@ def _score(args: argparse.Namespace, prog: str) -> Any:
             "(pass --labels to score them)",
             file=sys.stderr,
         )
+    if len(columns) and seen.n_missing == len(columns):
+        raise UsageError(
+            f"{args.predictions}: none of its {seen.n_extra} prediction(s) has the id of a "
+            f"selected row of {args.bench} (a predictions file of another benchmark, split "
+            "or domain?)"
+        )
     provenance = make_provenance(
         n_rows=len(columns),
         cache_name=header.cache_name,

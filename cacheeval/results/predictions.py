@@ -23,13 +23,20 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ..schema import SCHEMA_VERSION
+from ..schema import (
+    FAILED_TIERS,
+    MAX_ERROR_CHARS,
+    MAX_LATENCY_MS,
+    SCHEMA_VERSION,
+    tier_problem,
+)
 from ..support.idset import IdSet
 from ..support.jsonio import AtomicFile, JsonlError, dumps, iter_jsonl, write_jsonl
 from ..version import __version__
@@ -202,6 +209,11 @@ def _line(record: dict[str, Any]) -> bytes:
     return (dumps(record) + "\n").encode("utf-8")
 
 
+#: Longest row id a predictions file may carry.
+MAX_ID_CHARS = 200
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
 def _number_or_null(value: Any) -> bool:
     if value is None:
         return True
@@ -229,8 +241,8 @@ def prediction_problem(data: Any) -> str | None:
     extra = sorted(k for k in data if k not in PREDICTION_FIELDS)
     if extra:
         return f"unknown field(s): {', '.join(extra)}"
-    if not isinstance(data["id"], str) or not data["id"]:
-        return f"id must be a non-empty string, got {_show(data['id'])}"
+    if not isinstance(data["id"], str) or not data["id"] or len(data["id"]) > MAX_ID_CHARS:
+        return f"id must be a non-empty string of at most {MAX_ID_CHARS} characters"
     if not isinstance(data["is_hit"], bool):
         return f"is_hit must be true or false, got {_show(data['is_hit'])}"
     for key in ("confidence", "score", "latency_ms"):
@@ -239,15 +251,24 @@ def prediction_problem(data: Any) -> str | None:
     conf = data["confidence"]
     if conf is not None and not 0.0 <= conf <= 1.0:
         return f"confidence must lie in [0, 1], got {_show(conf)}"
-    if data["latency_ms"] is not None and data["latency_ms"] < 0:
-        return f"latency_ms must be >= 0, got {_show(data['latency_ms'])}"
-    if not isinstance(data["tier_used"], str) or not data["tier_used"]:
-        return f"tier_used must be a non-empty string, got {_show(data['tier_used'])}"
-    if data["error"] is not None:
-        if not isinstance(data["error"], str) or not data["error"]:
-            return f"error must be null or a non-empty string, got {_show(data['error'])}"
-        if data["is_hit"]:
-            return "a row with an error must have is_hit false"
+    latency = data["latency_ms"]
+    if latency is not None and not 0 <= latency <= MAX_LATENCY_MS:
+        return f"latency_ms must lie in [0, {MAX_LATENCY_MS:.0f}] (a day), got {_show(latency)}"
+    error = data["error"]
+    if error is None:
+        problem = tier_problem(data["tier_used"])
+        if problem is not None:
+            return problem
+        return None
+    if data["tier_used"] not in FAILED_TIERS:
+        tier = _show(data["tier_used"])
+        return f"a row with an error has tier_used 'error' or 'timeout', not {tier}"
+    if not isinstance(error, str) or not error or len(error) > MAX_ERROR_CHARS:
+        return f"error must be null or a string of 1 to {MAX_ERROR_CHARS} characters"
+    if _CONTROL.search(error):
+        return "error must not hold control characters"
+    if data["is_hit"]:
+        return "a row with an error must have is_hit false"
     return None
 
 

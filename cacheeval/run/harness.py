@@ -58,10 +58,10 @@ from ..cache import Cache
 from ..metrics.ranking import DEFAULT_ALPHAS
 from ..reporting.report import MAX_IDS, IdCheck, Report, build_report, make_provenance
 from ..results.predictions import Prediction
-from ..schema import Pair, Row
+from ..schema import MAX_ERROR_CHARS, Pair, Row
 from ..support.jsonio import dumps, sha256_file
 from ..support.progress import ProgressCallback
-from .wire import MAX_ERROR_CHARS, plain_verdict
+from .wire import plain_verdict
 
 OnError = Literal["miss", "raise"]
 

@@ -23,23 +23,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..schema import Verdict
+from ..schema import FAILED_TIERS, MAX_ERROR_CHARS, MAX_LATENCY_MS, Verdict, tier_problem
 
-#: Tiers the harness sets itself; a cache may not report them (compared
-#: case-insensitively, spaces stripped).
-RESERVED_TIERS: frozenset[str] = frozenset({"error", "timeout", "missing"})
-#: The tiers of a call that failed (set by the harness, never by a cache).
-FAILED_TIERS = ("error", "timeout")
-#: A tier a cache reports: a short name of letters, digits and ``_.:+/-``.
-TIER_PATTERN = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.:+/-]{0,39}\Z")
-#: Longest error message kept per row.
-MAX_ERROR_CHARS = 300
 #: Longest cache name or reference the driver accepts.
 MAX_NAME_CHARS = 200
 #: Longest line a cache process may send (a block's results come one per line).
 MAX_LINE_BYTES = 1 << 20
-#: Largest latency a cache process may report, in ms (a day).
-MAX_LATENCY_MS = 86_400_000.0
 #: Most tiers a price table may list.
 MAX_PRICED_TIERS = 64
 
@@ -102,23 +91,6 @@ def clean_text(value: Any, limit: int, what: str) -> str:
         raise WireError(f"{what} is {type(value).__name__}, not str")
     text = _CONTROL.sub(" ", value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def tier_problem(tier: Any) -> str | None:
-    """Why ``tier`` cannot be a cache's tier (None when it can).
-
-    >>> [tier_problem(t) for t in ("exact", "Timeout", "a b", "x" * 41)][:2]
-    [None, "tier_used 'Timeout' is reserved for the harness"]
-    >>> tier_problem("<b>hi</b>")
-    "tier_used '<b>hi</b>' is not a short name of letters, digits and _.:+/-"
-    """
-    if type(tier) is not str:
-        return f"tier_used is {type(tier).__name__}, not str"
-    if tier.strip().casefold() in RESERVED_TIERS:
-        return f"tier_used {tier[:40]!r} is reserved for the harness"
-    if not TIER_PATTERN.match(tier):
-        return f"tier_used {tier[:40]!r} is not a short name of letters, digits and _.:+/-"
-    return None
 
 
 def _number(value: Any) -> float | None:
