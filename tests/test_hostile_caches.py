@@ -221,3 +221,54 @@ def test_an_exit_in_any_hook_is_never_a_silent_exit_0(tmp_path: Path, hook: str)
         assert done.returncode in (1, 2) and "error: " in done.stderr, done.stderr
         assert report is None
         assert "SystemExit" in done.stderr
+
+
+SHIFTY = {
+    # is_hit flips after the first read; the check reads the base slot once
+    "flipping_verdict": """
+class Flip(Verdict):
+    __slots__ = ("n",)
+    def __init__(self):
+        object.__setattr__(self, "n", 0)
+        super().__init__(is_hit=True, confidence=1.0, tier_used="embedding")
+    @property
+    def is_hit(self):
+        object.__setattr__(self, "n", self.n + 1)
+        return self.n < 2
+def cache(pair):
+    return Flip()
+""",
+    "lying_float": """
+class F(float):
+    def __float__(self):
+        return 7.5
+def cache(pair):
+    return Verdict(is_hit=True, confidence=F(0.5), tier_used="embedding", score=F(0.5))
+""",
+    "nan_score": """
+def cache(pair):
+    return Verdict(is_hit=True, confidence=1.0, tier_used="embedding", score=float("nan"))
+""",
+}
+
+
+@pytest.mark.parametrize("mode", [(), ("--in-process",)])
+@pytest.mark.parametrize("shifty", sorted(SHIFTY))
+def test_a_verdict_that_changes_after_the_check_is_an_error_row_and_files_stay_valid(
+    tmp_path: Path, shifty: str, mode: tuple[str, ...]
+) -> None:
+    preds = tmp_path / "p.jsonl"
+    done, report = _eval(tmp_path, SHIFTY[shifty], "--predictions", str(preds), *mode)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    if shifty == "flipping_verdict":  # its stored is_hit is a real bool: read once, True
+        _true_or_errors(report)
+    else:
+        assert report["errors"]["n_errors"] == 32
+        assert report["errors"]["kinds"][0]["kind"] == "InvalidVerdict"
+    scored = subprocess.run(
+        [PY, "-m", "cacheeval", "score", "--bench", str(MINI_BENCH), "--labels", str(MINI_LABELS),
+         "--predictions", str(preds), "--out", str(tmp_path / "s.md")],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert scored.returncode == 0, scored.stderr

@@ -195,7 +195,7 @@ def _evaluate(args: argparse.Namespace, prog: str) -> Any:
     written), or None when Ctrl-C stopped the run."""
     from dataclasses import replace
 
-    from ..reporting.report import IdCheck, build_report_from_columns, make_provenance, utc_now
+    from ..reporting.report import utc_now
     from ..results.columns import ScoreColumns
     from ..results.predictions import PredictionsWriter, make_header
     from ..support.jsonio import sha256_file
@@ -247,8 +247,31 @@ def _evaluate(args: argparse.Namespace, prog: str) -> Any:
     if bar is not None:
         bar.finish()
     split = selected.split(args.split)
+    try:
+        report = _build(args, prog, selected, columns, cache, (sha, split, created))
+    except BaseException:
+        if writer is not None:
+            writer.discard()  # no report: no file that looks like a finished run
+        raise
     if writer is not None:
         writer.commit(replace(header, split=split))
+    return report
+
+
+def _build(
+    args: argparse.Namespace,
+    prog: str,
+    selected: Any,
+    columns: Any,
+    cache: Any,
+    run: tuple[str, str | None, str],
+) -> Any:
+    """The report of a finished ``eval`` run (built before its predictions
+    file is put in place, so a failure here leaves neither); ``run`` is the
+    dataset's sha256, the split and the creation time."""
+    from ..reporting.report import IdCheck, build_report_from_columns, make_provenance
+
+    sha, split, created = run
     if selected.hidden:
         print(
             f"{prog}: note: leaving out {selected.hidden} hidden test rows without labels "
