@@ -35,11 +35,36 @@ def add_shards_arguments(parser: argparse.ArgumentParser, domain_help: str) -> N
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_shards_arguments(parser, "only this domain (repeatable; default: every present shard)")
     parser.add_argument(
+        "--allow-unisolated",
+        action="store_true",
+        help="run code rows even without OS isolation (bubblewrap): only the in-interpreter "
+        "guard then stands between them and this machine",
+    )
+    parser.add_argument(
         "--jobs",
         type=int,
         default=os.cpu_count() or 1,
         help="worker processes for the checkers (default: the CPU count)",
     )
+
+
+def _sandbox_problem(args: argparse.Namespace) -> str | None:
+    """Why code rows cannot run here (None when they can): no OS isolation
+    without --allow-unisolated, or CACHEEVAL_SANDBOX=bwrap that cannot start."""
+    from ..verify.sandbox import ALLOW_UNISOLATED_ENV, BWRAP, SandboxUnavailable, isolation
+
+    if args.allow_unisolated:
+        os.environ[ALLOW_UNISOLATED_ENV] = "1"  # the checker processes inherit it
+    try:
+        iso = isolation()  # probe once here
+    except SandboxUnavailable as e:
+        return str(e)
+    if iso.kind != BWRAP and not args.allow_unisolated:
+        return (
+            f"code rows need OS isolation and there is none ({iso.detail}); install "
+            "bubblewrap (apt-get install bubblewrap) or pass --allow-unisolated"
+        )
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,12 +83,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         shards = read_shards(shards_dir, args.domain)
     except JsonlError as e:
-        print(f"verify: {e}", file=sys.stderr)
-        return 1
+        print(f"verify: error: {e}", file=sys.stderr)
+        return 2
     if not shards:
         which = f" for {', '.join(args.domain)}" if args.domain else ""
-        print(f"verify: no shards{which} in {shards_dir}", file=sys.stderr)
-        return 1
+        print(f"verify: error: no shards{which} in {shards_dir}", file=sys.stderr)
+        return 2
     rows: list[Row] = []
     invalid: list[str] = []
     for srows in shards.values():
@@ -79,9 +104,10 @@ def run(args: argparse.Namespace) -> int:
             else:
                 rows.append(to_row(data))
     if any((r.verification_payload or {}).get("kind") == "code" for r in rows):
-        from ..verify.sandbox import isolation
-
-        isolation()  # probe once here (and warn once if there is no OS isolation)
+        problem = _sandbox_problem(args)
+        if problem is not None:
+            print(f"verify: error: {problem}", file=sys.stderr)
+            return 2
     try:
         results = verify_rows(rows, jobs=args.jobs, progress=terminal_progress())
     except BrokenProcessPool as e:  # a checker killed its worker (e.g. out of memory)

@@ -226,8 +226,9 @@ def run_tests_cached(jobs: Sequence[tuple[str, str]]) -> list[SandboxResult]:
         fresh = run_many(todo)
         with _RESULTS_LOCK:
             for job, result in zip(todo, fresh, strict=True):
-                # A timeout may come from a loaded machine: never memoise it.
-                if not result.timed_out:
+                # A timeout may come from a loaded machine, a refusal from a
+                # missing sandbox: never memoise either.
+                if not result.timed_out and result.undecided is None:
                     _RESULTS[job] = result
         done = dict(zip(todo, fresh, strict=True))
     else:
@@ -310,6 +311,9 @@ def check(row: Row) -> Check:
         assert isinstance(tests_b, str)
         jobs.append((code_a, tests_b))
     results = run_tests_cached(jobs)
+    for result in results:
+        if result.undecided is not None:  # no isolation, a blocked escape, a stray signal
+            return Check(None, f"undecided: {result.undecided}")
     for side, result in zip(sides, results, strict=False):
         if not result.passed:
             why = "timed out" if result.timed_out else _short(result)

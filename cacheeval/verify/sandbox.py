@@ -64,6 +64,7 @@ import contextlib
 import os
 import re
 import resource
+import secrets
 import select
 import shutil
 import signal
@@ -84,6 +85,8 @@ MB = 1024 * 1024
 STDERR_TAIL_CHARS = 2000
 #: Exit status of a run the guard stopped (see the module doc).
 BLOCKED_EXIT = 125
+#: How a patched function's PermissionError ends (see the bootstrap's ``deny``).
+DISABLED_SUFFIX = "is disabled in the sandbox"
 #: Marker the guard writes before :data:`BLOCKED_EXIT`.
 BLOCKED_MARK = "[sandbox] blocked: "
 #: The unprivileged uid and gid the code runs as under bwrap (``nobody``).
@@ -92,6 +95,8 @@ SANDBOX_UID = 65534
 SANDBOX_WORKDIR = "/tmp/cacheeval-sandbox"
 #: Environment variable: ``python`` forces the fallback (with its warning).
 MODE_ENV = "CACHEEVAL_SANDBOX"
+#: Set to 1 (``--allow-unisolated``) to run code without OS isolation.
+ALLOW_UNISOLATED_ENV = "CACHEEVAL_ALLOW_UNISOLATED"
 
 BWRAP = "bwrap"
 PYTHON = "python"
@@ -121,10 +126,12 @@ DEFAULT_LIMITS = Limits()
 class SandboxResult:
     """Outcome of one run.
 
-    ``passed``: exit status 0 within the limits. ``timed_out``: killed by the
-    wall-clock timeout or by the CPU limit (``SIGXCPU``/``SIGKILL`` at the hard
-    limit). ``returncode`` is the child's status (negative: killed by that
-    signal), None when it never started. ``stderr_tail`` is the end of stderr.
+    ``passed``: with ``proof`` (tests), the run wrote the per-run nonce after
+    its last statement; without, exit status 0 within the limits.
+    ``timed_out``: the parent's wall-clock timer killed it (a status or signal
+    of the child's own is never taken for a timeout). ``returncode`` is the
+    child's status (negative: killed by that signal), None when it never
+    started. ``stderr_tail`` is the end of stderr.
     ``isolation``: ``"bwrap"`` or ``"python"`` (the fallback). ``blocked``: the
     audit event the guard stopped, if it did.
     """
@@ -135,6 +142,9 @@ class SandboxResult:
     stderr_tail: str
     isolation: str = ""
     blocked: str | None = None
+    #: Why the outcome proves nothing either way (a signal the harness did not
+    #: send, no OS isolation to run it in), or None.
+    undecided: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,17 +277,31 @@ def _install(nproc, guard):
 
     sys.addaudithook(hook)
 
+def _run(nonce_fd, _read=posix.read, _close=posix.close, _write=posix.write):
+    # The nonce is read (and its pipe closed) before the user's code runs and
+    # written after its last statement: an exit status, a signal or stderr can
+    # no longer pass for a finished run. (Code that walks the frames of its own
+    # interpreter could find it: the OS sandbox, not the nonce, is the boundary.)
+    nonce = b""
+    if nonce_fd >= 0:
+        nonce = _read(nonce_fd, 64)
+        _close(nonce_fd)
+    with open("main.py", encoding="utf-8") as f:
+        code = compile(f.read(), "main.py", "exec")
+    # A fresh __main__ module, so the user's code sees none of these names.
+    main = types.ModuleType("__main__")
+    main.__dict__["__builtins__"] = __builtins__
+    sys.modules["__main__"] = main
+    exec(code, main.__dict__)
+    if nonce_fd >= 0:
+        sys.stdout.flush()
+        _write(1, b"\n" + nonce + b"\n")
+
+_nonce_fd = int(sys.argv[3])
 _install(int(sys.argv[1]), sys.argv[2] == "1")
 del _install
 sys.argv = ["main.py"]
-with open("main.py", encoding="utf-8") as _f:
-    _code = compile(_f.read(), "main.py", "exec")
-del _f
-# A fresh __main__ module, so the user's code sees none of these names.
-_main = types.ModuleType("__main__")
-_main.__dict__["__builtins__"] = __builtins__
-sys.modules["__main__"] = _main
-exec(_code, _main.__dict__)
+_run(_nonce_fd)
 """
 
 
@@ -396,9 +420,21 @@ def _probe(iso: Isolation) -> str | None:
     return f"bwrap exited with status {done.returncode}: {err[-1] if err else 'no message'}"
 
 
+class SandboxUnavailable(RuntimeError):
+    """``CACHEEVAL_SANDBOX=bwrap`` was asked for and bubblewrap cannot run."""
+
+
 def _detect() -> Isolation:
-    if os.environ.get(MODE_ENV, "").strip().lower() == PYTHON:
+    mode = os.environ.get(MODE_ENV, "").strip().lower()
+    if mode == PYTHON:
         return Isolation(PYTHON, f"{MODE_ENV}=python asks for the fallback")
+    iso = _detect_bwrap()
+    if mode == BWRAP and iso.kind != BWRAP:
+        raise SandboxUnavailable(f"{MODE_ENV}=bwrap, but {iso.detail}")
+    return iso
+
+
+def _detect_bwrap() -> Isolation:
     bwrap = shutil.which(BWRAP)
     if bwrap is None:
         return Isolation(
@@ -431,11 +467,11 @@ def isolation() -> Isolation:
     with _ISOLATION_LOCK:
         if _ISOLATION is None:
             _ISOLATION = _detect()
-            if _ISOLATION.kind != BWRAP:
+            if _ISOLATION.kind != BWRAP and unisolated_allowed():
                 print(
                     "cacheeval: WARNING: untrusted code runs WITHOUT OS isolation: "
                     f"{_ISOLATION.detail}; falling back to the in-interpreter guard only "
-                    "(a determined attacker can escape it)",
+                    "(a determined attacker can escape it; --allow-unisolated)",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -469,66 +505,119 @@ def _preexec(limits: Limits) -> Callable[[], None]:
     return apply
 
 
-def _tail(path: Path) -> str:
+def _tail(path: Path, chars: int = STDERR_TAIL_CHARS) -> str:
     try:
         data = path.read_bytes()
     except OSError:
         return ""
-    return data[-4 * STDERR_TAIL_CHARS :].decode("utf-8", errors="replace")[-STDERR_TAIL_CHARS:]
+    return data[-4 * chars :].decode("utf-8", errors="replace")[-chars:]
 
 
 def _blocked(tail: str, returncode: int | None) -> str | None:
-    if returncode != BLOCKED_EXIT or BLOCKED_MARK not in tail:
-        return None
-    return tail.rsplit(BLOCKED_MARK, 1)[1].strip().splitlines()[0]
+    """The escape the guard stopped: its tripwire (exit :data:`BLOCKED_EXIT`),
+    or a patched function's PermissionError that ended the run."""
+    if returncode == BLOCKED_EXIT and BLOCKED_MARK in tail:
+        return tail.rsplit(BLOCKED_MARK, 1)[1].strip().splitlines()[0]
+    lines = tail.strip().splitlines()
+    if returncode not in (0, None) and lines and lines[-1].endswith(DISABLED_SUFFIX):
+        return lines[-1].removeprefix("PermissionError: ")
+    return None
+
+
+def unisolated_allowed() -> bool:
+    """Whether code may run without OS isolation (``--allow-unisolated`` sets
+    :data:`ALLOW_UNISOLATED_ENV`, so worker processes inherit it)."""
+    return os.environ.get(ALLOW_UNISOLATED_ENV, "") == "1"
 
 
 def run_python(
-    source: str, limits: Limits = DEFAULT_LIMITS, *, guard: bool = True
+    source: str, limits: Limits = DEFAULT_LIMITS, *, guard: bool = True, proof: bool = False
 ) -> SandboxResult:
     """Execute ``source`` as ``__main__`` in a sandboxed child (see the module doc).
 
     ``guard=False`` leaves out the in-interpreter tripwire (layer 2) and is
-    meant for tests that show the OS layer holding on its own.
+    meant for tests that show the OS layer holding on its own. ``proof``: a
+    pass needs the per-run nonce the harness writes after the code's last
+    statement (an ``os._exit(0)`` before the asserts proves nothing). Without
+    OS isolation nothing runs unless :func:`unisolated_allowed`.
     """
     iso = isolation()
+    if iso.kind != BWRAP and not unisolated_allowed():
+        why = (
+            f"not run: no OS isolation ({iso.detail}); install bubblewrap "
+            "(apt-get install bubblewrap) or pass --allow-unisolated"
+        )
+        return SandboxResult(False, False, None, why, iso.kind, undecided=why)
+    nonce = secrets.token_hex(16) if proof else ""
     with tempfile.TemporaryDirectory(prefix="cacheeval-sandbox-") as tmp:
         work = Path(tmp)
         main_py = work / "main.py"
         main_py.write_text(source, encoding="utf-8")
         main_py.chmod(0o644)  # readable by the sandbox uid
+        read_fd, write_fd = os.pipe() if proof else (-1, -1)
+        if proof:
+            os.write(write_fd, nonce.encode("ascii"))
+            os.close(write_fd)
         boot = ["-I", "-S", "-B", "-X", "utf8=1", "-c", _BOOTSTRAP]
-        boot += [str(limits.max_processes), "1" if guard else "0"]
+        boot += [str(limits.max_processes), "1" if guard else "0", str(read_fd)]
+        fds = (read_fd,) if proof else ()
         err_path = work / ".stderr"
         # Output goes to files, not pipes: RLIMIT_FSIZE then bounds it, and the
         # parent never buffers an unbounded stream.
-        with open(work / ".stdout", "wb") as out, open(err_path, "wb") as err:
-            if iso.kind == BWRAP:
-                status = _run_bwrap(iso, main_py, boot, limits, out.fileno(), err.fileno())
-            else:
-                cmd = [sys.executable, *boot]
-                status = _run_child(cmd, tmp, _env(tmp), limits, out.fileno(), err.fileno())
+        try:
+            with open(work / ".stdout", "wb") as out, open(err_path, "wb") as err:
+                if iso.kind == BWRAP:
+                    status = _run_bwrap(iso, main_py, boot, limits, out.fileno(), err.fileno(), fds)
+                else:
+                    cmd = [sys.executable, *boot]
+                    status = _run_child(
+                        cmd, tmp, _env(tmp), limits, out.fileno(), err.fileno(), fds
+                    )
+        finally:
+            if proof:
+                os.close(read_fd)
         if isinstance(status, str):
-            return SandboxResult(False, False, None, status, iso.kind)
-        returncode, timed_out = status
-        if iso.kind == BWRAP and 128 < returncode <= 128 + 64:
-            returncode = -(returncode - 128)  # bwrap reports "killed by signal N" as 128+N
-        if returncode in (-signal.SIGXCPU, -signal.SIGKILL):
-            timed_out = True  # the CPU limit fired (soft: SIGXCPU, hard: SIGKILL)
-        tail = _tail(err_path)
-        if timed_out:
-            tail = (
-                tail + f"\n[sandbox] killed: time limit ({limits.wall_seconds}s wall, "
-                f"{limits.cpu_seconds}s CPU)"
-            ).lstrip("\n")
-        return SandboxResult(
-            returncode == 0 and not timed_out,
-            timed_out,
-            returncode,
-            tail,
-            iso.kind,
-            _blocked(tail, returncode),
-        )
+            return SandboxResult(False, False, None, status, iso.kind, undecided=status)
+        return _result(status, iso, limits, err_path, work / ".stdout", nonce)
+
+
+def _result(
+    status: tuple[int, bool],
+    iso: Isolation,
+    limits: Limits,
+    err_path: Path,
+    out_path: Path,
+    nonce: str,
+) -> SandboxResult:
+    """What a finished run shows. Only the parent's own timer makes a
+    timeout; a signal it did not send leaves the run undecided."""
+    returncode, timed_out = status
+    if iso.kind == BWRAP and 128 < returncode <= 128 + 64:
+        returncode = -(returncode - 128)  # bwrap reports "killed by signal N" as 128+N
+    tail = _tail(err_path)
+    undecided = None
+    if timed_out:
+        tail = (
+            tail + f"\n[sandbox] killed: time limit ({limits.wall_seconds}s wall, "
+            f"{limits.cpu_seconds}s CPU)"
+        ).lstrip("\n")
+    elif returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        undecided = f"killed by {name} (the CPU limit, or the code itself): proves nothing"
+    blocked = _blocked(tail, returncode)
+    if blocked is not None:
+        undecided = f"the sandbox blocked {blocked}"
+    if nonce:
+        proven = nonce in _tail(out_path, 4096).split()
+        passed = proven and not timed_out and blocked is None
+    else:
+        passed = returncode == 0 and not timed_out
+    if iso.kind != BWRAP and undecided is None:
+        tail = (tail + "\n[sandbox] ran WITHOUT OS isolation (--allow-unisolated)").lstrip("\n")
+    return SandboxResult(passed, timed_out, returncode, tail, iso.kind, blocked, undecided)
 
 
 def _run_child(
@@ -568,7 +657,13 @@ def _run_child(
 
 
 def _run_bwrap(
-    iso: Isolation, main_py: Path, boot: list[str], limits: Limits, out: int, err: int
+    iso: Isolation,
+    main_py: Path,
+    boot: list[str],
+    limits: Limits,
+    out: int,
+    err: int,
+    pass_fds: tuple[int, ...] = (),
 ) -> tuple[int, bool] | str:
     """:func:`_run_child` for bwrap, then wait for the sandbox's PID namespace to
     be gone: bwrap may return as soon as the code exits (or is killed) while the
@@ -592,7 +687,8 @@ def _run_bwrap(
 
     cmd = [*_bwrap_command(iso, main_py, limits, info_fd=info_w), _runtime_python(), *boot]
     try:
-        return _run_child(cmd, "/", _env(SANDBOX_WORKDIR), limits, out, err, (info_w,), started)
+        fds = (info_w, *pass_fds)
+        return _run_child(cmd, "/", _env(SANDBOX_WORKDIR), limits, out, err, fds, started)
     finally:
         close(info_w)
         close(info_r)
@@ -635,8 +731,11 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 def run_tests(code: str, tests: str, limits: Limits = DEFAULT_LIMITS) -> SandboxResult:
-    """Run ``code`` followed by ``tests`` (plain ``assert`` statements) in one module."""
-    return run_python(code.rstrip("\n") + "\n\n\n" + tests.rstrip("\n") + "\n", limits)
+    """Run ``code`` followed by ``tests`` (plain ``assert`` statements) in one
+    module; it passes only when the run shows the nonce written after the last
+    test (``proof``)."""
+    source = code.rstrip("\n") + "\n\n\n" + tests.rstrip("\n") + "\n"
+    return run_python(source, limits, proof=True)
 
 
 def run_many(

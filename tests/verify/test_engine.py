@@ -172,9 +172,26 @@ def test_cli_verify_reports_disagreement_and_invalid_rows(
 
 
 def test_cli_verify_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli(["verify", "--shards", str(tmp_path)]) == 1
-    assert "no shards" in capsys.readouterr().err
+    assert cli(["verify", "--shards", str(tmp_path)]) == 2
+    assert "verify: error: no shards" in capsys.readouterr().err
     (tmp_path / "math.jsonl").write_text('{"id": 1}\nnot json\n')
-    assert cli(["verify", "--shards", str(tmp_path)]) == 1
+    assert cli(["verify", "--shards", str(tmp_path)]) == 2
     assert "math.jsonl:2: not valid JSON" in capsys.readouterr().err
     assert cli(["verify", "--shards", str(tmp_path), "--jobs", "0"]) == 2
+
+
+def test_cli_verify_runs_no_code_row_without_os_isolation(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cacheeval.verify import sandbox
+
+    monkeypatch.setenv(sandbox.MODE_ENV, "python")
+    monkeypatch.delenv(sandbox.ALLOW_UNISOLATED_ENV, raising=False)
+    sandbox._reset_isolation_for_tests()
+    try:
+        assert cli(["verify", "--domain", "code", "--jobs", "1"]) == 2
+    finally:
+        sandbox._reset_isolation_for_tests()
+    err = capsys.readouterr().err
+    assert "code rows need OS isolation" in err and "apt-get install bubblewrap" in err
+    assert "--allow-unisolated" in err

@@ -384,39 +384,77 @@ def test_hostile_fixture_sanity() -> None:
     assert not r.passed and r.blocked == "reading /etc/passwd"
 
 
-def test_no_os_isolation_is_never_silent(capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_os_isolation_runs_nothing_unless_allowed_and_never_silently(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from cacheeval.verify import sandbox
 
-    old = os.environ.get(sandbox.MODE_ENV)
-    os.environ[sandbox.MODE_ENV] = "python"
+    monkeypatch.setenv(sandbox.MODE_ENV, "python")
+    monkeypatch.delenv(sandbox.ALLOW_UNISOLATED_ENV, raising=False)
     sandbox._reset_isolation_for_tests()
     try:
+        refused = run_python("open('/etc/passwd').read()\n")
+        assert not refused.passed and refused.returncode is None  # it never ran
+        assert refused.undecided is not None and "--allow-unisolated" in refused.undecided
+        monkeypatch.setenv(sandbox.ALLOW_UNISOLATED_ENV, "1")
+        sandbox._reset_isolation_for_tests()
         first = sandbox.isolation()
         sandbox.isolation()
         r = run_python("open('/etc/passwd').read()\n")
+        ok = sandbox.run_tests("x = 1", "assert x == 1")
     finally:
-        if old is None:
-            del os.environ[sandbox.MODE_ENV]
-        else:
-            os.environ[sandbox.MODE_ENV] = old
         sandbox._reset_isolation_for_tests()
     err = capsys.readouterr().err
     assert first.kind == "python" and r.isolation == "python"
     assert err.count("WARNING: untrusted code runs WITHOUT OS isolation") == 1, err
     assert r.blocked == "reading /etc/passwd"  # the fallback still has the guard
+    assert ok.passed and "WITHOUT OS isolation" in ok.stderr_tail  # marked as such
 
 
-def test_this_machine_isolates_with_bwrap_when_it_can() -> None:
-    # Documents what the machine gave; the OS-only tests above skip without it.
-    iso = isolation()
-    if iso.kind != "bwrap":
-        pytest.skip(f"no OS isolation here: {iso.detail}")
-    code = (
-        "import os, socket\n"
-        "assert os.getuid() == 65534 and os.getgid() == 65534, (os.getuid(), os.getgid())\n"
-        "assert socket.gethostname() == 'sandbox'\n"
-        "assert not os.path.exists('/etc') and not os.path.exists('/proc/1')\n"
-        "assert os.getcwd() == '/tmp/cacheeval-sandbox'\n"
-    )
-    r = run_python(code, guard=False)
-    assert r.passed and r.isolation == "bwrap", r.stderr_tail
+def test_asking_for_bwrap_fails_closed_when_it_cannot_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cacheeval.verify import sandbox
+
+    monkeypatch.setenv(sandbox.MODE_ENV, "bwrap")
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    sandbox._reset_isolation_for_tests()
+    try:
+        with pytest.raises(sandbox.SandboxUnavailable, match="bwrap"):
+            sandbox.isolation()
+    finally:
+        sandbox._reset_isolation_for_tests()
+
+
+STEERING = {
+    # exits "successfully" before a single assert ran
+    "exit_0_before_asserts": "import os\nos._exit(0)\n",
+    # a status that looks like the harness's own SIGKILL (a timeout)
+    "exit_137": "import os\nos._exit(137)\n",
+    "self_sigkill": "import signal\nsignal.raise_signal(signal.SIGKILL)\n",
+    # stderr that looks like the harness's words
+    "forged_stderr": (
+        "import sys, os\nsys.stderr.write('[sandbox] killed: time limit')\nos._exit(0)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("attack", sorted(STEERING))
+def test_an_answer_cannot_steer_the_code_verifier(attack: str) -> None:
+    from cacheeval.verify.sandbox import run_tests
+
+    r = run_tests(STEERING[attack] + "def f(x):\n    return 0\n", "assert f(1) == 2\n")
+    assert not r.passed and not r.timed_out, r
+    honest = run_tests("def f(x):\n    return x + 1\n", "assert f(1) == 2\n")
+    assert honest.passed
+
+
+def test_a_blocked_escape_leaves_a_code_row_undecided() -> None:
+    from tests.verify.test_code import REV, REV_TESTS, check_row, make_row, suite_payload
+
+    sneaky = "import os\nos.system('id')\n" + REV  # a blocked attack, then a right answer
+    row = make_row(sneaky, REV, suite_payload(REV_TESTS, REV_TESTS))
+    result = check_row(row)
+    assert result.binary is None and "blocked" in result.detail, result
+    wrong = make_row(REV, "import os\nos.system('id')\n", suite_payload(REV_TESTS, REV_TESTS))
+    assert check_row(wrong).binary is None  # never a decided MISS either
