@@ -8,7 +8,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from . import commands
@@ -31,13 +33,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Exit status after a SIGTERM (128 + 15), as a shell reports it.
+EXIT_TERMINATED = 143
+
+
+class _Terminate:
+    """A SIGTERM handler that stops the command the way Ctrl-C does (partial
+    files marked incomplete, temp files removed) and remembers it came."""
+
+    def __init__(self) -> None:
+        self.fired = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.fired = True
+        raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    terminate = _Terminate()
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, terminate)
     try:
-        return int(args._run(args) or 0)
+        code = int(args._run(args) or 0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        code = 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    return EXIT_TERMINATED if terminate.fired else code
 
 
 if __name__ == "__main__":

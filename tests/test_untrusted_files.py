@@ -129,3 +129,51 @@ def test_a_verdict_tier_that_would_break_a_report_is_an_invalid_verdict() -> Non
     line = {"id": "a", "is_hit": True, "confidence": 1.0, "score": None,
             "tier_used": "exact", "latency_ms": 0.1, "error": None}  # fmt: skip
     assert prediction_problem(line) is None
+
+
+def test_an_output_path_that_is_a_directory_names_that_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "outdir"
+    out.mkdir()
+    code = main(["predict", "--bench", str(MINI_BENCH), "--baseline", "exact_match",
+                 "--out", str(out)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and f"{out}: Is a directory" in err and ".tmp" not in err
+    assert list(tmp_path.iterdir()) == [out] and list(out.iterdir()) == []
+
+
+SLOW = """
+import time
+from cacheeval.schema import Verdict
+def cache(pair):
+    time.sleep(0.2)
+    return Verdict(is_hit=False, tier_used="exact")
+"""
+
+
+def test_sigterm_leaves_no_temp_file_and_marks_the_partial_file(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import REPO_ROOT
+
+    mod = tmp_path / "slow.py"
+    mod.write_text(SLOW, encoding="utf-8")
+    out = tmp_path / "p.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cacheeval", "predict", "--bench", str(MINI_BENCH),
+         "--cache-module", str(mod), "--out", str(out)],
+        cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )  # fmt: skip
+    time.sleep(2.0)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+    header = json.loads(out.read_text(encoding="utf-8").splitlines()[0])
+    assert header["complete"] is False

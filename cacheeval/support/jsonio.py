@@ -9,6 +9,7 @@ same records always give the same bytes, on every machine and process.
 from __future__ import annotations
 
 import codecs
+import errno
 import hashlib
 import json
 import os
@@ -80,6 +81,8 @@ class AtomicFile:
     def __init__(self, path: str | os.PathLike[str], *, mode: int = PUBLIC_MODE) -> None:
         self.path = Path(path)
         self.mode = mode
+        if self.path.is_dir():  # said of the path asked for, not of a temp file
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(self.path))
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(
             dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp"
@@ -93,8 +96,12 @@ class AtomicFile:
     def commit(self) -> None:
         """Close the temp file and rename it to ``path``."""
         self.file.close()
-        os.chmod(self.tmp_path, self.mode)  # mkstemp creates it 0600
-        os.replace(self.tmp_path, self.path)
+        try:
+            os.chmod(self.tmp_path, self.mode)  # mkstemp creates it 0600
+            os.replace(self.tmp_path, self.path)
+        except OSError as e:
+            self.tmp_path.unlink(missing_ok=True)
+            raise OSError(e.errno, e.strerror, str(self.path)) from None
 
     def discard(self) -> None:
         """Close and delete the temp file (``path`` is left as it was)."""
