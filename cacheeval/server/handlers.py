@@ -64,6 +64,11 @@ PAGE_HEADERS = {
 }
 
 
+#: Refused uploads per submitter per :data:`REFUSAL_WINDOW_S`.
+DEFAULT_REFUSALS = 20
+REFUSAL_WINDOW_S = 3600.0
+
+
 @dataclass(frozen=True)
 class ServerConfig:
     """What the app serves: the store, the labelled test set, the limits, a clock,
@@ -73,6 +78,11 @@ class ServerConfig:
     store: Store
     test: TestSet
     rate_limit: RateLimit = field(default_factory=RateLimit)
+    #: Refused uploads (4xx) a submitter may send per window before every
+    #: upload is a 429: parsing a refused 5 MB body costs as much as grading.
+    refusal_limit: RateLimit = field(
+        default_factory=lambda: RateLimit(DEFAULT_REFUSALS, REFUSAL_WINDOW_S)
+    )
     max_body_bytes: int = DEFAULT_MAX_BODY
     clock: Callable[[], float] = time.time
     halves: Halves | None = None
@@ -163,6 +173,9 @@ class Handlers:
         self.limit = config.rate_limit
         self.test_order = tuple(r.id for r in config.test.rows)
         self.halves = config.halves or halves_of(config.test)
+        #: submitter id -> times of its refused uploads (in memory: a restart
+        #: forgives them, which costs an attacker a restart it cannot cause).
+        self.refusals: dict[int, list[float]] = {}
 
     # --- helpers ------------------------------------------------------------------
 
@@ -309,10 +322,37 @@ class Handlers:
     # --- the API ------------------------------------------------------------------
 
     async def post_submission(self, request: Request) -> Response:
-        """POST /api/submissions: grade and store an upload (see :mod:`.app`)."""
-        store, limit = self.store, self.limit
+        """POST /api/submissions: grade and store an upload (see :mod:`.app`);
+        refused uploads count against :attr:`ServerConfig.refusal_limit`."""
         try:
             submitter = await self.authenticate(request)
+        except ApiError as e:
+            return _error(e.status, e.message, e.headers)
+        refused = self.refusal_decision(submitter)
+        if not refused.allowed:
+            return _error(
+                429,
+                f"too many refused uploads: {self.config.refusal_limit.describe()} per "
+                "submitter; fix the file before sending it again",
+                {"Retry-After": str(refused.retry_after_s or 1)},
+            )
+        response = await self._post_submission(request, submitter)
+        if 400 <= response.status_code < 500 and response.status_code != 429:
+            self.refusals.setdefault(submitter.id, []).append(self.config.clock())
+        return response
+
+    def refusal_decision(self, submitter: Submitter) -> Decision:
+        """May this submitter upload, given its recent refused uploads?"""
+        limit = self.config.refusal_limit
+        now = self.config.clock()
+        recent = [t for t in self.refusals.get(submitter.id, []) if t > limit.since(now)]
+        self.refusals[submitter.id] = recent
+        return limit.decide(recent, now)
+
+    async def _post_submission(self, request: Request, submitter: Submitter) -> Response:
+        """:meth:`post_submission` once the submitter is known and not barred."""
+        store, limit = self.store, self.limit
+        try:
             key = _idempotency_key(request)
             first = None
             if key is not None:

@@ -84,6 +84,7 @@ def make_env(
     max_body: int = 1 << 20,
     references: tuple[Any, ...] = (),
     rounds_dir: Path | None = None,
+    refusals: int | None = None,
 ) -> Iterator[Env]:
     db = tmp_path / "board.sqlite"
     store = Store(db)
@@ -97,6 +98,7 @@ def make_env(
         store=store,
         test=test,
         rate_limit=RateLimit(limit, window_h * 3600),
+        **({} if refusals is None else {"refusal_limit": RateLimit(refusals, 3600.0)}),
         max_body_bytes=max_body,
         clock=clock,
         halves=halves,

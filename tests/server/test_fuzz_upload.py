@@ -67,7 +67,11 @@ def test_parse_upload_refuses_with_a_4xx(build: MiniBuild, data: st.DataObject) 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, build: MiniBuild) -> Iterator[Env]:
     yield from make_env(
-        tmp_path_factory.mktemp("fuzz-server"), build, limit=100_000, max_body=64 * 1024
+        tmp_path_factory.mktemp("fuzz-server"),
+        build,
+        limit=100_000,
+        max_body=64 * 1024,
+        refusals=100_000,  # every example is a refused upload of the same token
     )
 
 

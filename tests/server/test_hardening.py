@@ -286,3 +286,22 @@ def test_submit_over_the_size_limit_reports_the_413(
     assert said in done.stderr and "1048576 byte limit" in done.stderr, done.stderr
     assert "cannot reach" not in done.stderr
     assert count_submissions(db) == 0
+
+
+def test_refused_uploads_count_against_a_limit_of_their_own(env: Env, build: MiniBuild) -> None:
+    from cacheeval.server.handlers import DEFAULT_REFUSALS
+
+    before = db_snapshot(env.db)
+    junk = b"not json\n" * 1000
+    for _ in range(DEFAULT_REFUSALS):
+        assert _post(env, junk).status_code == 400
+    barred = _post(env, _raw_jsonl(_lines(build)))  # even a good file, until the window ends
+    assert barred.status_code == 429 and "too many refused uploads" in barred.json()["error"]
+    assert int(barred.headers["Retry-After"]) > 0
+    assert db_snapshot(env.db) == before
+    bob = env.client.post(
+        "/api/submissions", content=_raw_jsonl(_lines(build)), headers=env.auth("bob")
+    )
+    assert bob.status_code == 201, bob.text  # per submitter
+    env.clock.now += 3601
+    assert _post(env, _raw_jsonl(_lines(build))).status_code == 201
