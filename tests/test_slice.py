@@ -324,3 +324,35 @@ def test_generate_slice_command_errors(tmp_path: Path, capsys: pytest.CaptureFix
     assert "no held-out fixtures for qa_factual" in capsys.readouterr().err
     assert not out.exists()
     assert HELDOUT_DIR.is_dir()
+
+
+def test_an_entrants_cache_runs_sandboxed_away_from_the_pools(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--against`` is the maintainers' flow of running an entrant's cache on
+    labelled candidates: the cache runs in bubblewrap with the held-out pools
+    and private/ hidden (or not at all)."""
+    if len(SHARDS) != len(DOMAINS):
+        pytest.skip("domains/*.jsonl are not all built")
+    cache_file = tmp_path / "peek.py"
+    cache_file.write_text(
+        "import os\n"
+        "from cacheeval import Verdict\n"
+        f"POOLS = {str(slice_mod.HELDOUT_DIR)!r}\n"
+        "class Peek:\n"
+        "    def __call__(self, pair):\n"
+        "        if os.path.isdir(POOLS) and os.listdir(POOLS):\n"
+        "            raise RuntimeError('saw the pools')\n"
+        "        return Verdict(is_hit=True)\n"
+    )
+    out = tmp_path / "adv.jsonl"
+    argv = ["generate-slice", "--seed", "s", "--per-domain", "10", "--domain", "math",
+            "--out", str(out), "--against", f"{cache_file}:Peek"]  # fmt: skip
+    code = cacheeval_cli.main(argv)
+    err = capsys.readouterr().err
+    if code == 2 and "--isolate" in err:
+        pytest.skip(f"no bubblewrap here: {err.strip()}")
+    assert code == 0, err
+    head = read_slice_header(out)
+    # It served everything (it never saw the pools): wrong exactly on the MISS rows.
+    assert head is not None and head["against"]["n_kept_wrong"] == 6

@@ -294,6 +294,29 @@ class Against:
         return self.n_kept_wrong / self.n_kept if self.n_kept else 0.0
 
 
+def _predict_against(cache: Any, probe: list[Row], heldout_dir: Path) -> tuple[str, str, list[Any]]:
+    """The cache's name, version and predictions on the candidates. A
+    :class:`~cacheeval.run.blockrun.CacheSpec` (an entrant's cache, from the
+    command line) always runs in its own process under bubblewrap, with the
+    held-out pools and ``private/`` hidden from it; a cache object (the Python
+    API, a cache you trust) runs here."""
+    from ..run.blockrun import CacheSpec
+    from ..run.harness import cache_name_of, cache_version, predict
+
+    if not isinstance(cache, CacheSpec):
+        return cache_name_of(cache), cache_version(cache), predict(cache, probe)
+    from ..run.isolate import checked_prefix
+    from ..run.parallel import Predictor
+
+    module = cache.module or ""
+    show = [Path(module).resolve().parent] if module.endswith(".py") else []
+    wrap = checked_prefix(hide=[heldout_dir], show=show)
+    with Predictor(cache, workers=1, wrap=wrap) as predictor:
+        info = predictor.start()
+        preds = list(predictor.run(probe))
+    return info.name, info.version, preds
+
+
 def generate_adversarial_slice(
     secret: str,
     public: frozenset[str],
@@ -310,14 +333,12 @@ def generate_adversarial_slice(
     predicts them all once (errors and timeouts count as MISS decisions, as in
     any run). Returns (rows, the record for the header).
     """
-    from ..run.harness import cache_name_of, predict
-
     chosen = _check_args(secret, per_domain, domains)
     pools = {d: eligible_pool(d, public, heldout_dir) for d in chosen}
     candidates = [r for d in chosen for r in pools[d].rows]
     # Candidate ids only for this run: the cache sees an opaque id and two requests.
     probe = [Row.from_dict({**r, "id": f"cand-{i:05d}"}) for i, r in enumerate(candidates)]
-    preds = predict(cache, probe)
+    name, version, preds = _predict_against(cache, probe, heldout_dir)
     wrong = {
         i
         for i, (row, pred) in enumerate(zip(probe, preds, strict=True))
@@ -334,8 +355,8 @@ def generate_adversarial_slice(
         rows += _take(d, ordered, per_domain)
     kept_wrong = sum(1 for r in rows if index[id(r)] in wrong)
     record = Against(
-        cache=cache_name_of(cache),
-        version=cache_version(cache),
+        cache=name,
+        version=version,
         module=module,
         n_candidates=len(candidates),
         n_candidates_wrong=len(wrong),
@@ -343,28 +364,6 @@ def generate_adversarial_slice(
         n_kept=len(rows),
     )
     return _number(rows, chosen), record
-
-
-def cache_version(cache: Any) -> str:
-    """The cache's ``version`` attribute, else its module's ``__version__``,
-    else the version of the installed distribution its top package comes
-    from, else ``"unknown"``."""
-    import importlib.metadata
-    import sys
-
-    for value in (getattr(cache, "version", None),):
-        if isinstance(value, str) and value:
-            return value
-    mod_name = getattr(type(cache), "__module__", None) or getattr(cache, "__module__", None)
-    mod = sys.modules.get(mod_name or "")
-    value = getattr(mod, "__version__", None)
-    if isinstance(value, str) and value:
-        return value
-    top = (mod_name or "").split(".")[0]
-    try:
-        return importlib.metadata.version(top)
-    except (importlib.metadata.PackageNotFoundError, ValueError):
-        return "unknown"
 
 
 def header(

@@ -101,7 +101,9 @@ def run(args: argparse.Namespace) -> int:
         summary,
     )
     from ..pipeline.heldout import HELDOUT_DIR
-    from ..run.harness import CacheLoadError, load_cache
+    from ..run.blockrun import CacheSpec
+    from ..run.harness import CacheLoadError
+    from ..run.isolate import IsolationError
     from ..support.jsonio import PRIVATE_MODE, sha256_file, write_jsonl
     from .eval import UsageError, parse_cache_args
 
@@ -115,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
         texts, n_public = load_public_texts(_public_files(args))
         if args.against:
             module, _, cls = args.against.partition(":")
-            cache = load_cache(module, cls or None, parse_cache_args(args.cache_args))
+            # an entrant's cache: built in its own sandboxed process, never here
+            cache = CacheSpec(module, cls or None, parse_cache_args(args.cache_args)).portable()
             rows, against = generate_adversarial_slice(
                 args.seed,
                 texts,
@@ -133,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
             args.seed, rows, per_domain=args.per_domain, heldout_dir=pool_dir, against=against
         )
         write_jsonl(args.out, [head, *rows], mode=PRIVATE_MODE)  # the slice is private: 0600
-    except (SliceError, UsageError, CacheLoadError) as e:
+    except (SliceError, UsageError, CacheLoadError, IsolationError) as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
     except ValueError as e:  # JsonlError from a public file: path:LINE: ...

@@ -139,6 +139,27 @@ def cache_name_of(cache: Any) -> str:
     return type(cache).__name__
 
 
+def cache_version(cache: Any) -> str:
+    """The cache's ``version`` attribute, else its module's ``__version__``,
+    else the version of the installed distribution its top package comes
+    from, else ``"unknown"``."""
+    import importlib.metadata
+
+    for value in (getattr(cache, "version", None),):
+        if isinstance(value, str) and value:
+            return value
+    mod_name = getattr(type(cache), "__module__", None) or getattr(cache, "__module__", None)
+    mod = sys.modules.get(mod_name or "")
+    value = getattr(mod, "__version__", None)
+    if isinstance(value, str) and value:
+        return value
+    top = (mod_name or "").split(".")[0]
+    try:
+        return importlib.metadata.version(top)
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return "unknown"
+
+
 def cost_table(cache: Any) -> dict[str, float]:
     """The cache's ``cost_per_call_usd`` (tier -> USD per call), checked; {} if absent."""
     raw = getattr(cache, "cost_per_call_usd", None)

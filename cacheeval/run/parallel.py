@@ -60,6 +60,7 @@ from .harness import (
     bind_cache,
     cache_name_of,
     cache_ref_of,
+    cache_version,
     call_outcome,
     cost_table,
     describe_exception,
@@ -112,6 +113,7 @@ class PredictTask:
             "cost_per_call_usd": prices,
             "price_error": price_error,
             "has_prepare": bound.prepare is not None,
+            "version": cache_version(cache),
         }
 
     def prepare(self, cache: Any, items: list[Any]) -> None:
@@ -225,6 +227,8 @@ class CacheInfo:
     has_prepare: bool
     #: Why ``cost_per_call_usd`` could not be read (then it is empty).
     price_error: str | None = None
+    #: The cache's version (:func:`~cacheeval.run.harness.cache_version`).
+    version: str = "unknown"
 
 
 def block_size_for(total: int | None, workers: int) -> int:
@@ -352,6 +356,7 @@ class Predictor:
                 cost_per_call_usd=meta["cost_per_call_usd"],
                 has_prepare=bound.prepare is not None,
                 price_error=meta["price_error"],
+                version=meta["version"],
             )
             return self.info
         spec = self.cache.portable()
@@ -384,6 +389,7 @@ class Predictor:
             cost_per_call_usd=dict(meta["cost_per_call_usd"]),
             has_prepare=bool(meta["has_prepare"]),
             price_error=meta["price_error"],
+            version=str(meta.get("version", "unknown")),
         )
         return self.info
 

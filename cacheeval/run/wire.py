@@ -223,6 +223,7 @@ def checked_meta(raw: Any) -> dict[str, Any]:
     out.update(
         name=clean_text(raw.get("name"), MAX_NAME_CHARS, "name"),
         ref=clean_text(raw.get("ref"), MAX_NAME_CHARS, "ref"),
+        version=clean_text(raw.get("version", "unknown"), MAX_NAME_CHARS, "version"),
         cost_per_call_usd=table,
         price_error=None
         if price_error is None
