@@ -272,3 +272,112 @@ def test_a_verdict_that_changes_after_the_check_is_an_error_row_and_files_stay_v
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert scored.returncode == 0, scored.stderr
+
+
+SLOW_HOOKS = (
+    PRELUDE
+    + """
+class SlowPrepare:
+    def prepare(self, pairs):
+        time.sleep(60)
+    def __call__(self, pair):
+        return hit()
+
+class SlowClose:
+    def close(self):
+        time.sleep(60)
+    def __call__(self, pair):
+        return hit()
+"""
+)
+
+
+def test_a_prepare_that_overruns_is_killed(tmp_path: Path) -> None:
+    from cacheeval import load_bench
+    from cacheeval.run.blockrun import CacheSpec
+    from cacheeval.run.harness import CacheCallError
+    from cacheeval.run.parallel import Predictor
+
+    mod = tmp_path / "slow.py"
+    mod.write_text(SLOW_HOOKS, encoding="utf-8")
+    rows = load_bench(MINI_BENCH)
+    t0 = time.perf_counter()
+    with pytest.raises(CacheCallError, match=r"prepare\(\) ran over 1 s: killed"):
+        with Predictor(CacheSpec(str(mod), "SlowPrepare"), workers=1, prepare_timeout_s=1) as p:
+            list(p.run(rows))
+    assert time.perf_counter() - t0 < 20
+
+
+def test_a_close_that_overruns_is_killed_and_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cacheeval import load_bench
+    from cacheeval.run import procpool
+    from cacheeval.run.blockrun import CacheSpec
+    from cacheeval.run.parallel import predict_parallel
+
+    mod = tmp_path / "slow.py"
+    mod.write_text(SLOW_HOOKS, encoding="utf-8")
+    monkeypatch.setattr(procpool, "CLOSE_S", 1.0)
+    t0 = time.perf_counter()
+    with pytest.warns(UserWarning, match=r"close\(\) ran over 1 s: killed"):
+        preds = predict_parallel(
+            CacheSpec(str(mod), "SlowClose"), load_bench(MINI_BENCH), workers=1
+        )
+    assert len(preds) == 32 and time.perf_counter() - t0 < 20
+
+
+SHARED = """
+import gc, time
+
+class Peeking:
+    name = "peeking"
+    def __init__(self):
+        self.store = {}
+    def put(self, request, answer_id):
+        self.store.setdefault(request.query, answer_id)
+    def lookup(self, request):
+        rows = [o for o in gc.get_objects() if type(o).__name__ == "Row"]
+        if rows:
+            raise RuntimeError(f"saw {len(rows)} labelled rows")
+        found = self.store.get(request.query)
+        return found, float(found is not None)
+
+class Hangs(Peeking):
+    name = "hangs"
+    def lookup(self, request):
+        time.sleep(60)
+"""
+
+
+def _replay(tmp_path: Path, cls: str, *extra: str) -> tuple[Any, dict[str, Any] | None]:
+    mod = tmp_path / "shared.py"
+    mod.write_text(SHARED, encoding="utf-8")
+    js = tmp_path / "rep.json"
+    js.unlink(missing_ok=True)
+    done = subprocess.run(
+        [PY, "-m", "cacheeval", "replay", "--bench", str(MINI_BENCH), "--labels",
+         str(MINI_LABELS), "--cache-module", str(mod), "--cache-class", cls,
+         "--out", str(tmp_path / "rep.md"), "--json", str(js), *extra],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    return done, json.loads(js.read_text(encoding="utf-8")) if js.exists() else None
+
+
+def test_a_shared_cache_in_replay_holds_no_row(tmp_path: Path) -> None:
+    done, inside = _replay(tmp_path, "Peeking", "--in-process")
+    assert done.returncode == 0, done.stderr
+    assert inside is not None and inside["errors"]["n_lookup_errors"] > 0  # it saw them here
+    done, report = _replay(tmp_path, "Peeking")
+    assert done.returncode == 0, done.stderr
+    assert report is not None and report["errors"]["n_lookup_errors"] == 0
+
+
+def test_a_hung_shared_cache_is_killed_and_the_replay_ends(tmp_path: Path) -> None:
+    t0 = time.perf_counter()
+    done, report = _replay(tmp_path, "Hangs", "--timeout-ms", "300")
+    assert done.returncode == 0, done.stderr
+    assert time.perf_counter() - t0 < 60
+    assert report is not None
+    errors = report["errors"]
+    assert errors["n_lookup_errors"] == report["counts"]["n"]  # every lookup an error row

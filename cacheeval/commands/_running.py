@@ -310,15 +310,16 @@ def run_mode(args: argparse.Namespace) -> tuple[str, tuple[str, ...]]:
 
     in_process = bool(getattr(args, "in_process", False))
     isolate = bool(getattr(args, "isolate", False))
-    if in_process and (args.workers is not None or args.ray is not None or isolate):
+    ray = getattr(args, "ray", None)
+    if in_process and (getattr(args, "workers", None) is not None or ray is not None or isolate):
         raise UsageError("--in-process runs the cache here: no --workers, --ray or --isolate")
-    if isolate and args.ray is not None:
+    if isolate and ray is not None:
         raise UsageError("--isolate sandboxes local cache processes: it cannot wrap --ray actors")
     if getattr(args, "allow_network", False) and not isolate:
         raise UsageError("--allow-network only loosens --isolate")
     if in_process:
         return "in-process", ()
-    if args.ray is not None:
+    if ray is not None:
         return "ray", ()
     if not isolate:
         return "process", ()

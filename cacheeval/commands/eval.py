@@ -64,16 +64,9 @@ def add_rows_arguments(parser: argparse.ArgumentParser, *, labels: bool = True) 
         )
 
 
-def add_scale_arguments(parser: argparse.ArgumentParser) -> None:
-    """--workers N, --in-process, --ray [ADDRESS] (see :mod:`cacheeval.run.parallel`).
-    By default the cache runs in one process of its own (:mod:`cacheeval.run.procpool`)."""
-    parser.add_argument(
-        "--workers",
-        type=positive_int,
-        metavar="N",
-        help="decide the rows in N cache processes, each building the cache once and seeing "
-        "only the pairs (default: 1)",
-    )
+def add_isolation_arguments(parser: argparse.ArgumentParser) -> None:
+    """--in-process, --isolate, --allow-network: where the cache runs (by
+    default in a process of its own, see :mod:`cacheeval.run.procpool`)."""
     parser.add_argument(
         "--in-process",
         action="store_true",
@@ -99,6 +92,19 @@ def add_scale_arguments(parser: argparse.ArgumentParser) -> None:
         help="decide the rows on Ray actors: without ADDRESS a local Ray with --workers CPUs "
         "(default: all), with one the cluster there (needs pip install 'cacheeval[scale]')",
     )
+
+
+def add_scale_arguments(parser: argparse.ArgumentParser) -> None:
+    """--workers N, --in-process, --ray [ADDRESS] (see :mod:`cacheeval.run.parallel`).
+    By default the cache runs in one process of its own (:mod:`cacheeval.run.procpool`)."""
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        metavar="N",
+        help="decide the rows in N cache processes, each building the cache once and seeing "
+        "only the pairs (default: 1)",
+    )
+    add_isolation_arguments(parser)
 
 
 def hidden_rows_message(rows: Any) -> str:

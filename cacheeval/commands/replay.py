@@ -16,10 +16,6 @@ Exit codes: 0 success; 2 a usage or data error (one line on stderr).
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--labels", type=Path, help="private labels file of the test split")
     add_cache_arguments(parser, shared=True)
+    from .eval import add_isolation_arguments
+
+    add_isolation_arguments(parser)
     parser.add_argument(
         "--distractors",
         type=non_negative_int,
@@ -71,46 +70,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="abandon a call after N ms (the cache is then stuck)")  # fmt: skip
     add_report_arguments(parser)
     parser.set_defaults(_prog=parser.prog)
-
-
-def load_shared_cache(module: str, class_name: str | None, kwargs: dict[str, Any]) -> Any:
-    """A shared cache from a dotted module name or a ``.py`` file: ``class_name``
-    instantiated with ``kwargs``, or the module's ``cache`` (instantiated when
-    it is a class). UsageError with one line on any failure."""
-    try:
-        if module.endswith(".py") or os.sep in module or "/" in module:
-            path = Path(module)
-            if not path.is_file():
-                raise UsageError(f"{module}: no such file")
-            spec = importlib.util.spec_from_file_location(f"cacheeval_shared_{path.stem}", path)
-            if spec is None or spec.loader is None:
-                raise UsageError(f"{module}: cannot be imported as a Python module")
-            mod = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(mod)
-        else:
-            if os.getcwd() not in sys.path and "" not in sys.path:
-                sys.path.insert(0, os.getcwd())
-            mod = importlib.import_module(module)
-    except UsageError:
-        raise
-    except Exception as e:
-        raise UsageError(f"importing {module!r} raised {type(e).__name__}: {e}") from None
-    attr = class_name or "cache"
-    target = getattr(mod, attr, None)
-    if target is None:
-        raise UsageError(f"module {module!r} has no attribute {attr!r}")
-    if isinstance(target, type):
-        try:
-            target = target(**kwargs)
-        except Exception as e:
-            raise UsageError(
-                f"constructing {module}.{attr} raised {type(e).__name__}: {e}"
-            ) from None
-    elif kwargs:
-        raise UsageError(f"cache arguments given but {module}.{attr} is not a class")
-    if not (callable(getattr(target, "put", None)) and callable(getattr(target, "lookup", None))):
-        raise UsageError(f"{module}.{attr} is not a shared cache: it needs put() and lookup()")
-    return target
 
 
 def _rows(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[Any]]:
@@ -141,10 +100,31 @@ def _rows(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[Any]]:
     return rows, picked, [r for r in every if r.is_labelled]
 
 
+def _shared_cache(args: argparse.Namespace, kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    """The shared cache the options name: in a process of its own (under
+    bubblewrap with --isolate), or built here with --in-process."""
+    from ..replay.remote import RemoteSharedCache, load_shared
+    from ..run.blockrun import CacheSpec
+    from ._running import run_mode
+
+    args.workers = None  # replay has one store: one process
+    mode, wrap = run_mode(args)
+    if args.baseline is not None:
+        module, class_name = "baseline", args.baseline
+    else:
+        module, class_name = args.cache_module, args.cache_class
+    if mode == "in-process":
+        return load_shared(module, class_name, kwargs), wrap
+    spec = CacheSpec(module, class_name, kwargs, loader="cacheeval.replay.remote:load_shared")
+    return RemoteSharedCache(spec.portable(), timeout_ms=args.timeout_ms, wrap=wrap), wrap
+
+
 def run(args: argparse.Namespace) -> int:
     from ..replay.engine import DEFAULT_LATENCY_SIZES, replay
+    from ..replay.remote import RemoteSharedCache
     from ..replay.report import build_replay_report
-    from ..replay.shared_baselines import make_shared_baseline
+    from ..run.harness import CacheLoadError
+    from ..run.isolate import IsolationError
     from ..support.jsonio import sha256_file
     from ..support.progress import terminal_progress
 
@@ -152,12 +132,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         rows, distractors, judgements = _rows(args)
         kwargs = parse_cache_args(args.cache_args)
-        if args.baseline is not None:
-            if args.cache_class or kwargs:
-                raise UsageError("--cache-class/--cache-arg apply to --cache-module")
-            cache = make_shared_baseline(args.baseline)
-        else:
-            cache = load_shared_cache(args.cache_module, args.cache_class, kwargs)
+        if args.baseline is not None and (args.cache_class or kwargs):
+            raise UsageError("--cache-class/--cache-arg apply to --cache-module")
+        cache, wrap = _shared_cache(args, kwargs)
+        remote = isinstance(cache, RemoteSharedCache)
         name = args.cache_name or str(getattr(cache, "name", type(cache).__name__))
         run_ = replay(
             cache,
@@ -166,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
             judgements=judgements,
             seed=args.seed,
             latency_sizes=args.latency_sizes or DEFAULT_LATENCY_SIZES,
-            timeout_ms=args.timeout_ms,
+            timeout_ms=None if remote else args.timeout_ms,  # the cache process enforces it
             cache_name=name,
             progress=terminal_progress(),
         )
@@ -178,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
             splits=sorted(set(args.splits or SPLITS), key=SPLITS.index),
         )
         write_report(report, args.out, args.json)
-    except UsageError as e:
+    except (UsageError, CacheLoadError, IsolationError) as e:
         return fail(prog, str(e))
     except (RuntimeError, TypeError, ValueError) as e:
         return fail(prog, str(e))

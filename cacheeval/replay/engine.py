@@ -113,7 +113,11 @@ class _Entry:
 
 
 def describe(e: BaseException) -> str:
-    """``"TypeName: first line"``, at most :data:`MAX_ERROR_CHARS` characters."""
+    """``"TypeName: first line"``, at most :data:`MAX_ERROR_CHARS` characters
+    (a call that failed in a cache process carries its own, ``described``)."""
+    described = getattr(e, "described", None)
+    if isinstance(described, str):
+        return described
     text = str(e).strip().splitlines()
     out = f"{type(e).__name__}: {text[0] if text else '(no message)'}"
     return out if len(out) <= MAX_ERROR_CHARS else out[: MAX_ERROR_CHARS - 3] + "..."
@@ -141,6 +145,16 @@ def answer_problem(value: Any, known: set[str] | dict[str, Any]) -> str | None:
     return None
 
 
+def _ms(fn: Callable[..., Any], t0: int) -> float:
+    """The call's latency: what a cache in another process measured around its
+    own call (``last_call_ms``; the pipe's round trip is not the cache's), else
+    the time since ``t0`` here."""
+    measured = getattr(getattr(fn, "__self__", None), "last_call_ms", None)
+    if isinstance(measured, float):
+        return measured
+    return (time.perf_counter_ns() - t0) / 1e6
+
+
 class _Caller:
     """Runs cache calls inline, or on one worker thread with a timeout. After a
     timeout ``stuck`` is set and no further call is made."""
@@ -158,8 +172,8 @@ class _Caller:
             try:
                 value = fn(*args)
             except (Exception, SystemExit) as e:
-                return None, describe(e), (time.perf_counter_ns() - t0) / 1e6
-            return value, None, (time.perf_counter_ns() - t0) / 1e6
+                return None, describe(e), _ms(fn, t0)
+            return value, None, _ms(fn, t0)
         box: dict[str, Any] = {}
 
         def target() -> None:

@@ -81,6 +81,16 @@ class _Channel:
     def send(self, message: Any) -> None:
         self._out.write(encode(message))
 
+    def send_result(self, block: int, result: Any, task: Any) -> None:
+        """One call's result; one JSON cannot carry (NaN, an object) is that
+        call's error, not the end of the process."""
+        try:
+            line = encode(["r", block, result])
+        except (TypeError, ValueError) as e:
+            failed = task.failed("error", f"UnencodableResult: {e}", None)
+            line = encode(["r", block, failed])
+        self._out.write(line)
+
 
 def serve(task: Any, cache: Any, inbox: BinaryIO, channel: _Channel) -> None:
     """Answer the driver's requests until it says stop (or goes away)."""
@@ -100,7 +110,7 @@ def serve(task: Any, cache: Any, inbox: BinaryIO, channel: _Channel) -> None:
                     channel.send(["done", block, task.run(cache, first, items)])
                     continue
                 for item in items:
-                    channel.send(["r", block, run_one(cache, item)])
+                    channel.send_result(block, run_one(cache, item), task)
                 channel.send(["done", block])
         except CacheCallError as e:
             channel.send(["fatal", str(e)])

@@ -66,7 +66,7 @@ from .harness import (
     describe_exception,
     predict,
 )
-from .procpool import ProcessBackend, threads_per_worker
+from .procpool import PREPARE_S, ProcessBackend, threads_per_worker
 from .wire import checked_meta, checked_result
 
 __all__ = [
@@ -192,9 +192,27 @@ def to_wire(item: Row | Pair, index: int) -> Wire:
             b.query, b.context, b.system_prompt, b.tools)  # fmt: skip
 
 
+def request_from_wire(query: str, context: Any, system_prompt: Any, tools: Any) -> Request:
+    """A :class:`~cacheeval.schema.Request` from its fields as they arrive
+    over JSON (lists become the tuples a Request holds)."""
+    return Request(
+        query,
+        None if context is None else tuple(context),
+        system_prompt,
+        None if tools is None else tuple(tools),
+    )
+
+
+def request_to_wire(request: Request) -> list[Any]:
+    """The fields of ``request`` as :func:`request_from_wire` takes them."""
+    context = None if request.context is None else list(request.context)
+    tools = None if request.tools is None else list(request.tools)
+    return [request.query, context, request.system_prompt, tools]
+
+
 def from_wire(t: Wire) -> Pair:
     """The :class:`~cacheeval.schema.Pair` a worker shows its cache, id ``p<index>``."""
-    return Pair(f"p{t[0]}", Request(*t[1:5]), Request(*t[5:9]))
+    return Pair(f"p{t[0]}", request_from_wire(*t[1:5]), request_from_wire(*t[5:9]))
 
 
 def prepare_cache(cache: Any, pairs: list[Pair]) -> None:
@@ -303,6 +321,7 @@ class Predictor:
         timeout_ms: float | None = None,
         block_size: int | None = None,
         wrap: Sequence[str] = (),
+        prepare_timeout_s: float = PREPARE_S,
     ) -> None:
         if on_error not in ("miss", "raise"):
             raise ValueError(f"on_error must be 'miss' or 'raise', got {on_error!r}")
@@ -320,6 +339,7 @@ class Predictor:
         self.timeout_ms = timeout_ms
         self.block_size = block_size
         self.wrap = tuple(wrap)  # argv prefix of each cache process (an OS sandbox)
+        self.prepare_timeout_s = prepare_timeout_s
         self.info: CacheInfo | None = None
         self.runner: BlockRunner | None = None
         self._local: Any = None
@@ -375,6 +395,7 @@ class Predictor:
                 timeout_ms=self.timeout_ms,
                 lost=self._lost,
                 wrap=self.wrap,
+                prepare_s=self.prepare_timeout_s,
             )
             n = self.workers
         self.runner = BlockRunner(backend, n, self._lost)

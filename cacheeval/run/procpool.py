@@ -483,13 +483,19 @@ class ProcessBackend:
             events.append(("died", slot, s.gen, reason.removeprefix("the cache process ")))
             return
         block = s.blocks[0]
+        latency = (time.monotonic() - s.started_at) * 1000.0 if s.started_at else None
+        prefix = "" if tier == "timeout" else "CacheProcessDied: "
+        blame = self._error_result(tier, clean_text(prefix + reason, MAX_ERROR_CHARS, "e"), latency)
+        if not getattr(self._task, "restartable", True):
+            # its state died with it (a shared cache's store): blame the call, run no more
+            block.results.append(blame)
+            s.broken = True
+            self._give_up(slot, s, f"{reason}; its state is gone")
+            return
         if died and not block.retried and not s.recovering:
             block.retried = True  # a death from outside: try the call once more
         else:
-            latency = (time.monotonic() - s.started_at) * 1000.0 if s.started_at else None
-            prefix = "" if tier == "timeout" else "CacheProcessDied: "
-            message = clean_text(prefix + reason, MAX_ERROR_CHARS, "error")
-            block.results.append(self._error_result(tier, message, latency))
+            block.results.append(blame)
             block.retried = False
             if len(block.results) == len(block.items):
                 s.blocks.popleft()
