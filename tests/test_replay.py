@@ -287,7 +287,7 @@ def test_replay_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
                  "--out", str(md), "--json", str(js)])  # fmt: skip
     assert code == 0, capsys.readouterr().err
     data = json.loads(js.read_text())
-    assert data["cacheeval_replay"] == "1.0"
+    assert data["cacheeval_replay"] == "1.1"
     prov = data["provenance"]
     assert prov["splits"] == ["train"] and prov["n_distractors"] == 3
     assert prov["n_entries"] == prov["n_rows"] + 3

@@ -136,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--cache-class/--cache-arg apply to --cache-module")
         cache, wrap = _shared_cache(args, kwargs)
         remote = isinstance(cache, RemoteSharedCache)
+        mode = ("process, bubblewrap" if wrap else "process") if remote else "in-process"
         name = args.cache_name or str(getattr(cache, "name", type(cache).__name__))
         run_ = replay(
             cache,
@@ -154,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
             dataset_path=str(args.bench),
             dataset_sha256=sha256_file(args.bench),
             splits=sorted(set(args.splits or SPLITS), key=SPLITS.index),
+            run_mode=mode,
         )
         write_report(report, args.out, args.json)
     except (UsageError, CacheLoadError, IsolationError) as e:

@@ -37,7 +37,7 @@ from ..version import __version__
 from .engine import LookupRecord, ReplayRun
 
 REPLAY_KEY = "cacheeval_replay"
-REPLAY_VERSION = "1.0"
+REPLAY_VERSION = "1.1"  # 1.1: provenance.run_mode
 #: How many failed lookups a report lists.
 MAX_ERROR_EXAMPLES = 5
 
@@ -59,6 +59,10 @@ class ReplayProvenance:
     git_commit: str | None
     created: str
     seconds: float
+    #: Where the shared cache ran (``process``, ``process, bubblewrap`` or
+    #: ``in-process``, as :attr:`cacheeval.reporting.report.Provenance.run_mode`);
+    #: None when not recorded (the Python API, older reports).
+    run_mode: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +150,7 @@ def build_replay_report(
     splits: Sequence[str] = (),
     alphas: Sequence[float] = DEFAULT_ALPHAS,
     created: str | None = None,
+    run_mode: str | None = None,
 ) -> ReplayReport:
     """Score a replay run."""
     recs = run.lookups
@@ -171,6 +176,7 @@ def build_replay_report(
         git_commit=package_git_info().commit,
         created=created or utc_now(),
         seconds=run.seconds,
+        run_mode=run_mode,
     )
     return ReplayReport(
         provenance=provenance,
@@ -245,6 +251,7 @@ def render_markdown(r: ReplayReport) -> str:
             ["Entries stored", f"{p.n_entries} ({p.n_distractors} distractors)"],
             ["Seed", str(p.seed)],
             ["Cache arguments", dumps(p.cache_args)],
+            *([] if p.run_mode is None else [["Cache ran", p.run_mode]]),
             ["CacheEval", p.cacheeval_version],
             ["Git commit", p.git_commit or "not a git checkout"],
             ["Created (UTC)", p.created],

@@ -25,8 +25,10 @@ import os
 import time
 from typing import Any
 
+from ..schema import MAX_ERROR_CHARS
 from .blockrun import BlockTask, CacheSpec, Event
 from .harness import CacheCallError, CacheLoadError, describe_exception
+from .wire import WireError, clean_text
 
 #: Object store of a local Ray instance: blocks are small, the default (30%
 #: of RAM) would only reserve shared memory the run never uses.
@@ -149,13 +151,30 @@ class RayBackend:
             if isinstance(cause, CacheCallError):
                 return ("fatal", slot, gen, (str(cause),))
             return ("fatal", slot, gen, (f"the worker failed: {describe_exception(cause)}",))
+        # What an actor returns is checked as the cache process's lines are
+        # (Ray's own transport has unpickled it: --ray is for trusted caches).
+        try:
+            return self._checked(kind, slot, gen, block_no, value)
+        except (WireError, TypeError, ValueError, IndexError) as e:
+            return ("fatal", slot, gen, (f"an actor sent a malformed answer: {e}",))
+
+    def _checked(self, kind: str, slot: int, gen: int, block_no: int, value: Any) -> Event:
         if kind == "hello":
-            return (value[0], slot, gen, (value[1],))
+            state, payload = value
+            if state == "ready":
+                check_meta = getattr(self._task, "check_meta", None)
+                payload = check_meta(payload) if check_meta is not None else payload
+            else:
+                payload = clean_text(payload, MAX_ERROR_CHARS, "load error")
+            return (str(state), slot, gen, (payload,))
         if kind == "prepare":
             return ("prepared", slot, gen, ())
         if kind == "run":
-            return ("done", slot, gen, (block_no, value))
-        return ("closed", slot, gen, (value,))
+            check = getattr(self._task, "check", None)
+            results = [check(r) if check is not None else r for r in value]
+            return ("done", slot, gen, (block_no, results))
+        problem = None if value is None else clean_text(value, MAX_ERROR_CHARS, "problem")
+        return ("closed", slot, gen, (problem,))
 
     def kill(self, slot: int) -> None:
         entry = self._actors.pop(slot, None)
