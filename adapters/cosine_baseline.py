@@ -9,7 +9,8 @@ score, so the threshold-free metrics (and the recall at another cache's FHR)
 are the cosine's own.
 
 ``prepare`` embeds every query of the run in batches. Embeddings are kept in a
-small on-disk memo under ``.cache/embeddings/`` (git-ignored), keyed by the
+small on-disk memo under the user cache directory (``embeddings/`` in
+``$CACHEEVAL_CACHE_DIR``, default ``~/.cache/cacheeval``), keyed by the
 embedder's version and the sha256 of each text, so re-running a report on the
 same pair files does not embed them again.
 """
@@ -22,13 +23,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cacheeval.schema import Pair, Verdict
+from cacheeval.support.layout import user_cache_dir
 
-from .embedders import REPO_ROOT, get_embedder
+from .embedders import get_embedder
 
 if TYPE_CHECKING:
     import numpy as np
 
-MEMO_DIR = REPO_ROOT / ".cache" / "embeddings"
+MEMO_DIR = user_cache_dir("embeddings")
 
 
 def _digest(text: str) -> str:

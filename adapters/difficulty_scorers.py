@@ -6,7 +6,8 @@ and scores a pair by the dot product of the two L2-normalised vectors, i.e.
 their cosine. The stdlib members and everything else of the calibration live
 in :mod:`cacheeval.pipeline.similarity`.
 
-Pair scores are cached under ``.cache/difficulty/`` (git-ignored), one file
+Pair scores are cached under ``difficulty/`` of the user cache directory
+(``$CACHEEVAL_CACHE_DIR``, default ``~/.cache/cacheeval``), one file
 per scorer and version, keyed by the sha256 of the pair's canonical JSON: a
 re-run embeds only the pairs it has not scored before, and an unchanged pair
 keeps exactly the score it had (batch composition cannot nudge it). Delete
@@ -22,11 +23,12 @@ from pathlib import Path
 
 from cacheeval.pipeline.similarity import PairScorer, bm25_scorer, lexical_scorers
 from cacheeval.support.jsonio import dumps, dumps_pretty, sha256_bytes, write_bytes_atomic
+from cacheeval.support.layout import user_cache_dir
 
-from .embedders import REPO_ROOT, get_embedder
+from .embedders import get_embedder
 
 #: Where pair scores are cached between runs.
-CACHE_DIR = REPO_ROOT / ".cache" / "difficulty"
+CACHE_DIR = user_cache_dir("difficulty")
 
 #: Ensemble member name -> (embedder name, distribution that ships the weights).
 MODEL_SCORERS: dict[str, tuple[str, str]] = {

@@ -30,11 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from cacheeval.support.layout import user_cache_dir
+
 if TYPE_CHECKING:
     import numpy as np
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-ONNX_CACHE_DIR = Path(os.environ.get("CACHEEVAL_ONNX_DIR", REPO_ROOT / ".cache" / "onnx"))
+ONNX_CACHE_DIR = Path(os.environ.get("CACHEEVAL_ONNX_DIR") or user_cache_dir("onnx"))
 #: all-MiniLM-L6-v2 was trained with sequences of at most 256 word pieces.
 MINILM_MAX_TOKENS = 256
 

@@ -14,6 +14,7 @@ True
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,6 +35,28 @@ DIFFICULTY_FILE = SOURCES_DIR / "difficulty.json"
 # Lets the recalibration (and tests) point the pipeline at another calibration
 # file without threading a path through every call; None means DIFFICULTY_FILE.
 _difficulty_file: ContextVar[Path | None] = ContextVar("difficulty_file", default=None)
+
+
+#: Where caches of derived data (embedding memos, exported models, pair
+#: scores) go: never into the checkout unless the user points here at it.
+CACHE_DIR_ENV = "CACHEEVAL_CACHE_DIR"
+
+
+def user_cache_dir(*parts: str) -> Path:
+    """``$CACHEEVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/cacheeval``, else
+    ``~/.cache/cacheeval``; with ``parts`` joined below it (not created).
+
+    >>> import os
+    >>> os.environ["CACHEEVAL_CACHE_DIR"] = "/tmp/ce"
+    >>> user_cache_dir("embeddings").as_posix()
+    '/tmp/ce/embeddings'
+    >>> del os.environ["CACHEEVAL_CACHE_DIR"]
+    """
+    root = os.environ.get(CACHE_DIR_ENV)
+    if not root:
+        xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        root = str(Path(xdg) / "cacheeval")
+    return Path(root).joinpath(*parts)
 
 
 def difficulty_file() -> Path:
