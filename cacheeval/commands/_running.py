@@ -103,6 +103,12 @@ def add_cache_arguments(parser: argparse.ArgumentParser, *, shared: bool = False
         help="constructor argument (VALUE parsed as JSON when it parses, else a string)",
     )
     parser.add_argument("--cache-name", help=name_help)
+    parser.add_argument(
+        "--keyed",
+        action="store_true",
+        help="put the cache behind the key it should have: never serve across system "
+        "prompts, prior turns or tools, nor what the policy tier forbids (adapters.keyed)",
+    )
     if shared:
         return
     parser.add_argument(
@@ -145,9 +151,19 @@ def cache_spec(args: argparse.Namespace) -> tuple[Any, dict[str, Any], str | Non
     if args.baseline is not None:
         if args.cache_class or kwargs:
             raise UsageError("--cache-class/--cache-arg apply to --cache-module, not --baseline")
-        return CacheSpec(baseline=args.baseline), {}, None
-    ref = f"{args.cache_module}:{args.cache_class or 'cache'}"
-    return CacheSpec(args.cache_module, args.cache_class, kwargs), kwargs, ref
+        spec, ref = CacheSpec(baseline=args.baseline), None
+    else:
+        spec = CacheSpec(args.cache_module, args.cache_class, kwargs)
+        ref = f"{args.cache_module}:{args.cache_class or 'cache'}"
+    if getattr(args, "keyed", False):
+        spec = spec.wrapped_by(KEYED_LOADER)
+        ref = f"{ref or args.baseline} behind --keyed"
+    return spec, kwargs, ref
+
+
+#: What ``--keyed`` wraps a cache with (:mod:`adapters.keyed`, named here only).
+KEYED_LOADER = "adapters.keyed:load_keyed"
+KEYED_SHARED_LOADER = "adapters.keyed:load_keyed_shared"
 
 
 def _one_line(e: BaseException) -> str:

@@ -103,9 +103,9 @@ def _rows(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[Any]]:
 def _shared_cache(args: argparse.Namespace, kwargs: dict[str, Any]) -> tuple[Any, Any]:
     """The shared cache the options name: in a process of its own (under
     bubblewrap with --isolate), or built here with --in-process."""
-    from ..replay.remote import RemoteSharedCache, load_shared
+    from ..replay.remote import RemoteSharedCache
     from ..run.blockrun import CacheSpec
-    from ._running import run_mode
+    from ._running import KEYED_SHARED_LOADER, run_mode
 
     args.workers = None  # replay has one store: one process
     mode, wrap = run_mode(args)
@@ -113,9 +113,11 @@ def _shared_cache(args: argparse.Namespace, kwargs: dict[str, Any]) -> tuple[Any
         module, class_name = "baseline", args.baseline
     else:
         module, class_name = args.cache_module, args.cache_class
-    if mode == "in-process":
-        return load_shared(module, class_name, kwargs), wrap
     spec = CacheSpec(module, class_name, kwargs, loader="cacheeval.replay.remote:load_shared")
+    if args.keyed:
+        spec = spec.wrapped_by(KEYED_SHARED_LOADER)
+    if mode == "in-process":
+        return spec.build(), wrap
     return RemoteSharedCache(spec.portable(), timeout_ms=args.timeout_ms, wrap=wrap), wrap
 
 

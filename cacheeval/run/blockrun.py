@@ -83,6 +83,18 @@ class CacheSpec:
             raise CacheLoadError(f"cannot find the loader {self.loader!r}: {e}") from None
         return load(self.module, self.class_name, dict(self.kwargs))
 
+    def wrapped_by(self, loader: str) -> CacheSpec:
+        """A spec whose ``loader`` (``"package.module:function"``) builds a
+        cache around this one: it receives this spec's fields as
+        ``kwargs["inner"]`` (``--keyed`` wraps a cache this way).
+
+        >>> spec = CacheSpec(baseline="exact_match").wrapped_by("adapters.keyed:load_keyed")
+        >>> spec.module, spec.kwargs["inner"]["baseline"]
+        ('adapters.keyed', 'exact_match')
+        """
+        inner = dataclasses.asdict(self.portable())
+        return CacheSpec(module=loader.partition(":")[0], kwargs={"inner": inner}, loader=loader)
+
     def portable(self) -> CacheSpec:
         """The same spec with a ``.py`` path made absolute, for a worker that
         may run in another directory."""
