@@ -370,6 +370,38 @@ class Row:
 ROW_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Row))
 
 
+#: The three skills a cache needs, one per row (:func:`subscore_of`):
+#: judging the query, keying on the context, honouring the never-cache policies.
+SUBSCORES: tuple[str, ...] = ("query", "context", "policy")
+
+
+def subscore_of(row: Row) -> str:
+    """Which skill ``row`` tests, from fields every row carries:
+
+    * ``policy``: a never-cache row (``verification_method`` is
+      ``policy_no_cache``: creative writing, live data, state changes,
+      per-user data), whatever its two requests;
+    * ``context``: otherwise, the two requests' prior turns, system prompt or
+      tools differ (after :meth:`Request.key`'s canonicalisation; the queries
+      may differ too);
+    * ``query``: otherwise - same context, no policy: the query alone decides.
+
+    The three partition the rows.
+
+    >>> r = Row.from_dict({f: None for f in ROW_FIELDS} | {
+    ...     "query_a": "Capital of France?", "query_b": "capital of france",
+    ...     "system_prompt_a": "Be brief.", "system_prompt_b": "Be brief.",
+    ...     "verification_method": "alias_set"})
+    >>> subscore_of(r)
+    'query'
+    """
+    if row.verification_method == POLICY_NO_CACHE:
+        return "policy"
+    if row.request("a").key()[1:] != row.request("b").key()[1:]:
+        return "context"
+    return "query"
+
+
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """A cache's decision for one row.

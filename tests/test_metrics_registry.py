@@ -28,7 +28,7 @@ HAND_CHECKED: dict[str, str] = {
     "adversarial_fhr": "test_report::test_headline_on_fixture_hand_counted",
     **{
         f"{kind}_{rate}": f"test_report::test_per_{kind}_hand_counted"
-        for kind in ("domain", "label", "difficulty")
+        for kind in ("domain", "label", "difficulty", "subscore")
         for rate in ("accuracy", "precision", "recall", "f1", "fhr", "hit_rate")
     },
     "positive_rate": "test_metrics_ranking::test_hand_computed_six_rows",
@@ -105,8 +105,11 @@ def _full_report(rows: list[Row]) -> Report:
 #: Numbers of the report dict that are not metrics: what the metrics are over.
 NOT_METRICS: dict[str, str] = {
     "provenance": "the run's inputs (rows, cache arguments)",
-    **{f"per_{k}[].{f}": "slice sizes" for k in ("domain", "label", "difficulty") for f in ("n",)},
-    **{f"per_{k}[].confusion": "slice counts" for k in ("domain", "label", "difficulty")},
+    **{f"per_{k}[].n": "slice sizes" for k in ("domain", "label", "difficulty", "subscore")},
+    **{
+        f"per_{k}[].confusion": "slice counts"
+        for k in ("domain", "label", "difficulty", "subscore")
+    },
     **{f"threshold_free.{f}": "rows scored" for f in ("n", "n_scored", "n_positive")},
     "threshold_free.n_distinct_scores": "distinct scores",
     "curves.n": "rows of the curves",

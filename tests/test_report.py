@@ -118,6 +118,27 @@ def test_per_difficulty_hand_counted(exact_report: Report) -> None:
     }
 
 
+def test_per_subscore_hand_counted(exact_report: Report, mini_rows: list[Row]) -> None:
+    by = {s.key: s for s in exact_report.per_subscore or ()}
+    assert list(by) == ["query", "context", "policy"]
+    # policy: 5 never-cache MISS rows, the 3 verbatim ones served (tool-0003,
+    # creative-0001, creative-0003): FHR 3/5.
+    assert _rates(by["policy"])["fhr"] == (3, 5) and by["policy"].recall.value is None
+    # context: 2 MISS rows whose sides differ in system prompt or turns, none served.
+    assert by["context"].n == 2 and _rates(by["context"])["fhr"] == (0, 2)
+    # query: the 12 HIT rows (6 verbatim, served) and 13 MISS rows, none served.
+    assert _rates(by["query"]) == {  # TP 6, FP 0, FN 6, TN 13
+        "accuracy": (19, 25),
+        "precision": (6, 6),
+        "recall": (6, 12),
+        "f1": (6, 9.0),
+        "fhr": (0, 13),
+        "hit_rate": (6, 25),
+    }
+    # the three partition the rows
+    assert sum(s.n for s in by.values()) == len(mini_rows) == exact_report.confusion.n
+
+
 def test_provenance(exact_report: Report) -> None:
     p = exact_report.provenance
     assert p.dataset_path == str(MINI_BENCH)

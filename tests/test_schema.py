@@ -93,3 +93,26 @@ def test_row_y(mini_rows: list[Row], public_rows: list[Row]) -> None:
     hidden = next(r for r in public_rows if not r.is_labelled)
     with pytest.raises(ValueError, match="no label"):
         _ = hidden.y
+
+
+def test_subscores_partition_the_committed_dataset() -> None:
+    """On the shards (every field present: the public file withholds the
+    test rows' verification method, which the labels file restores)."""
+    import json
+
+    from cacheeval.schema import POLICY_NO_CACHE, SUBSCORES, Row, subscore_of
+    from tests.conftest import REPO_ROOT
+
+    rows = []
+    for path in sorted((REPO_ROOT / "domains").glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            rows.append(Row.from_dict({**json.loads(line), "split": "train"}))
+    parts = {name: [r for r in rows if subscore_of(r) == name] for name in SUBSCORES}
+    assert sum(len(p) for p in parts.values()) == len(rows) == 2000
+    assert {k: len(v) for k, v in parts.items()} == {"query": 1400, "context": 145, "policy": 455}
+    assert all(r.verification_method == POLICY_NO_CACHE for r in parts["policy"])
+    assert not any(r.verification_method == POLICY_NO_CACHE for r in parts["query"])
+    for r in parts["query"]:
+        assert r.request("a").key()[1:] == r.request("b").key()[1:]
+    for r in parts["context"]:
+        assert r.request("a").key()[1:] != r.request("b").key()[1:]

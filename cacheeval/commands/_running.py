@@ -17,7 +17,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from ..schema import Row
+from ..schema import Row, subscore_of
 
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -261,8 +261,8 @@ class SplitTracker:
         return next(iter(self.splits)) if len(self.splits) == 1 else None
 
 
-#: The truth of one row: id, 1 for HIT, label, domain, difficulty.
-Truth = tuple[str, int, str | None, str, str | None]
+#: The truth of one row: id, 1 for HIT, label, domain, difficulty, sub-score.
+Truth = tuple[str, int, str | None, str, str | None, str]
 
 
 class LabelledRows(SplitTracker):
@@ -290,7 +290,9 @@ class LabelledRows(SplitTracker):
                     )
                 self.hidden += 1
                 continue
-            self.truth.append((row.id, row.y, row.label, row.domain, row.difficulty))
+            self.truth.append(
+                (row.id, row.y, row.label, row.domain, row.difficulty, subscore_of(row))
+            )
             self.splits.add(row.split)
             yield row
 

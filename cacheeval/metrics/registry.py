@@ -177,7 +177,12 @@ def _slice_rates(prefix: str, section: str, what: str, shown: list[str]) -> None
            f"The {desc} of each {what}.")  # fmt: skip
 
 
-_PATHS = {"Per domain": "per_domain", "Per label": "per_label", "Per difficulty": "per_difficulty"}
+_PATHS = {
+    "Per domain": "per_domain",
+    "Per label": "per_label",
+    "Per difficulty": "per_difficulty",
+    "Per sub-score": "per_subscore",
+}
 
 # fmt: off
 _HEAD = "Headline"
@@ -236,6 +241,7 @@ _m("score_curve", "Threshold sweep", "neither", "curves.score_curve[]", _CAL, cu
 _slice_rates("domain", "Per domain", "domain", ["f1", "fhr", "precision", "recall", "accuracy"])
 _slice_rates("label", "Per label", "label", ["hit_rate", "fhr", "recall"])
 _slice_rates("difficulty", "Per difficulty", "difficulty", ["fhr", "recall", "f1"])
+_slice_rates("subscore", "Per sub-score", "sub-score", ["fhr", "recall", "precision", "f1"])
 
 _LAT_S = "Latency"
 _m("latency_n", "Timed calls", "neither", "latency.n", _LAT_S, latency_stats, None,

@@ -27,15 +27,16 @@ from ..metrics.slices import Slice, slice_order
 from ..metrics.usage import ErrorStats, TierUsage
 from ..results.columns import ScoreColumns
 from ..results.predictions import Prediction
-from ..schema import DIFFICULTIES, DOMAINS, LABELS, SCHEMA_VERSION, Row
+from ..schema import DIFFICULTIES, DOMAINS, LABELS, SCHEMA_VERSION, SUBSCORES, Row
 from ..support.gitinfo import package_git_info
 from ..support.jsonio import dumps_pretty
 from ..version import __version__
 
 REPORT_KEY = "cacheeval_report"
-#: The report file's format version (1.2 added ``provenance.run_mode``); a
+#: The report file's format version (1.2 added ``provenance.run_mode``, 1.3
+#: ``per_subscore``); a
 #: reader takes any 1.x.
-REPORT_VERSION = "1.2"
+REPORT_VERSION = "1.3"
 #: How many missing/extra ids a report lists.
 MAX_IDS = 10
 
@@ -117,6 +118,9 @@ class Report:
     errors: ErrorStats
     ids: IdCheck
     curves: Curves | None = None
+    #: One slice per skill (query, context, policy: :func:`~cacheeval.schema.subscore_of`);
+    #: None in reports written before it existed.
+    per_subscore: tuple[Slice, ...] | None = None
 
     # -- serialisation ----------------------------------------------------------
 
@@ -284,6 +288,7 @@ def build_report_from_columns(
             columns.scores() if tf is not None else columns.no_scores(),
             columns.predicted_hit_probabilities(),
         ),
+        per_subscore=_slices(columns, "Per sub-score"),
     )
 
 
@@ -292,6 +297,7 @@ _SLICED_BY: dict[str, tuple[str, Sequence[str]]] = {
     "Per domain": ("domain", DOMAINS),
     "Per label": ("label", LABELS),
     "Per difficulty": ("difficulty", DIFFICULTIES),
+    "Per sub-score": ("subscore", SUBSCORES),
 }
 
 

@@ -160,6 +160,18 @@ SECTIONS: tuple[Section, ...] = (
         Table("curves"),
         Table("curves.reliability[]", _BIN, keep="n"),
     ), requires="curves"),
+    Section("Per sub-score", (
+        Text("Three skills, one per row: query (same system prompt, turns and tools, no"
+             " never-cache policy: the query alone decides), context (the two requests differ"
+             " in system prompt, prior turns or tools) and policy (never-cache rows). A cache"
+             " blind to context fails the second; --keyed adds the key it lacks."),
+        Table("per_subscore[]", (
+            _c("Sub-score", "key", "text"),
+            _c("n", "n", "int"),
+            _c("HIT rows", "recall.denominator", "count"),
+            _c("MISS rows", "fhr.denominator", "count"),
+        )),
+    ), requires="per_subscore"),
     Section("Per domain", (
         Table("per_domain[]", (_c("Domain", "key", "text"), _c("n", "n", "int"))),
     )),

@@ -30,7 +30,7 @@ from typing import TypeVar, overload
 from ..metrics.classification import Confusion
 from ..metrics.curves import p_hit
 from ..metrics.usage import ErrorTally
-from ..schema import Row
+from ..schema import Row, subscore_of
 from ..support.idset import IdSet
 from .predictions import Prediction
 
@@ -152,6 +152,7 @@ class ScoreColumns:
         "label",
         "domain",
         "difficulty",
+        "subscore",
         "score",
         "scored",
         "confidence",
@@ -163,6 +164,7 @@ class ScoreColumns:
         "labels",
         "domains",
         "difficulties",
+        "subscores",
         "tiers",
         "errors",
         "n_ok",
@@ -175,6 +177,7 @@ class ScoreColumns:
         self.label = array("h")  # codes into self.labels
         self.domain = array("h")
         self.difficulty = array("h")
+        self.subscore = array("h")  # codes into self.subscores (schema.SUBSCORES)
         self.score = array("d")
         self.scored = array("b")  # the score is not None
         self.confidence = array("d")
@@ -186,6 +189,7 @@ class ScoreColumns:
         self.labels = _Codes()
         self.domains = _Codes()
         self.difficulties = _Codes()
+        self.subscores = _Codes()
         self.tiers = _Codes()
         self.errors = ErrorTally()
         self.n_ok = 0  # rows without an error
@@ -202,10 +206,12 @@ class ScoreColumns:
         difficulty: str | None,
         prediction: Prediction,
         called: bool = True,
+        subscore: str | None = None,
     ) -> None:
-        """Add one row: its truth (``y`` 1 for HIT), its prediction, and
-        whether that prediction came from a call (False for a missing one:
-        left out of latency and cost)."""
+        """Add one row: its truth (``y`` 1 for HIT), its prediction, whether
+        that prediction came from a call (False for a missing one: left out of
+        latency and cost), and the skill it tests
+        (:func:`~cacheeval.schema.subscore_of`)."""
         if y not in (0, 1) or prediction.is_hit not in (0, 1):
             raise ValueError(
                 f"labels must be 0/1 or bool, got y_true={y!r}, y_pred={prediction.is_hit!r}"
@@ -215,6 +221,7 @@ class ScoreColumns:
         self.label.append(self.labels.code(label))
         self.domain.append(self.domains.code(domain))
         self.difficulty.append(self.difficulties.code(difficulty))
+        self.subscore.append(self.subscores.code(subscore))
         score = prediction.score
         self.score.append(0.0 if score is None else score)
         self.scored.append(score is not None)
@@ -235,13 +242,13 @@ class ScoreColumns:
 
     def add_row(self, row: Row, prediction: Prediction, called: bool = True) -> None:
         """:meth:`add` with the truth read from a labelled row."""
-        self.add(row.y, row.label, row.domain, row.difficulty, prediction, called)
+        self.add(row.y, row.label, row.domain, row.difficulty, prediction, called, subscore_of(row))
 
     # -- views the metric functions take ------------------------------------------
 
     def confusions(self, column: str) -> dict[str, Confusion]:
-        """The confusion counts of each value of ``label``, ``domain`` or
-        ``difficulty`` (rows where it is None left out)."""
+        """The confusion counts of each value of ``label``, ``domain``,
+        ``difficulty`` or ``subscore`` (rows where it is None left out)."""
         codes: array[int] = getattr(self, column)
         names = getattr(self, f"{column}s" if column != "difficulty" else "difficulties").names
         counts = Counter(zip(codes, self.y, self.hit, strict=True))
