@@ -75,6 +75,17 @@ def public_rows() -> list[Row]:
     return load_bench(MINI_BENCH)
 
 
+@pytest.fixture(scope="session")
+def mini_predictions(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """exact_match's predictions file for the mini bench (made once; read-only)."""
+    from cacheeval.cli import main
+
+    out = tmp_path_factory.mktemp("preds") / "p.jsonl"
+    assert main(["predict", "--bench", str(MINI_BENCH), "--baseline", "exact_match",
+                 "--out", str(out)]) == 0  # fmt: skip
+    return out
+
+
 def default_sigint() -> None:
     """``preexec_fn`` for a child that must take Ctrl-C: a background job of a
     non-interactive shell (how CI may start the suite) inherits SIGINT ignored,

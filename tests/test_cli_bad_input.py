@@ -33,12 +33,9 @@ def _replace_line(src: Path, dest: Path, lineno: int, new: bytes) -> Path:
     return dest
 
 
-@pytest.fixture(scope="module")
-def predictions(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("preds") / "p.jsonl"
-    assert main(["predict", "--bench", str(MINI_BENCH), "--baseline", "exact_match",
-                 "--out", str(out)]) == 0  # fmt: skip
-    return out
+@pytest.fixture
+def predictions(mini_predictions: Path) -> Path:
+    return mini_predictions
 
 
 def _score(preds: Path, tmp_path: Path) -> int:

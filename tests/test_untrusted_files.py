@@ -17,12 +17,9 @@ from cacheeval.schema import Verdict
 from tests.conftest import MINI_BENCH, MINI_LABELS
 
 
-@pytest.fixture(scope="module")
-def predictions(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("preds") / "p.jsonl"
-    assert main(["predict", "--bench", str(MINI_BENCH), "--baseline", "exact_match",
-                 "--out", str(out)]) == 0  # fmt: skip
-    return out
+@pytest.fixture
+def predictions(mini_predictions: Path) -> Path:
+    return mini_predictions
 
 
 def _edit(src: Path, dest: Path, lineno: int, **fields: object) -> Path:
