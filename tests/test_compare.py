@@ -115,3 +115,23 @@ def test_committed_verified_vs_gptcache_renders_from_its_json() -> None:
             "latency_ratio_p50",
             "latency_ratio_p95",
         }
+
+
+def test_a_comparison_carries_the_sub_scores_when_every_run_has_them(mini_rows: list) -> None:  # type: ignore[type-arg]
+    import dataclasses
+
+    from cacheeval import evaluate
+    from cacheeval.baselines import AlwaysHit, ExactMatch
+    from cacheeval.reporting.compare import compare, subscore_rates, to_markdown
+
+    exact = evaluate(ExactMatch(), mini_rows, cache_name="exact")
+    hit = evaluate(AlwaysHit(), mini_rows, cache_name="hit")
+    c = compare({"exact": exact, "hit": hit})
+    assert [list(s) for s in c.subscores] == [["query", "context", "policy"]] * 2
+    # always_hit serves all 5 policy rows, exact_match the 3 verbatim ones
+    assert (c.subscores[0]["policy"].fp, c.subscores[1]["policy"].fp) == (3, 5)
+    md = to_markdown(c)
+    assert "## Per sub-score" in md and "| policy | 5 |" in md
+    old = dataclasses.replace(hit, per_subscore=None)  # a report from before sub-scores
+    assert subscore_rates(old) == {}
+    assert "## Per sub-score" not in to_markdown(compare({"exact": exact, "old": old}))

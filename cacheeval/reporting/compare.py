@@ -28,7 +28,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..schema import DOMAINS
+from ..metrics.slices import Slice
+from ..schema import DOMAINS, SUBSCORES
 from .markdown import table
 from .report import Report
 
@@ -153,6 +154,17 @@ def _fields(cls: type[SystemHeadline | DomainRates], data: Mapping[str, Any]) ->
 
 def domain_rates(report: Report) -> dict[str, DomainRates]:
     """Every domain of a report, in the report's order."""
+    return slice_rates(report.per_domain)
+
+
+def subscore_rates(report: Report) -> dict[str, DomainRates]:
+    """Every sub-score of a report (query, context, policy); {} in a report
+    written before sub-scores existed."""
+    return slice_rates(report.per_subscore or ())
+
+
+def slice_rates(slices: Sequence[Slice]) -> dict[str, DomainRates]:
+    """The rates of each slice (a domain, a sub-score), in order."""
     return {
         s.key: DomainRates(
             n=s.n,
@@ -164,7 +176,7 @@ def domain_rates(report: Report) -> dict[str, DomainRates]:
             fp=s.confusion.fp,
             negatives=s.confusion.fp + s.confusion.tn,
         )
-        for s in report.per_domain
+        for s in slices
     }
 
 
@@ -187,6 +199,8 @@ class Comparison:
     headlines: tuple[SystemHeadline, ...]
     domains: tuple[Mapping[str, DomainRates], ...]
     differences: tuple[Difference, ...]
+    #: Per run, its sub-scores (query, context, policy); () when a run lacks them.
+    subscores: tuple[Mapping[str, DomainRates], ...] = ()
 
 
 def difference(metric: str, values: Sequence[float | None]) -> Difference:
@@ -206,13 +220,18 @@ def comparison(
     names: Sequence[str],
     headlines: Sequence[SystemHeadline],
     domains: Sequence[Mapping[str, DomainRates]],
+    subscores: Sequence[Mapping[str, DomainRates]] = (),
 ) -> Comparison:
     """A :class:`Comparison` of parts already taken out of the reports (or read back
-    from JSON): computes the differences."""
+    from JSON): computes the differences. ``subscores``: one table per run, or
+    none (then no sub-score section)."""
     if not len(names) == len(headlines) == len(domains):
         raise ValueError("one name, headline and domain table per run")
+    if subscores and len(subscores) != len(names):
+        raise ValueError("one sub-score table per run, or none")
     diffs = tuple(difference(m, [getattr(h, m) for h in headlines]) for m in HEADLINE_RATES)
-    return Comparison(tuple(names), tuple(headlines), tuple(domains), diffs)
+    subs = tuple(subscores) if all(subscores) else ()
+    return Comparison(tuple(names), tuple(headlines), tuple(domains), diffs, subs)
 
 
 def compare(reports: Mapping[str, Report]) -> Comparison:
@@ -223,6 +242,7 @@ def compare(reports: Mapping[str, Report]) -> Comparison:
         list(reports),
         [SystemHeadline.of(r) for r in reports.values()],
         [domain_rates(r) for r in reports.values()],
+        [subscore_rates(r) for r in reports.values()],
     )
 
 
@@ -297,15 +317,31 @@ def domain_table(
     A rate is ``fhr_ci`` (FHR, counts and interval), ``fhr`` (FHR and counts),
     ``recall``, ``precision`` or ``f1``; default: ``fhr_ci``, recall and F1 of
     every run. ``names`` replaces the run names in the header."""
+    return _slice_table(c.domains, DOMAINS, "domain", c, columns, names)
+
+
+def subscore_table(c: Comparison, names: Sequence[str] | None = None) -> list[str]:
+    """:func:`domain_table` over the sub-scores (query, context, policy)."""
+    return _slice_table(c.subscores, SUBSCORES, "sub-score", c, None, names)
+
+
+def _slice_table(
+    runs: Sequence[Mapping[str, DomainRates]],
+    keys: Sequence[str],
+    what: str,
+    c: Comparison,
+    columns: Sequence[tuple[int, str]] | None,
+    names: Sequence[str] | None,
+) -> list[str]:
     names = list(names or c.names)
     cols = list(columns or [(i, r) for i in range(len(names)) for r in ("fhr_ci", "recall", "f1")])
     rows = []
-    for d in DOMAINS:
-        if not all(d in runs for runs in c.domains):
+    for k in keys:
+        if not runs or not all(k in run for run in runs):
             continue
-        first = c.domains[0][d]
-        rows.append([d, str(first.n), *(_domain_cell(c.domains[i][d], r) for i, r in cols)])
-    header = ["domain", "rows", *(f"{names[i]} {RATE_LABELS[r]}" for i, r in cols)]
+        first = runs[0][k]
+        rows.append([k, str(first.n), *(_domain_cell(runs[i][k], r) for i, r in cols)])
+    header = [what, "rows", *(f"{names[i]} {RATE_LABELS[r]}" for i, r in cols)]
     return table(header, rows)
 
 
@@ -315,6 +351,9 @@ def to_markdown(c: Comparison) -> str:
     lines += headline_table(c)
     lines += ["", f"## Differences to {c.names[0]}", ""]
     lines += differences_table(c)
+    if c.subscores:
+        lines += ["", "## Per sub-score", ""]
+        lines += subscore_table(c)
     lines += ["", "## Per domain", ""]
     lines += domain_table(c)
     return "\n".join(lines) + "\n"
