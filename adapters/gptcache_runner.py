@@ -343,8 +343,57 @@ def summary_markdown(
     if context_points:
         shown = [p for p in context_points if p["threshold"] in CONTEXT_THRESHOLDS]
         lines += _context_lines([(query_points[p["threshold"]], p) for p in shown])
+    lines += _keyed_lines(runs, rows)
     lines += _FILES_LINES
     return "\n".join(lines)
+
+
+def _best_recall(report: Report) -> float | None:
+    """The best recall at FHR <= 5% of a report (None without scores)."""
+    tf = report.threshold_free
+    op = None if tf is None else next((o for o in tf.operating_points if o.alpha == 0.05), None)
+    return None if op is None else op.recall
+
+
+def _keyed_lines(runs: Sequence[ConfigRun], rows: Sequence[Row]) -> list[str]:
+    """Every configuration with and without the key it should have had
+    (:mod:`adapters.keyed`): the same GPTCache predictions, a refused pair a
+    MISS at score 0.0."""
+    from adapters.keyed import keyed_predictions
+
+    lines = [
+        "",
+        "## With the key it should have had (`--keyed`)",
+        "",
+        "GPTCache keys its entries by the last user message alone, so the same question under "
+        "another user's system prompt, after other turns or with other tools sits at cosine "
+        "1.0. `--keyed` (`adapters/keyed.py`) refuses those pairs, and the never-cache ones, "
+        "at score 0.0 and leaves every other pair to GPTCache; the keyed figures below are "
+        "GPTCache's own predictions with the refused pairs made MISS (the same decisions as "
+        "running it wrapped). Context FHR: over the rows whose two requests differ in context.",
+        "",
+        "| config | FHR | keyed | recall | keyed | ADVERSARIAL-FHR | keyed | best recall "
+        "@ FHR ≤ 5% | keyed | context FHR | keyed |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for run in runs:
+        plain = run.report
+        keyed = score(keyed_predictions(rows, run.predictions), rows, cache_name="keyed")
+        cells = []
+        for r in (plain, keyed):
+            ctx = next((s for s in r.per_subscore or () if s.key == "context"), None)
+            cells.append(
+                (
+                    r.headline.fhr.value,
+                    r.headline.recall.value,
+                    r.headline.adversarial_fhr.value,
+                    _best_recall(r),
+                    None if ctx is None else ctx.fhr.value,
+                )
+            )
+        row = " | ".join(f"{_f(a)} | {_f(b)}" for a, b in zip(*cells, strict=True))
+        lines.append(f"| {run.config.name} | {row} |")
+    return lines
 
 
 def _first_per_embedder(runs: Sequence[ConfigRun]) -> list[ConfigRun]:

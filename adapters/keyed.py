@@ -26,8 +26,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from cacheeval.results.predictions import Prediction
 from cacheeval.run.blockrun import CacheSpec
-from cacheeval.schema import Pair, Request, Verdict
+from cacheeval.schema import Pair, Request, Row, Verdict
 
 #: The loaders ``--keyed`` names (the command line refers to them by name only:
 #: the scoring core never imports the reference caches).
@@ -129,6 +130,22 @@ class KeyedShared:
 
     def _nearest(self, request: Request) -> Any:
         return self._keep(self.inner.nearest(request), request)
+
+
+def keyed_predictions(rows: Sequence[Row], predictions: Sequence[Prediction]) -> list[Prediction]:
+    """The predictions of the same cache behind the key, from its own (rows and
+    predictions in the same order): a pair the key refuses becomes a MISS at
+    score 0.0 under tier ``key`` or ``policy``; every other prediction is kept.
+    The same decisions as running the cache wrapped in :class:`Keyed` (which
+    defers every other pair to it), without running it again."""
+    out = []
+    for row, pred in zip(rows, predictions, strict=True):
+        refused = refusal(row.request("a"), row.request("b"))
+        if refused is None:
+            out.append(pred)
+        else:
+            out.append(Prediction(pred.id, False, 1.0, 0.0, refused[0], pred.latency_ms, None))
+    return out
 
 
 def _inner_spec(kwargs: Mapping[str, Any]) -> CacheSpec:

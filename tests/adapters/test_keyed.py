@@ -124,3 +124,15 @@ def test_keyed_on_the_command_line(tmp_path: Path, mode: tuple[str, ...]) -> Non
     # the key only refuses: it serves fewer wrong answers, never more
     assert report["confusion"]["fp"] < plain["confusion"]["fp"]
     assert report["confusion"]["tp"] <= plain["confusion"]["tp"]
+
+
+def test_keyed_predictions_equal_running_the_cache_wrapped(mini_rows: list) -> None:  # type: ignore[type-arg]
+    from cacheeval.baselines import AlwaysHit, ExactMatch
+    from cacheeval.run.harness import predict
+
+    for inner in (ExactMatch(), AlwaysHit()):
+        derived = keyed.keyed_predictions(mini_rows, predict(inner, mini_rows))
+        wrapped = predict(keyed.Keyed(inner), mini_rows)
+        assert [(p.is_hit, p.score, p.tier_used) for p in derived] == [
+            (p.is_hit, p.score, p.tier_used) for p in wrapped
+        ]
