@@ -381,3 +381,60 @@ def test_a_hung_shared_cache_is_killed_and_the_replay_ends(tmp_path: Path) -> No
     assert report is not None
     errors = report["errors"]
     assert errors["n_lookup_errors"] == report["counts"]["n"]  # every lookup an error row
+
+
+PEEK = (
+    PRELUDE
+    + """
+import socket
+
+def cache(pair):
+    labels = os.environ["LABELS_FILE"]
+    size = os.path.getsize(labels) if os.path.exists(labels) else -1
+    if size > 0:
+        raise RuntimeError(f"read the labels file ({size} bytes)")
+    try:
+        open(os.environ["REPO_FILE"], "a").close()
+        raise RuntimeError("wrote into the checkout")
+    except OSError:
+        pass
+    try:
+        socket.create_connection(("127.0.0.1", 9), timeout=0.2)
+        raise RuntimeError("reached the network")
+    except OSError:
+        pass
+    return hit()
+"""
+)
+
+
+def test_isolate_hides_the_labels_and_the_network_and_keeps_the_checkout_read_only(
+    tmp_path: Path,
+) -> None:
+    labels = tmp_path / "labels.jsonl"
+    labels.write_bytes(MINI_LABELS.read_bytes())
+    env = {"LABELS_FILE": str(labels), "REPO_FILE": str(REPO_ROOT / "README.md")}
+    mod = tmp_path / "attack.py"
+    mod.write_text(PEEK, encoding="utf-8")
+    js = tmp_path / "r.json"
+    done = subprocess.run(
+        [PY, "-m", "cacheeval", "eval", "--bench", str(MINI_BENCH), "--labels", str(labels),
+         "--cache-module", str(mod), "--out", str(tmp_path / "r.md"), "--json", str(js),
+         "--isolate"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", **env},
+    )  # fmt: skip
+    if done.returncode == 2 and "--isolate" in done.stderr:
+        pytest.skip(f"no bubblewrap here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(js.read_text(encoding="utf-8"))
+    assert report["errors"]["n_errors"] == 0, report["errors"]  # saw nothing, wrote nothing
+    assert report["provenance"]["run_mode"] == "process, bubblewrap"
+    # without --isolate the same cache reads the labels file: the test can fail
+    done = subprocess.run(
+        [PY, "-m", "cacheeval", "eval", "--bench", str(MINI_BENCH), "--labels", str(labels),
+         "--cache-module", str(mod), "--out", str(tmp_path / "r.md"), "--json", str(js)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", **env},
+    )  # fmt: skip
+    assert json.loads(js.read_text(encoding="utf-8"))["errors"]["n_errors"] == 32
