@@ -50,7 +50,7 @@ def cache(pair):
         if type(o).__name__ == "LabelledRows":
             o.truth.extend([])
             for i, t in enumerate(list(o.truth)):
-                o.truth[i] = (t[0], 1, "EQUIV", t[3], t[4])
+                o.truth[i] = (t[0], 1, "EQUIV", *t[3:])
     return hit()
 """,
     # monkeypatch the scorer, the metrics and the report writer

@@ -40,6 +40,7 @@ HAND_CHECKED: dict[str, str] = {
     "delta_op": "test_metrics_ranking::test_hand_computed_six_rows",
     "delta_cal": "test_metrics_ranking::test_hand_computed_six_rows",
     "best_operating_point": "test_metrics_ranking::test_best_operating_points_hand_computed",
+    "subscore_best_operating_point": "test_report::test_subscore_operating_points_hand_counted",
     "ece": "test_curves::test_reliability_and_ece_hand_computed",
     "reliability": "test_curves::test_reliability_and_ece_hand_computed",
     "score_curve": "test_curves::test_score_curve_hand_computed",

@@ -139,6 +139,28 @@ def test_per_subscore_hand_counted(exact_report: Report, mini_rows: list[Row]) -
     assert sum(s.n for s in by.values()) == len(mini_rows) == exact_report.confusion.n
 
 
+def test_subscore_operating_points_hand_counted(mini_rows: list[Row]) -> None:
+    from cacheeval import Pair
+
+    def scored(pair: Pair) -> Verdict:  # exact_match with a score: 1.0 verbatim, else 0.5
+        same = pair.a.key() == pair.b.key()
+        return Verdict(is_hit=same, tier_used="exact", score=1.0 if same else 0.5)
+
+    report = evaluate(scored, mini_rows)
+    points = {p.key: p for p in report.subscore_operating_points or ()}
+    assert list(points) == ["query", "context", "policy"]
+    # query: 12 HIT, 13 MISS; the 6 verbatim HIT rows score 1.0, no MISS row does:
+    # threshold 1.0 serves 6 of 12 HIT rows with no false hit (0.5 would serve all 13 MISS).
+    q = points["query"]
+    assert q.threshold == 1.0 and (q.recall.numerator, q.recall.denominator) == (6, 12)
+    assert (q.fhr.numerator, q.fhr.denominator) == (0, 13)
+    # policy: no HIT row, and its 3 verbatim MISS rows make 1.0 break the budget
+    p = points["policy"]
+    assert p.threshold is None and p.recall.value is None and p.fhr.value == 0.0
+    unscored = evaluate(lambda pair: Verdict(is_hit=False), mini_rows)
+    assert unscored.subscore_operating_points is None  # a cache without scores
+
+
 def test_provenance(exact_report: Report) -> None:
     p = exact_report.provenance
     assert p.dataset_path == str(MINI_BENCH)

@@ -37,6 +37,7 @@ from .classification import accuracy, confusion, f1, fhr, hit_rate, precision, r
 from .curves import curves
 from .latency import cost_stats, latency_stats
 from .ranking import threshold_free
+from .slices import slice_operating_points
 from .usage import ErrorTally, tier_usage
 
 Direction = Literal["higher", "lower", "neither"]
@@ -226,6 +227,11 @@ _m("best_operating_point", "Best operating point", "higher",
    "threshold_free.operating_points[]", _TF, threshold_free, None,
    "max recall over thresholds with FP / (FP + TN) <= alpha",
    "Largest recall reachable under an FHR budget alpha, with its threshold.")
+
+_m("subscore_best_operating_point", "Best operating point per sub-score", "higher",
+   "subscore_operating_points[]", "Per sub-score operating point", slice_operating_points, None,
+   "max recall over thresholds with FP / (FP + TN) <= 0.05, on the sub-score's rows",
+   "Largest recall each skill reaches under a 5% FHR budget, with Wilson intervals.")
 
 _CAL = "Calibration"
 _m("ece", "ECE", "lower", "curves.ece", _CAL, curves, "fixed4",

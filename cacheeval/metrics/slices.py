@@ -84,3 +84,53 @@ def slice_order(present: Iterable[str], order: Sequence[str]) -> list[str]:
     present = set(present)
     known = set(order)
     return [k for k in order if k in present] + sorted(k for k in present if k not in known)
+
+
+@dataclass(frozen=True, slots=True)
+class SliceOperatingPoint:
+    """The best operating point of one slice's scores under an FHR budget
+    ``alpha`` (:func:`~cacheeval.metrics.sweep.best_operating_point`, the
+    largest recall with FHR <= alpha): its threshold (None when no threshold
+    fits) and the recall and FHR there, each with its Wilson interval. The
+    threshold is chosen on these rows, so the recall leans optimistic."""
+
+    key: str
+    alpha: float
+    threshold: float | None
+    recall: Estimate
+    fhr: Estimate
+
+
+def slice_operating_points(
+    keys: Sequence[str | None],
+    y_true: Sequence[int],
+    scores: Sequence[float | None],
+    order: Sequence[str],
+    alpha: float = 0.05,
+) -> tuple[SliceOperatingPoint, ...]:
+    """:class:`SliceOperatingPoint` of every key present (rows whose key is
+    None left out), in ``order`` then A-Z.
+
+    Key ``q``: HIT rows scored 0.9, 0.7, MISS rows 0.8, 0.1. FHR <= 0.05 of 2
+    MISS rows admits no false hit: threshold 0.9, recall 1/2, FHR 0/2.
+
+    >>> p, = slice_operating_points(["q"] * 4, [1, 1, 0, 0], [0.9, 0.7, 0.8, 0.1], ["q"])
+    >>> p.threshold, (p.recall.numerator, p.recall.denominator), p.fhr.value
+    (0.9, (1, 2), 0.0)
+    """
+    from .sweep import best_operating_point, threshold_sweep
+
+    rows: dict[str, tuple[list[int], list[float | None]]] = {}
+    for key, y, s in zip(keys, y_true, scores, strict=True):
+        if key is not None:
+            ys, ss = rows.setdefault(key, ([], []))
+            ys.append(int(y))
+            ss.append(s)
+    out = []
+    for key in slice_order(rows, order):
+        ys, ss = rows[key]
+        op = best_operating_point(threshold_sweep(ys, ss), alpha)
+        n_pos, n_neg = sum(ys), len(ys) - sum(ys)
+        c = Confusion(op.tp, op.fp, n_pos - op.tp, n_neg - op.fp)
+        out.append(SliceOperatingPoint(key, alpha, op.threshold, recall(c), fhr(c)))
+    return tuple(out)

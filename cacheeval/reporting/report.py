@@ -23,7 +23,7 @@ from ..metrics.curves import Curves
 from ..metrics.latency import CostStats, LatencyStats
 from ..metrics.ranking import DEFAULT_ALPHAS, ThresholdFree
 from ..metrics.registry import METRICS, section_compute, section_metrics
-from ..metrics.slices import Slice, slice_order
+from ..metrics.slices import Slice, SliceOperatingPoint, slice_order
 from ..metrics.usage import ErrorStats, TierUsage
 from ..results.columns import ScoreColumns
 from ..results.predictions import Prediction
@@ -121,6 +121,9 @@ class Report:
     #: One slice per skill (query, context, policy: :func:`~cacheeval.schema.subscore_of`);
     #: None in reports written before it existed.
     per_subscore: tuple[Slice, ...] | None = None
+    #: Each sub-score's best operating point at FHR <= 5%; None when the cache
+    #: gives no scores (and in reports written before it existed).
+    subscore_operating_points: tuple[SliceOperatingPoint, ...] | None = None
 
     # -- serialisation ----------------------------------------------------------
 
@@ -289,6 +292,11 @@ def build_report_from_columns(
             columns.predicted_hit_probabilities(),
         ),
         per_subscore=_slices(columns, "Per sub-score"),
+        subscore_operating_points=None
+        if tf is None
+        else section_compute("Per sub-score operating point")(
+            columns.subscore_keys(), columns.y, columns.scores(), SUBSCORES
+        ),
     )
 
 

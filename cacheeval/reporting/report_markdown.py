@@ -171,6 +171,15 @@ SECTIONS: tuple[Section, ...] = (
             _c("HIT rows", "recall.denominator", "count"),
             _c("MISS rows", "fhr.denominator", "count"),
         )),
+        Text("Best operating point of each skill: the largest recall at FHR <= 5% on its own"
+             " rows (the threshold chosen there, so it leans optimistic).",
+             when="subscore_operating_points"),
+        Table("subscore_operating_points[]", (
+            _c("Sub-score", "key", "text"),
+            _c("Threshold", "threshold", "fixed4"),
+            _c("Recall", "recall", "estimate"),
+            _c("FHR", "fhr", "estimate"),
+        ), when="subscore_operating_points"),
     ), requires="per_subscore"),
     Section("Per domain", (
         Table("per_domain[]", (_c("Domain", "key", "text"), _c("n", "n", "int"))),

@@ -260,6 +260,11 @@ class ScoreColumns:
             cell[(0 if p else 2) if t else (1 if p else 3)] += n
         return {k: Confusion(*v) for k, v in cells.items()}
 
+    def subscore_keys(self) -> list[str | None]:
+        """Each row's sub-score (None where it was not given)."""
+        names = self.subscores.names
+        return [names[c] if c >= 0 else None for c in self.subscore]
+
     def scores(self) -> Masked:
         """Each row's score, None where the prediction had none."""
         return Masked(self.score, self.scored)

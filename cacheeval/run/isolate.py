@@ -53,7 +53,8 @@ def bwrap_prefix(
     # the private /tmp above must not hide what the cache needs to start: the
     # interpreter and its packages, this checkout, the working directory (a
     # checkout or a virtual environment may well live under /tmp)
-    needed = [sys.prefix, sys.base_prefix, os.path.dirname(sys.executable), REPO_ROOT, os.getcwd()]
+    needed = [sys.prefix, sys.base_prefix, os.path.dirname(sys.executable), str(REPO_ROOT)]
+    needed.append(os.getcwd())
     for path in sorted({os.path.realpath(p) for p in [*needed, *show]}):
         if os.path.isdir(path) and path != "/":
             cmd += ["--ro-bind", path, path]
