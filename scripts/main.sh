@@ -46,6 +46,11 @@ else
 fi
 $py -m scripts.run_verified_vs_gptcache
 
+if [ -n "${CACHEEVAL_EXTERNAL_DIR:-}" ] && [ -d "$CACHEEVAL_EXTERNAL_DIR" ]; then
+    step "validity: does CacheEval's ranking of a pool of caches predict the pair files'? (reports/VALIDITY.md)"
+    $py -m scripts.run_validity --pairs "$CACHEEVAL_EXTERNAL_DIR"
+fi
+
 step "test split vs private slice (demo seed): reports/SHIFT.md, reference predictions"
 $py -m scripts.run_shift
 
