@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from cacheeval.reporting import plot
-from cacheeval.reporting.plotdata import Source, read_source
+from cacheeval.reporting.plotdata import Source, read_source, subscore_fhr
 
 REPO = Path(__file__).resolve().parents[1]
 GPTCACHE = "gptcache-minilm-0.80"
@@ -41,6 +41,8 @@ def main() -> int:
         plot.reliability(pair[GPTCACHE], out, stem=f"reliability_{GPTCACHE}"),
         plot.reliability(pair[VERIFIED], out, stem=f"reliability_{VERIFIED}"),
         plot.domain_fhr(list(pair.values()), out),
+        *([plot.subscore_fhr(list(pair.values()), out)]
+          if any(subscore_fhr(s) for s in pair.values()) else []),  # fmt: skip
         plot.threshold_sweep(rep / "gptcache_sweep.csv", out),
     ]
     clq = [src(p, p.stem.removeprefix("baseline_").removeprefix("gptcache_"))

@@ -100,6 +100,13 @@ def test_domain_fhr(reports: list[Path], tmp_path: Path) -> None:
     check(fig, 3)
 
 
+def test_subscore_fhr(reports: list[Path], tmp_path: Path) -> None:
+    sources = [read_source(p) for p in reports]  # two pair reports and a replay report
+    fig = plot.subscore_fhr(sources, tmp_path)
+    check(fig, 2)  # the replay report has no sub-scores: left out
+    assert "FHR per sub-score" in fig.paths[0].read_text()
+
+
 def test_threshold_sweep(tmp_path: Path) -> None:
     csv_path = tmp_path / "sweep.csv"
     lines = ["embedder,embed,threshold,cosine_cut,precision,recall,f1,fhr,adversarial_fhr,chr"]
@@ -140,7 +147,7 @@ def test_plot_command(
     assert main(["plot", *args, "--out", str(out), "--format", "svg"]) == 0
     names = sorted(p.name for p in out.iterdir())
     assert names == ["clq.svg", "domain_fhr.svg", "pr_pchr.svg", "reliability_Scored-cache.svg",
-                     "reliability_flat.svg"]  # fmt: skip
+                     "reliability_flat.svg", "subscore_fhr.svg"]  # fmt: skip
     assert "pr_pchr: 4 series" in capsys.readouterr().out
 
 

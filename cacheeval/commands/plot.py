@@ -6,6 +6,7 @@ reports from ``cacheeval eval --json``, replay reports from ``cacheeval replay
   with the perfect-ranker ceiling ``p (1 - ln p)``;
 * ``reliability_<cache>``: a reliability diagram per pair-mode report;
 * ``domain_fhr``: per-domain FHR with 95% Wilson intervals, side by side;
+* ``subscore_fhr``: the same per sub-score (query, context, policy), for reports that have them;
 * ``clq``: quality against p95 latency, cost as marker area, the Pareto front;
 * ``gptcache_sweep`` (with ``--sweep reports/gptcache_sweep.csv``): GPTCache's
   FHR and recall against its threshold.
@@ -22,7 +23,7 @@ from pathlib import Path
 
 NAME = "plot"
 HELP = "Draw PR/P-CHR, reliability, per-domain FHR and cost-latency-quality figures."
-FIGURES = ("pr_pchr", "reliability", "domain_fhr", "clq", "sweep")
+FIGURES = ("pr_pchr", "reliability", "domain_fhr", "subscore_fhr", "clq", "sweep")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,6 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..reporting import plotdata
     from ..reporting.plotdata import PAIR, read_source
 
     prog = "cacheeval plot"
@@ -81,6 +83,10 @@ def run(args: argparse.Namespace) -> int:
                 )
     if "domain_fhr" in only:  # fmt: skip
         written.append(plot.domain_fhr(sources, args.out, stem=f"{pre}domain_fhr", formats=formats))
+    if "subscore_fhr" in only and any(plotdata.subscore_fhr(s) for s in sources):
+        written.append(
+            plot.subscore_fhr(sources, args.out, stem=f"{pre}subscore_fhr", formats=formats)
+        )
     if "clq" in only:
         written.append(plot.clq(sources, args.out, stem=f"{pre}clq", formats=formats))
     if "sweep" in only and args.sweep is not None:

@@ -11,6 +11,7 @@ series.
   P-CHR curve (area ``p (1 - ln p)``) as the structural ceiling;
 * :func:`reliability` - one cache's reliability diagram with bin counts;
 * :func:`domain_fhr` - per-domain FHR with 95% Wilson intervals, caches side by side;
+* :func:`subscore_fhr` - the same per sub-score (query, context, policy);
 * :func:`threshold_sweep` - GPTCache's FHR and recall against its threshold;
 * :func:`clq` - the cost-latency-quality view: quality (F1; recall at FHR <= 5%)
   against p95 latency, marker area by cost per 1k decisions, the Pareto front.
@@ -36,6 +37,7 @@ from .plotdata import (
 )
 from .plotdata import domain_fhr as domain_fhr_data
 from .plotdata import reliability as reliability_data
+from .plotdata import subscore_fhr as subscore_fhr_data
 
 FORMATS: tuple[str, ...] = ("svg", "png")
 #: One colour per cache, in input order (colour-blind-safe Tableau 10).
@@ -193,8 +195,34 @@ def domain_fhr(
     formats: Sequence[str] = FORMATS,
 ) -> Figure:  # fmt: skip
     """Grouped horizontal bars: FHR per domain per cache, with Wilson 95% whiskers."""
-    plt = pyplot()
     data = [domain_fhr_data(s) for s in sources]
+    return _fhr_bars(sources, data, out_dir, stem, formats, "FHR per domain")
+
+
+def subscore_fhr(
+    sources: Sequence[Source], out_dir: Path, *, stem: str = "subscore_fhr",
+    formats: Sequence[str] = FORMATS,
+) -> Figure:  # fmt: skip
+    """:func:`domain_fhr` over the sub-scores: a cache blind to context shows
+    its false hits under ``context``, one blind to the policies under ``policy``.
+    Sources without sub-scores (replays, older reports) are left out."""
+    kept = [(s, subscore_fhr_data(s)) for s in sources]
+    kept = [(s, rows) for s, rows in kept if rows]
+    return _fhr_bars(
+        [s for s, _ in kept], [rows for _, rows in kept], out_dir, stem, formats,
+        "FHR per sub-score (query: same context, no policy)",
+    )  # fmt: skip
+
+
+def _fhr_bars(
+    sources: Sequence[Source],
+    data: Sequence[Sequence[tuple[str, float | None, float | None, float | None, int]]],
+    out_dir: Path,
+    stem: str,
+    formats: Sequence[str],
+    title: str,
+) -> Figure:
+    plt = pyplot()
     domains: list[str] = []
     for rows in data:
         domains += [d for d, *_ in rows if d not in domains]
@@ -217,7 +245,7 @@ def domain_fhr(
     ax.set_yticks(range(len(domains)), domains)
     ax.invert_yaxis()
     ax.set(xlabel="False-hit rate (95% Wilson interval); dotted: 5%", xlim=(0, 1),
-           title="FHR per domain")  # fmt: skip
+           title=title)  # fmt: skip
     ax.grid(axis="x", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return Figure(stem, _save(fig, out_dir, stem, formats), len(sources))

@@ -146,6 +146,18 @@ def ceiling(p: float) -> float:
     return p * (1.0 - math.log(p)) if p > 0 else 0.0
 
 
+def subscore_fhr(src: Source) -> list[tuple[str, float | None, float | None, float | None, int]]:
+    """Per-sub-score FHR (query, context, policy) as :func:`domain_fhr` gives
+    per-domain; [] for a replay report or a report without sub-scores."""
+    if src.kind != PAIR:
+        return []
+    out = []
+    for s in src.data.get("per_subscore") or []:
+        e = s["fhr"]
+        out.append((s["key"], e["value"], e["ci_low"], e["ci_high"], int(e["denominator"])))
+    return out
+
+
 def domain_fhr(src: Source) -> list[tuple[str, float | None, float | None, float | None, int]]:
     """Per-domain FHR as (domain, value, ci_low, ci_high, MISS rows)."""
     out = []
