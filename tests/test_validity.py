@@ -78,3 +78,18 @@ def test_validity_taus_and_the_report() -> None:
     md = render_markdown(record)
     assert "| bench | +1.00 [" in md and "## The pool" in md
     assert subset(scores["A"]["bench"], [True] * 4 + [False] * 4) == ([1] * 4, A[:4])
+
+
+def test_the_committed_report_renders_from_its_json() -> None:
+    import json
+
+    from tests.conftest import REPO_ROOT
+
+    path = REPO_ROOT / "reports" / "VALIDITY.json"
+    if not path.is_file():
+        pytest.skip("no committed VALIDITY.json")
+    record = json.loads(path.read_text(encoding="utf-8"))
+    assert render_markdown(record) == path.with_suffix(".md").read_text(encoding="utf-8")
+    # numbers only: every set is named, no pair text travels
+    assert set(record) == {"command", "caches", "sets", "values", "taus", "n_resamples", "seed",
+                           "statement"}  # fmt: skip
