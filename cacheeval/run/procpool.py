@@ -477,7 +477,7 @@ class ProcessBackend:
             self._slots.pop(slot, None)
             events.append(("closed", slot, s.gen, (f"{reason} during close()",)))
             return
-        if not s.recovering and s.phase in ("starting", "preparing") or not s.blocks:
+        if (not s.recovering and s.phase in ("starting", "preparing")) or not s.blocks:
             # not in a call: the runner decides (a load error, a prepare retry)
             self._slots.pop(slot, None)
             events.append(("died", slot, s.gen, reason.removeprefix("the cache process ")))
