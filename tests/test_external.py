@@ -401,3 +401,26 @@ def test_ablation_table_gives_each_change_its_interval() -> None:
     # gap -0.020 for the full model, -0.010 without numbers: d +0.010 with its interval
     assert "| -0.010 | +0.010 [-0.004, +0.030] | -0.005 | +0.005 [-0.010, +0.002] |" in numbers
     assert "| -0.020 | +0.000 | -0.010 | +0.000 |" in full
+
+
+def test_external_and_import_pairs_read_labels_alike(tmp_path: Path) -> None:
+    """The CSV import-pairs takes (yes/no labels, --positive yes) is one external
+    takes too: the label flags have the same names and defaults in both."""
+    import argparse
+
+    from cacheeval.commands import external, import_pairs
+
+    def defaults(module: object) -> dict[str, object]:
+        parser = argparse.ArgumentParser()
+        module.add_arguments(parser)  # type: ignore[attr-defined]
+        keys = ("text_a", "text_b", "label", "positive", "negative")
+        return {k: parser.get_default(k) for k in keys}
+
+    assert defaults(external) == defaults(import_pairs)
+    csv = write(tmp_path, "mine.csv", "text_a,text_b,label\n"
+                "How do I reset my password?,how can I reset my password,yes\n"
+                "Convert 5 USD to EUR,Convert 7 USD to EUR,no\n")  # fmt: skip
+    assert main(["import-pairs", str(csv), "--positive", "yes", "--domain", "qa_open",
+                 "--out", str(tmp_path / "rows.jsonl")]) == 0  # fmt: skip
+    assert main(["external", str(csv), "--positive", "yes", "--baseline", "exact_match",
+                 "--no-reference", "--out", str(tmp_path / "ext.md")]) == 0  # fmt: skip

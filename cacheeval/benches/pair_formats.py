@@ -93,7 +93,7 @@ class PairFileSpec:
     text_b: str = "text_b"
     label: str = "label"
     positive: str = "HIT"
-    negative: str | None = "MISS"
+    negative: str | None = None  # None: every value but ``positive`` is MISS
     hit_min: float = 4.0
     miss_max: float = 2.0
     domain: str = "qa_open"

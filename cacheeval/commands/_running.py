@@ -71,6 +71,36 @@ def add_resamples_argument(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+#: The label flags' defaults, the same in every command that reads pair files.
+LABEL_DEFAULTS = {"text_a": "text_a", "text_b": "text_b", "label": "label", "positive": "HIT"}
+
+
+def add_label_arguments(parser: argparse.ArgumentParser | Any) -> None:
+    """--text-a, --text-b, --label, --positive, --negative: how a pair file's
+    columns and label values are read, with one set of names and defaults for
+    ``import-pairs`` and ``external`` alike (``parser`` may be a group)."""
+    d = LABEL_DEFAULTS
+    parser.add_argument("--text-a", default=d["text_a"], metavar="COL",
+                        help=f"column of the first request (default {d['text_a']})")  # fmt: skip
+    parser.add_argument("--text-b", default=d["text_b"], metavar="COL",
+                        help=f"column of the second request (default {d['text_b']})")  # fmt: skip
+    parser.add_argument("--label", default=d["label"], metavar="COL",
+                        help=f"column of the label (default {d['label']})")  # fmt: skip
+    parser.add_argument(
+        "--positive",
+        default=d["positive"],
+        metavar="VALUE",
+        help="label value meaning: serving the first request's answer is right (HIT; "
+        f"default {d['positive']})",
+    )
+    parser.add_argument(
+        "--negative",
+        metavar="VALUE",
+        help="label value meaning MISS; when given, any other value is an error "
+        "(default: every value but --positive is MISS)",
+    )
+
+
 def add_cache_arguments(parser: argparse.ArgumentParser, *, shared: bool = False) -> None:
     """--baseline | --cache-module [--cache-class] [--cache-arg ...], --cache-name;
     for a per-row cache also --on-error and --timeout-ms.

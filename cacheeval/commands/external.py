@@ -38,7 +38,7 @@ DEFAULT_REFERENCE = "adapters.cosine_baseline:MiniLMCosine"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..benches.pair_formats import FORMATS, PairFileSpec
     from ..schema import DOMAINS, SPLITS
-    from ._running import add_resamples_argument
+    from ._running import add_label_arguments, add_resamples_argument
     from .eval import add_cache_arguments
 
     d = PairFileSpec()
@@ -49,12 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="auto",
         help="layout of every FILE (default auto: from its header or extension)",
     )
-    g = parser.add_argument_group("import-pairs formats (csv, tsv, jsonl)")
-    g.add_argument("--text-a", default=d.text_a, metavar="COL")
-    g.add_argument("--text-b", default=d.text_b, metavar="COL")
-    g.add_argument("--label", default=d.label, metavar="COL")
-    g.add_argument("--positive", default=d.positive, metavar="VALUE", help="label value = HIT")
-    g.add_argument("--negative", default=d.negative, metavar="VALUE", help="label value = MISS")
+    add_label_arguments(parser.add_argument_group("import-pairs formats (csv, tsv, jsonl)"))
     s = parser.add_argument_group("SemEval STS (score<TAB>s1<TAB>s2)")
     s.add_argument("--hit-min", type=float, default=d.hit_min, help="score >= this is HIT")
     s.add_argument("--miss-max", type=float, default=d.miss_max, help="score <= this is MISS")

@@ -26,27 +26,10 @@ HELP = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..benches.importers import FORMATS
     from ..schema import DOMAINS, SPLITS
+    from ._running import add_label_arguments
 
     parser.add_argument("file", type=Path, help="pairs file: .csv, .tsv or .jsonl")
-    parser.add_argument(
-        "--text-a", required=True, metavar="COL", help="column of the first request"
-    )
-    parser.add_argument(
-        "--text-b", required=True, metavar="COL", help="column of the second request"
-    )
-    parser.add_argument("--label", required=True, metavar="COL", help="column of the label")
-    parser.add_argument(
-        "--positive",
-        required=True,
-        metavar="VALUE",
-        help="label value meaning: serving the first request's answer is right (HIT)",
-    )
-    parser.add_argument(
-        "--negative",
-        metavar="VALUE",
-        help="label value meaning MISS; when given, any other value is an error "
-        "(default: every value but --positive is MISS)",
-    )
+    add_label_arguments(parser)
     parser.add_argument("--domain", required=True, choices=DOMAINS, help="domain of every row")
     parser.add_argument("--out", required=True, type=Path, help="rows JSONL to write")
     parser.add_argument("--split", default="test", choices=SPLITS, help="split of every row")
