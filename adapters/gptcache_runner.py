@@ -38,7 +38,7 @@ from adapters.gptcache_adapter import (
 )
 from cacheeval.dataset import load_bench
 from cacheeval.metrics import Confusion, f1, fhr, hit_rate, precision, recall
-from cacheeval.metrics.sweep import threshold_sweep
+from cacheeval.metrics.sweep import OperatingPoint, threshold_sweep
 from cacheeval.reporting.report import Report, utc_now
 from cacheeval.results.predictions import (
     Prediction,
@@ -348,10 +348,15 @@ def summary_markdown(
     return "\n".join(lines)
 
 
+def _point_at_5(report: Report) -> OperatingPoint | None:
+    """A report's best operating point at FHR <= 5% (None without scores)."""
+    tf = report.threshold_free
+    return None if tf is None else next((o for o in tf.operating_points if o.alpha == 0.05), None)
+
+
 def _best_recall(report: Report) -> float | None:
     """The best recall at FHR <= 5% of a report (None without scores)."""
-    tf = report.threshold_free
-    op = None if tf is None else next((o for o in tf.operating_points if o.alpha == 0.05), None)
+    op = _point_at_5(report)
     return None if op is None else op.recall
 
 
@@ -482,7 +487,7 @@ def _threshold_free_lines(runs: Sequence[ConfigRun]) -> list[str]:
         tf = run.report.threshold_free
         if tf is None:
             continue
-        op = next((o for o in tf.operating_points if o.alpha == 0.05), None)
+        op = _point_at_5(run.report)
         best = "n/a" if op is None else f"{_f(op.recall)} ({_f(op.threshold, 4)})"
         lines.append(
             f"| {run.config.embedder} | {_f(tf.pr_auc)} | {_f(tf.roc_auc)} | "

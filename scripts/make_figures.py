@@ -41,8 +41,11 @@ def main() -> int:
         plot.reliability(pair[GPTCACHE], out, stem=f"reliability_{GPTCACHE}"),
         plot.reliability(pair[VERIFIED], out, stem=f"reliability_{VERIFIED}"),
         plot.domain_fhr(list(pair.values()), out),
-        *([plot.subscore_fhr(list(pair.values()), out)]
-          if any(subscore_fhr(s) for s in pair.values()) else []),  # fmt: skip
+        *(
+            [plot.subscore_fhr(list(pair.values()), out)]
+            if any(subscore_fhr(s) for s in pair.values())
+            else []
+        ),  # fmt: skip
         plot.threshold_sweep(rep / "gptcache_sweep.csv", out),
     ]
     clq = [src(p, p.stem.removeprefix("baseline_").removeprefix("gptcache_"))

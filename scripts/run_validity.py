@@ -22,8 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from cacheeval.baselines import make_baseline
-from cacheeval.benches.external import from_pair_file
-from cacheeval.benches.pair_formats import read_pair_file
 from cacheeval.benches.slice import DEFAULT_PER_DOMAIN, generate_slice, load_public_texts
 from cacheeval.benches.validity import (
     METRIC_TITLES,
@@ -39,11 +37,11 @@ from cacheeval.run.harness import predict
 from cacheeval.schema import Row, subscore_of
 from cacheeval.support.jsonio import dumps_pretty, write_bytes_atomic
 from cacheeval.support.layout import DOMAINS_DIR, REPO_ROOT
+from scripts.run_external import pair_sets
+from scripts.run_shift import DEMO_SEED  # the private slice of reports/SHIFT.md
 
-DEMO_SEED = "cacheeval-shift-demo-1"  # the private slice of reports/SHIFT.md
 TEST = "CacheEval test"
 SLICE = "private slice (demo seed)"
-SUFFIXES = (".csv", ".tsv", ".jsonl")
 
 
 def _log(msg: str) -> None:
@@ -94,9 +92,8 @@ def labelled_sets(bench: Path, labels: Path, pairs: Path | None) -> dict[str, li
         Row.from_dict(r) for r in generate_slice(DEMO_SEED, texts, per_domain=DEFAULT_PER_DOMAIN)
     ]
     if pairs is not None:
-        for path in sorted(pairs.iterdir()):
-            if path.is_file() and path.suffix.lower() in SUFFIXES:
-                sets[path.name] = list(from_pair_file(read_pair_file(path)).rows)
+        for pair_set in pair_sets(pairs):
+            sets[pair_set.name] = list(pair_set.rows)
     return sets
 
 

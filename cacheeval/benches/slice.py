@@ -305,12 +305,10 @@ def _predict_against(cache: Any, probe: list[Row], heldout_dir: Path) -> tuple[s
 
     if not isinstance(cache, CacheSpec):
         return cache_name_of(cache), cache_version(cache), predict(cache, probe)
-    from ..run.isolate import checked_prefix
+    from ..run.isolate import cache_file_dirs, checked_prefix
     from ..run.parallel import Predictor
 
-    module = cache.module or ""
-    show = [Path(module).resolve().parent] if module.endswith(".py") else []
-    wrap = checked_prefix(hide=[heldout_dir], show=show)
+    wrap = checked_prefix(hide=[heldout_dir], show=cache_file_dirs(cache.module))
     with Predictor(cache, workers=1, wrap=wrap) as predictor:
         info = predictor.start()
         preds = list(predictor.run(probe))

@@ -354,7 +354,7 @@ class StartedCache:
 def run_mode(args: argparse.Namespace) -> tuple[str, tuple[str, ...]]:
     """Where the options put the cache - ``process`` (default), ``in-process``
     or ``ray`` - and the sandbox prefix of each cache process (``--isolate``)."""
-    from ..run.isolate import IsolationError, checked_prefix
+    from ..run.isolate import IsolationError, cache_file_dirs, checked_prefix
 
     in_process = bool(getattr(args, "in_process", False))
     isolate = bool(getattr(args, "isolate", False))
@@ -372,8 +372,7 @@ def run_mode(args: argparse.Namespace) -> tuple[str, tuple[str, ...]]:
     if not isolate:
         return "process", ()
     hide = [p for p in (getattr(args, "labels", None),) if p is not None]
-    module = getattr(args, "cache_module", None) or ""
-    show = [Path(module).resolve().parent] if module.endswith(".py") else []
+    show = cache_file_dirs(getattr(args, "cache_module", None))
     try:
         return "process", tuple(checked_prefix(hide, show, network=args.allow_network))
     except IsolationError as e:

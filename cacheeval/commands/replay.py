@@ -107,7 +107,6 @@ def _shared_cache(args: argparse.Namespace, kwargs: dict[str, Any]) -> tuple[Any
     from ..run.blockrun import CacheSpec
     from ._running import KEYED_SHARED_LOADER, run_mode
 
-    args.workers = None  # replay has one store: one process
     mode, wrap = run_mode(args)
     if args.baseline is not None:
         module, class_name = "baseline", args.baseline

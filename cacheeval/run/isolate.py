@@ -84,3 +84,16 @@ def checked_prefix(
             f"--isolate: the OS refused the sandbox: {lines[-1] if lines else done.returncode}"
         )
     return prefix
+
+
+def cache_file_dirs(module: str | None) -> list[str]:
+    """The folder of a cache given as a ``.py`` file (its siblings are
+    importable from it), for :func:`bwrap_prefix`'s ``show``; [] for a dotted
+    module name.
+
+    >>> cache_file_dirs("my_pkg.cache"), cache_file_dirs(None)
+    ([], [])
+    """
+    if not module or not module.endswith(".py"):
+        return []
+    return [os.path.dirname(os.path.abspath(module))]
