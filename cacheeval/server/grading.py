@@ -49,9 +49,18 @@ from ..dataset import load_bench
 from ..metrics.registry import public_metrics, values_at
 from ..reporting.report import Report
 from ..results.predictions import HEADER_KEY, Prediction, prediction_problem
-from ..schema import HIT, Row
+from ..schema import HIT, SUBSCORES, Row, subscore_of
 from ..support.jsonio import loads, sha256_file
-from .ladder import FHR_BUDGET, LEVELS, Level, ladder, level_of, split_halves
+from .ladder import (
+    FHR_BUDGET,
+    LEVELS,
+    SUBSCORE_BANDS,
+    Level,
+    ladder,
+    level_of,
+    split_halves,
+    subscore_band,
+)
 from .store import GRADED, INVALID, Store, Submission
 
 #: Longest submission name and training-data description accepted.
@@ -341,15 +350,16 @@ def score_upload(upload: Upload, test: TestSet, *, cache_name: str) -> Report:
 
 
 def _half(preds: dict[str, bool], rows: Sequence[Row], ids: frozenset[str]) -> dict[str, Any]:
-    tp = fp = fn = tn = 0
+    """Exact counts of one half, its level, and per sub-score its counts and
+    band (:func:`~cacheeval.server.ladder.subscore_band`; None: no such rows)."""
+    counts = {s: [0, 0, 0, 0] for s in SUBSCORES}  # tp, fp, fn, tn
     for r in rows:
         if r.id not in ids:
             continue
         hit, y = preds[r.id], r.binary_label == HIT
-        tp += hit and y
-        fp += hit and not y
-        fn += (not hit) and y
-        tn += (not hit) and not y
+        c = counts[subscore_of(r)]
+        c[0 if hit and y else 1 if hit else 2 if y else 3] += 1
+    tp, fp, fn, tn = (sum(c[i] for c in counts.values()) for i in range(4))
     return {
         "n": tp + fp + fn + tn,
         "tp": tp,
@@ -357,6 +367,17 @@ def _half(preds: dict[str, bool], rows: Sequence[Row], ids: frozenset[str]) -> d
         "fn": fn,
         "tn": tn,
         "level": level_of(tp, fp, fn, tn).rank,
+        "subscores": {
+            s: {
+                "n": sum(c),
+                "tp": c[0],
+                "fp": c[1],
+                "fn": c[2],
+                "tn": c[3],
+                "band": subscore_band(s, *c),
+            }
+            for s, c in counts.items()
+        },
     }
 
 
@@ -408,6 +429,20 @@ def level_json(lv: Level | None) -> dict[str, Any] | None:
     }
 
 
+def subscore_bands_json(scores: dict[str, Any], half: str = "public_half") -> dict[str, Any]:
+    """The sub-score bands of a stored grade as the API shows them: per
+    sub-score its band's index and name, None for a grade stored before the
+    bands existed or a sub-score with no rows in the half."""
+    stored = scores.get(half, {}).get("subscores") or {}
+    out: dict[str, Any] = {}
+    for s in SUBSCORES:
+        band = (stored.get(s) or {}).get("band")
+        names = SUBSCORE_BANDS[s]
+        ok = isinstance(band, int) and 0 <= band < len(names)
+        out[s] = {"band": band, "name": names[band]} if ok else None
+    return out
+
+
 def stored_level(scores: dict[str, Any], half: str = "public_half") -> Level | None:
     """The level recorded in a stored grade (None for a grade of another version)."""
     if scores.get("mechanism") != MECHANISM:
@@ -456,6 +491,8 @@ def public_feedback(scores: dict[str, Any], state: LadderState | None) -> dict[s
         "released": state is not None and state.released is not None,
         "level": level_json(state.released if state else None),
         "best_level": level_json(state.best if state else None),
+        # Released with the level and never otherwise (the leak bound counts them).
+        "subscores": subscore_bands_json(scores) if state and state.released else None,
         "submission_number": state.number if state else None,
         "latency_ms": scores.get("latency_ms"),
         "tiers": scores.get("tiers"),

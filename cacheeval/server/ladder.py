@@ -25,12 +25,21 @@ Learning Competitions", ICML 2015) on a fixed hold-out half:
    released levels of one submitter only ever go up, so most uploads of a
    probing attacker return the same answer.
 
+4. **Sub-score bands** (:data:`SUBSCORE_BANDS`, :func:`subscore_band`). With
+   a released level come three coarse bands, one per skill of
+   :func:`cacheeval.schema.subscore_of` (query, context key, policy), on the
+   same public half: over the FHR budget, or within it with recall below or
+   at least 50% (policy rows are all never-cache, so their band is the FHR
+   verdict alone). They are released only with a level, never otherwise.
+
 **Leak bound** (:func:`leak_bound`). After ``k`` uploads the whole answer
 sequence of one submitter is a choice of at most ``L`` strictly increasing
 released levels at some of the ``k`` positions, so there are at most
-``sum_r C(k, r) C(L, r) = C(k + L, L)`` transcripts (Vandermonde) and the
-feedback carries at most ``B = log2 C(k + L, L)`` bits about the labels,
-whatever the strategy. If the attacker knows nothing else about the labels
+``sum_r C(k, r) C(L, r) = C(k + L, L)`` transcripts (Vandermonde); each of
+the at most ``R = min(k, L)`` releases also carries one band per sub-score,
+``S = prod_s |bands_s|`` choices. The feedback carries at most
+``B = log2 C(k + L, L) + R log2 S`` bits about the labels, whatever the
+strategy. If the attacker knows nothing else about the labels
 (a priori independent with the base rate ``p``), rate distortion bounds the
 expected accuracy ``a`` of any label guess on the ``n`` public-half rows by
 ``n (H(p) - H(1 - a)) <= B`` (``H`` the binary entropy, ``1 - a <= min(p, 1 - p)``);
@@ -76,6 +85,56 @@ LEVELS: tuple[Level, ...] = (
 )
 #: The first level within the budget.
 FIRST_IN_BUDGET = 2
+
+#: The coarse bands released per sub-score with a level, lowest first. The
+#: policy rows are all never-cache (no should-hit row), so only FHR bands them.
+SUBSCORE_BANDS: dict[str, tuple[str, ...]] = {
+    "query": (
+        "over budget",
+        "within budget, recall below 50%",
+        "within budget, recall 50% or more",
+    ),
+    "context": (
+        "over budget",
+        "within budget, recall below 50%",
+        "within budget, recall 50% or more",
+    ),
+    "policy": ("over budget", "within budget"),
+}
+
+
+def subscore_band(subscore: str, tp: int, fp: int, fn: int, tn: int) -> int | None:
+    """The band index (in :data:`SUBSCORE_BANDS`) of a sub-score's counts on
+    the public half, None when the half has none of its rows. Over budget:
+    FHR = FP / (FP + TN) > 5%; within it, recall = TP / (TP + FN) picks the
+    band (the policy sub-score has one band within budget).
+
+    >>> subscore_band("query", tp=10, fp=0, fn=10, tn=30)   # recall 0.5
+    2
+    >>> subscore_band("context", tp=0, fp=2, fn=1, tn=10)   # FHR 2/12
+    0
+    >>> subscore_band("policy", tp=0, fp=0, fn=0, tn=9), subscore_band("policy", 0, 0, 0, 0)
+    (1, None)
+    """
+    if tp + fp + fn + tn == 0:
+        return None
+    fhr = fp / (fp + tn) if fp + tn else 0.0
+    if fhr > FHR_BUDGET:
+        return 0
+    bands = SUBSCORE_BANDS[subscore]
+    if len(bands) == 2:
+        return 1
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    return 2 if recall >= 0.50 else 1
+
+
+def subscore_choices() -> int:
+    """``S``: how many band triples one release can show.
+
+    >>> subscore_choices()
+    18
+    """
+    return math.prod(len(b) for b in SUBSCORE_BANDS.values())
 
 
 def level_of(tp: int, fp: int, fn: int, tn: int) -> Level:
@@ -158,16 +217,22 @@ def binary_entropy(p: float) -> float:
     return -p * math.log2(p) - (1.0 - p) * math.log2(1.0 - p)
 
 
-def transcript_bits(k: int, n_levels: int = len(LEVELS)) -> float:
-    """log2 C(k + L, L): the most information ``k`` answers of one submitter
-    can carry (see the module doc).
+def transcript_bits(
+    k: int, n_levels: int = len(LEVELS), subscore_choices_: int | None = None
+) -> float:
+    """log2 C(k + L, L) + min(k, L) log2 S: the most information ``k`` answers
+    of one submitter can carry (see the module doc); ``S`` defaults to
+    :func:`subscore_choices` (1: levels alone).
 
-    >>> round(transcript_bits(100), 1)
+    >>> round(transcript_bits(100, subscore_choices_=1), 1)   # levels alone
     30.7
+    >>> round(transcript_bits(100), 1)   # + 6 releases x log2 18
+    55.7
     >>> transcript_bits(0)
     0.0
     """
-    return math.log2(math.comb(k + n_levels, n_levels))
+    s = subscore_choices() if subscore_choices_ is None else subscore_choices_
+    return math.log2(math.comb(k + n_levels, n_levels)) + min(k, n_levels) * math.log2(s)
 
 
 def accuracy_bound(bits: float, n: int, p_majority: float) -> float:
@@ -221,6 +286,7 @@ def leak_bound(
     n_private: int,
     private_majority: int,
     n_levels: int = len(LEVELS),
+    subscore_choices_: int | None = None,
 ) -> LeakBound:
     """The bound of the module doc for ``k`` uploads. ``*_majority`` are the
     counts of the majority binary label in each half (the private half is
@@ -228,9 +294,11 @@ def leak_bound(
 
     >>> b = leak_bound(100, 250, 168, 250, 168)
     >>> round(b.bits, 1), round(b.points_above_majority, 1)
-    (30.7, 4.5)
+    (55.7, 7.2)
+    >>> round(leak_bound(100, 250, 168, 250, 168, subscore_choices_=1).points_above_majority, 1)
+    4.5
     """
-    bits = transcript_bits(k, n_levels)
+    bits = transcript_bits(k, n_levels, subscore_choices_)
     p_pub = public_majority / n_public if n_public else 0.0
     a_pub = accuracy_bound(bits, n_public, p_pub)
     n = n_public + n_private

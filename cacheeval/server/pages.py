@@ -22,7 +22,15 @@ from html import escape
 from typing import Any
 
 from .charts import board_points, board_svg, domain_fhr_svg, levels_svg
-from .grading import LadderState, Reference, Round, ladder_states, level_json, stored_level
+from .grading import (
+    LadderState,
+    Reference,
+    Round,
+    ladder_states,
+    level_json,
+    stored_level,
+    subscore_bands_json,
+)
 from .ladder import LEVELS, Level
 from .store import Submission
 
@@ -38,6 +46,27 @@ SORT_COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("fhr_high", "FHR band", 1),
     ("recall_low", "Recall band", -1),
     ("p95_latency_ms", "p95 latency (ms)", 1),
+)
+#: The sub-score columns: (sub-score, header, the page's one-sentence meaning).
+SUBSCORE_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    (
+        "query",
+        "Query",
+        "judging the query: both requests share system prompt, turns and tools and carry "
+        "no never-cache policy, so the query alone decides.",
+    ),
+    (
+        "context",
+        "Context key",
+        "keying on context: the requests differ in system prompt, user, prior turns or "
+        "tools, which a cache must not serve across.",
+    ),
+    (
+        "policy",
+        "Policy",
+        "honouring the never-cache policies: creative writing, live data, state changes "
+        "and per-user data must never be served from the cache.",
+    ),
 )
 
 
@@ -56,11 +85,12 @@ def band_text(lv: Level) -> tuple[str, str]:
     return fhr, recall
 
 
-def _entry(lv: Level, extra: dict[str, Any]) -> dict[str, Any]:
+def _entry(lv: Level, extra: dict[str, Any], scores: dict[str, Any]) -> dict[str, Any]:
     lj = level_json(lv)
     assert lj is not None
     return {
         **extra,
+        "subscores": subscore_bands_json(scores),
         "level_rank": lv.rank,
         "level": lv.name,
         "within_budget": lv.within_budget,
@@ -103,6 +133,7 @@ def board(subs: Sequence[Submission], references: Sequence[Reference] = ()) -> l
                     "p95_latency_ms": ref.scores.get("latency_ms", {}).get("p95"),
                     "url": None,
                 },
+                ref.scores,
             )
         )
     for submitter_id, (sub, st) in best.items():
@@ -122,6 +153,7 @@ def board(subs: Sequence[Submission], references: Sequence[Reference] = ()) -> l
                     "p95_latency_ms": sub.scores.get("latency_ms", {}).get("p95"),
                     "url": f"/submissions/{sub.id}",
                 },
+                sub.scores,
             )
         )
     entries.sort(
@@ -185,6 +217,12 @@ def _row(e: dict[str, Any]) -> str:
         f'<td class="num" data-key="p95_latency_ms" data-value="{_data(e["p95_latency_ms"])}">'
         f"{_num(e['p95_latency_ms'], 1)}</td>",
     ]
+    for key, _, _ in SUBSCORE_COLUMNS:
+        band = (e.get("subscores") or {}).get(key)
+        value, text = (band["band"], escape(band["name"])) if band else (None, "&ndash;")
+        cells.append(
+            f'<td class="band" data-key="sub_{key}" data-value="{_data(value)}">{text}</td>'
+        )
     row_id = e["id"] if e["id"] is not None else f"ref-{e['rank']}"
     return f'<tr data-id="{row_id}" data-rank="{e["rank"]}"{kind}>' + "".join(cells) + "</tr>"
 
@@ -211,6 +249,15 @@ def leaderboard_page(
             f'aria-sort="{"descending" if key == "level_rank" else "none"}">'
             f'<button type="button">{escape(label)}</button></th>'
         )
+    for key, label, _ in SUBSCORE_COLUMNS:
+        heads.append(
+            f'<th scope="col" class="band" data-sort="sub_{key}" data-first="-1" '
+            f'aria-sort="none"><button type="button">{escape(label)}</button></th>'
+        )
+    meanings = "".join(
+        f"<li><strong>{escape(label)}</strong>: {escape(text)}</li>"
+        for _, label, text in SUBSCORE_COLUMNS
+    )
     if entries:
         body_rows = "\n".join(_row(e) for e in entries)
     else:
@@ -231,6 +278,10 @@ below every cache within it, with its FHR band. Scores come from a fixed half of
 submission's level is shown only when it beats its submitter's best so far (the Ladder), so the
 feedback cannot be mined for labels. Reference rows are fixed predictions files of the
 baselines and reference caches.</p>
+<p>The last three columns split the same half by the skill a row tests, each a coarse band
+(over the FHR budget, or within it with recall below or at least 50%), released only with
+a level:</p>
+<ul id="subscore-meanings">{meanings}</ul>
 </header>
 <main>
 <table id="board">
@@ -282,6 +333,16 @@ def submission_page(sub: Submission, state: LadderState | None) -> str:
             f'<p id="level">Level: <strong>{escape(state.released.name)}</strong> '
             f"(FHR {fhr_band}, recall {recall_band}), submission {state.number} of its "
             "submitter, the best so far.</p>"
+        )
+        bands = subscore_bands_json(s)
+        answer += (
+            '<ul id="subscores">'
+            + "".join(
+                f"<li>{escape(label)}: "
+                f"{escape(bands[key]['name']) if bands[key] else 'no such rows'}</li>"
+                for key, label, _ in SUBSCORE_COLUMNS
+            )
+            + "</ul>"
         )
     else:
         best = state.best.name if state.best else "none"

@@ -37,6 +37,7 @@ FEEDBACK_KEYS = [
     "released",
     "level",
     "best_level",
+    "subscores",
     "submission_number",
     "latency_ms",
     "tiers",

@@ -23,7 +23,7 @@ pytest.importorskip("multipart")
 from starlette.testclient import TestClient  # noqa: E402
 
 from cacheeval import cli as cacheeval_cli  # noqa: E402
-from cacheeval.schema import LABELS  # noqa: E402
+from cacheeval.schema import LABELS, SUBSCORES, subscore_of  # noqa: E402
 from cacheeval.server.app import ServerConfig, create_app  # noqa: E402
 from cacheeval.server.grading import (  # noqa: E402
     Halves,
@@ -34,7 +34,7 @@ from cacheeval.server.grading import (  # noqa: E402
     load_test_set,
     parse_upload,
 )
-from cacheeval.server.ladder import LEVELS, level_of  # noqa: E402
+from cacheeval.server.ladder import LEVELS, level_of, subscore_band  # noqa: E402
 from cacheeval.server.ratelimit import Decision, RateLimit  # noqa: E402
 from cacheeval.server.store import Store  # noqa: E402
 from cacheeval.server.tokens import bearer_token  # noqa: E402
@@ -150,6 +150,7 @@ def assert_grade_agrees(
         if "is_hit" in line
     }
     total = dict.fromkeys(("tp", "fp", "fn", "tn"), 0)
+    per_sub: dict[str, dict[str, int]] = {}
     for half, ids in (("public_half", halves.public), ("private_half", halves.private)):
         want = dict.fromkeys(("tp", "fp", "fn", "tn"), 0)
         for r in build.rows:
@@ -163,7 +164,20 @@ def assert_grade_agrees(
         assert got["level"] == level_of(**want).rank
         for k in total:
             total[k] += want[k]
+        # Per sub-score: counts over that skill's rows of the half, band from the counts.
+        for sub in SUBSCORES:
+            mine = dict.fromkeys(("tp", "fp", "fn", "tn"), 0)
+            for r in build.rows:
+                if r.id in ids and subscore_of(r) == sub:
+                    hit, y = decided[r.id], r.binary_label == "HIT"
+                    mine[("tp" if y else "fp") if hit else ("fn" if y else "tn")] += 1
+            cell = got["subscores"][sub]
+            assert {k: cell[k] for k in mine} == mine, (half, sub)
+            assert cell["band"] == subscore_band(sub, **mine)
+            per_sub[sub] = {k: per_sub.get(sub, {}).get(k, 0) + mine[k] for k in mine}
     assert total == report["confusion"]
+    by_key = {s["key"]: s["confusion"] for s in report["per_subscore"]}
+    assert {s: c for s, c in per_sub.items() if sum(c.values())} == by_key
     assert scores["n_rows"] == report["provenance"]["n_rows"]
     assert scores["latency_ms"]["p95"] == report["latency"]["p95_ms"]
     assert scores["errors"]["n_errors"] == report["errors"]["n_errors"]
@@ -577,6 +591,22 @@ def test_board_order_page_and_escaping(env: Env, build: MiniBuild) -> None:
         assert f'data-sort="{key}"' in html
     assert html.count("<tr data-id=") == 3
     assert "(20%, 100%]" in html  # the over-budget entry's FHR band
+    # The three sub-score columns: bands from the public half's rows of each skill,
+    # each explained in one sentence on the page.
+    subs = {e["name"]: e["subscores"] for e in entries}
+    for sub in SUBSCORES:
+        assert f'data-sort="sub_{sub}"' in html
+        assert f'data-key="sub_{sub}"' in html
+    present = {
+        s
+        for s in SUBSCORES
+        if any(subscore_of(r) == s and r.id in env.halves.public for r in build.rows)
+    }
+    assert present, "the mini build should have sub-score rows in the public half"
+    for sub in present:
+        assert subs[evil][sub]["name"].startswith("within budget")  # perfect predictions
+        assert subs["all hit"][sub]["name"] == "over budget"  # serves every MISS row
+    assert html.count("<li><strong>") >= 3 and "honouring the never-cache policies" in html
     assert 'id="upload-form"' in html and 'type="file"' in html
     assert "http://" not in html and "https://" not in html  # no CDN, nothing external
     for e in entries:
@@ -610,6 +640,9 @@ def test_the_ladder_releases_only_improvements(env: Env, build: MiniBuild) -> No
     assert perfect["released"] and perfect["level"]["rank"] == 5
     assert not again["released"] and again["best_level"]["rank"] == 5
     assert [f["submission_number"] for f in (miss, hit, perfect, again)] == [1, 2, 3, 4]
+    # Sub-score bands travel with a released level and never without one.
+    assert miss["subscores"] is not None and perfect["subscores"] is not None
+    assert hit["subscores"] is None and again["subscores"] is None
     # The board shows the submitter once, at the best released level.
     entries = env.client.get("/api/leaderboard").json()["entries"]
     assert len(entries) == 1 and entries[0]["level_rank"] == 5
