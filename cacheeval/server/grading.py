@@ -438,8 +438,10 @@ def subscore_bands_json(scores: dict[str, Any], half: str = "public_half") -> di
     for s in SUBSCORES:
         band = (stored.get(s) or {}).get("band")
         names = SUBSCORE_BANDS[s]
-        ok = isinstance(band, int) and 0 <= band < len(names)
-        out[s] = {"band": band, "name": names[band]} if ok else None
+        if isinstance(band, int) and 0 <= band < len(names):
+            out[s] = {"band": band, "name": names[band]}
+        else:
+            out[s] = None
     return out
 
 
