@@ -5,6 +5,8 @@ ONNX embedder and the shipped verifier."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -38,6 +40,15 @@ SWAPPED = "How many pounds are in 3 ounces?"
 
 
 # --- how a prompt becomes a request (no model) -----------------------------------------
+
+
+def test_importing_the_package_imports_neither_framework() -> None:
+    code = (
+        "import sys, adapters.integrations; "
+        "print(sorted(m for m in ('gptcache', 'langchain_core') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_a_plain_prompt_is_the_query() -> None:
