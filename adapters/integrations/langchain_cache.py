@@ -34,6 +34,12 @@ How a prompt becomes a :class:`~cacheeval.schema.Request` (:func:`prompt_request
   a human message - is never cached: ``lookup`` returns None and ``update``
   stores nothing.
 
+A generation that calls a tool (a chat message with tool calls) is never
+stored: it is an action to take, not an answer to reuse, and the verified
+cache's policy tier cannot see the tools LangChain binds (they are part of
+``llm_string``, so they key the cache exactly, but their definitions never
+reach the policy rules on mutating and live-data tools).
+
 The generations LangChain hands to ``update`` are kept in memory as given and
 returned (as a new list) on a hit. A second ``update`` for an identical request
 under the same ``llm_string`` replaces the stored generations.
@@ -79,6 +85,20 @@ def _text(content: Any) -> str | None:
         else:
             return None
     return "".join(parts)
+
+
+def calls_a_tool(generation: Generation) -> bool:
+    """Whether a generation is a chat message that calls a tool (never stored)."""
+    message = getattr(generation, "message", None)
+    if message is None:
+        return False
+    extra = getattr(message, "additional_kwargs", None) or {}
+    return bool(
+        getattr(message, "tool_calls", None)
+        or getattr(message, "invalid_tool_calls", None)
+        or extra.get("tool_calls")
+        or extra.get("function_call")
+    )
 
 
 def _serialised_messages(prompt: str) -> list[tuple[str, dict[str, Any]]] | None:
@@ -189,7 +209,7 @@ class VerifiedLLMCache(BaseCache):
 
     def update(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
         request = prompt_request(prompt)
-        if request is None:
+        if request is None or any(calls_a_tool(g) for g in return_val):
             return
         with self._lock:
             ids = self._ids.setdefault(llm_string, {})

@@ -17,7 +17,10 @@ pytest.importorskip("lightgbm")
 
 from langchain_core.globals import get_llm_cache, set_llm_cache  # noqa: E402
 from langchain_core.language_models.fake import FakeListLLM  # noqa: E402
-from langchain_core.language_models.fake_chat_models import FakeListChatModel  # noqa: E402
+from langchain_core.language_models.fake_chat_models import (  # noqa: E402
+    FakeListChatModel,
+    FakeMessagesListChatModel,
+)
 from langchain_core.load import dumps  # noqa: E402
 from langchain_core.messages import (  # noqa: E402
     AIMessage,
@@ -150,6 +153,21 @@ def test_a_signed_in_users_profile_is_never_cached(llm_cache: Any) -> None:
     assert chat.invoke(messages).content == "reply 0"
     assert chat.invoke(messages).content == "reply 1" and chat.i == 2
     assert len(llm_cache) == 0
+
+
+@SLOW
+def test_a_reply_that_calls_a_tool_is_never_stored(llm_cache: Any) -> None:
+    call = {"name": "delete_account", "args": {"user": "u-1001"}, "id": "c1"}
+    chat = FakeMessagesListChatModel(
+        responses=[AIMessage("", tool_calls=[call]), AIMessage("", tool_calls=[call])]
+    )
+    messages = [HumanMessage("Delete my account")]
+    assert chat.invoke(messages).tool_calls and chat.i == 1
+    assert chat.invoke(messages).tool_calls and chat.i == 0  # called again (it cycles)
+    assert len(llm_cache) == 0
+    text = FakeMessagesListChatModel(responses=[AIMessage("48 ounces"), AIMessage("other")])
+    assert text.invoke([HumanMessage(STORED)]).content == "48 ounces" and text.i == 1
+    assert text.invoke([HumanMessage(PARAPHRASE)]).content == "48 ounces" and text.i == 1
 
 
 @SLOW
