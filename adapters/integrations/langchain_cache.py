@@ -60,13 +60,16 @@ from adapters.verified_cache.cache import exact_key
 from adapters.verified_cache.model import Verifier
 from cacheeval.metrics.sweep import OperatingPoint
 
-#: Message class name -> the role of a prior turn.
+#: Message class name -> the role of a turn ("system": part of the system prompt).
 ROLES = {
+    "SystemMessage": "system",
     "HumanMessage": "user",
     "AIMessage": "assistant",
     "ToolMessage": "tool",
     "FunctionMessage": "function",
 }
+#: A ``ChatMessage``'s own role -> the role of a turn (other roles are kept as given).
+CHAT_ROLES = {"human": "user", "ai": "assistant"}
 
 
 def _text(content: Any) -> str | None:
@@ -144,15 +147,20 @@ def prompt_request(prompt: str) -> Request | None:
     turns: list[dict[str, str]] = []
     for name, kwargs in messages:
         text = _text(kwargs.get("content", ""))
-        if text is None or kwargs.get("tool_calls") or kwargs.get("invalid_tool_calls"):
+        extra = kwargs.get("additional_kwargs") or {}
+        calls = (kwargs.get(k) or extra.get(k) for k in ("tool_calls", "invalid_tool_calls"))
+        if text is None or any(calls) or extra.get("function_call"):
             return None
-        if name == "SystemMessage":
-            system.append(text)
-            continue
-        role = ROLES.get(name) or (str(kwargs.get("role", "")) if name == "ChatMessage" else "")
+        role = ROLES.get(name, "")
+        if name == "ChatMessage":
+            own = str(kwargs.get("role", ""))
+            role = CHAT_ROLES.get(own, own)
         if not role:
             return None
-        turns.append({"role": role, "content": text})
+        if role == "system":
+            system.append(text)
+        else:
+            turns.append({"role": role, "content": text})
     if not turns or turns[-1]["role"] != "user":
         return None
     return Request(

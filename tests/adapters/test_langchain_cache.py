@@ -77,6 +77,11 @@ def test_a_chat_prompt_gives_system_prompt_turns_and_query() -> None:
         "Session of user u-1001.\nAnswer briefly.",
     )
     assert prompt_request(dumps([HumanMessage("hi")])) == Request("hi")
+    chat_roles = [
+        ChatMessage(role="system", content="Be brief."),
+        ChatMessage(role="human", content="hi"),
+    ]
+    assert prompt_request(dumps(chat_roles)) == Request("hi", system_prompt="Be brief.")
 
 
 def test_a_chat_prompt_it_cannot_read_faithfully_is_never_cached() -> None:
@@ -86,6 +91,11 @@ def test_a_chat_prompt_it_cannot_read_faithfully_is_never_cached() -> None:
         [HumanMessage(content=[{"type": "text", "text": "What is this?"}, image])],
         [HumanMessage("Find x"), calls, ToolMessage("42", tool_call_id="c1")],
         [HumanMessage("Find x"), AIMessage("The answer is")],
+        [
+            HumanMessage("Find x"),
+            AIMessage("", additional_kwargs={"function_call": {"name": "f", "arguments": "{}"}}),
+            HumanMessage("ok"),
+        ],
     ):
         prompt = dumps(messages)
         assert prompt_request(prompt) is None
