@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -424,3 +425,38 @@ def interrupted_message(prog: str, written: int, path: Path) -> str:
         f"{prog}: interrupted after {written} rows; partial predictions "
         f"(marked incomplete) -> {path}"
     )
+
+
+def add_probe_argument(parser: argparse.ArgumentParser) -> None:
+    """``--no-probe``: leave the cold single-call probe out of the report."""
+    parser.add_argument(
+        "--no-probe",
+        action="store_true",
+        help="skip the cold probe (a fresh cache process deciding a few new pairs with "
+        "nothing prepared, timed for the report's latency section)",
+    )
+
+
+def with_cold_start(
+    args: argparse.Namespace, prog: str, report: Any, prepare_ms: list[float] | None
+) -> Any:
+    """``report`` with what ``prepare()`` cost per row and, unless
+    ``--no-probe``, the cold probe of the cache the options name, run out of
+    process (in the run's sandbox with ``--isolate``), see :mod:`cacheeval.run.probe`."""
+    from dataclasses import replace
+
+    from ..metrics.latency import prepare_time
+
+    report = replace(
+        report,
+        prepare=prepare_time(prepare_ms, report.provenance.n_rows, report.latency.mean_ms),
+    )
+    if getattr(args, "no_probe", False):
+        return report
+    from ..run.probe import run_probe
+
+    spec, _, _ = cache_spec(args)
+    _, wrap = run_mode(args)
+    print(f"{prog}: cold probe of {report.provenance.cache_name} in a fresh process",
+          file=sys.stderr)  # fmt: skip
+    return replace(report, cold_probe=run_probe(spec, wrap=wrap, timeout_ms=args.timeout_ms))

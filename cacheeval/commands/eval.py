@@ -25,10 +25,10 @@ from ..schema import DOMAINS, SPLITS
 from ._running import UsageError as UsageError
 from ._running import _one_line as _one_line
 from ._running import add_cache_arguments as add_cache_arguments
+from ._running import add_probe_argument, positive_int, with_cold_start
 from ._running import cache_spec as cache_spec
 from ._running import hidden_count_message as hidden_count_message
 from ._running import parse_cache_args as parse_cache_args
-from ._running import positive_int
 
 NAME = "eval"
 HELP = "Run a cache or a baseline over the benchmark and write a report."
@@ -188,6 +188,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_scale_arguments(parser)
     add_report_arguments(parser)
     parser.add_argument("--predictions", type=Path, help="also write the predictions JSONL")
+    add_probe_argument(parser)
     parser.set_defaults(_prog=parser.prog)
 
 
@@ -255,6 +256,7 @@ def _evaluate(args: argparse.Namespace, prog: str) -> Any:
     split = selected.split(args.split)
     try:
         report = _build(args, prog, selected, columns, cache, (sha, split, created))
+        report = with_cold_start(args, prog, report, cache.predictor.prepare_times())
     except BaseException:
         if writer is not None:
             writer.discard()  # no report: no file that looks like a finished run
