@@ -102,13 +102,43 @@ def add_label_arguments(parser: argparse.ArgumentParser | Any) -> None:
     )
 
 
-def add_cache_arguments(parser: argparse.ArgumentParser, *, shared: bool = False) -> None:
+def add_cache_arguments(
+    parser: argparse.ArgumentParser, *, shared: bool = False, several: bool = False
+) -> None:
     """--baseline | --cache-module [--cache-class] [--cache-arg ...], --cache-name;
     for a per-row cache also --on-error and --timeout-ms.
 
     ``shared`` names a shared cache (``replay``): a baseline of
     :data:`~cacheeval.replay.shared_baselines.SHARED_BASELINES`, and no --on-error
-    (``replay`` places its own --timeout-ms, whose help differs)."""
+    (``replay`` places its own --timeout-ms, whose help differs). ``several``:
+    leave out the options naming the cache, for a command that names several
+    with :func:`._several.add_several_arguments`."""
+    if not several:
+        _add_which_cache(parser, shared=shared)
+    parser.add_argument(
+        "--keyed",
+        action="store_true",
+        help="put the cache behind the key it should have: never serve across system "
+        "prompts, prior turns or tools, nor what the policy tier forbids (adapters.keyed)",
+    )
+    if shared:
+        return
+    parser.add_argument(
+        "--on-error",
+        choices=("miss", "raise"),
+        default="miss",
+        help="a failing call is scored MISS (default) or aborts the run",
+    )
+    parser.add_argument(
+        "--timeout-ms",
+        type=positive_float,
+        metavar="N",
+        help="abandon a call after N ms (scored MISS, reported as a timeout)",
+    )
+
+
+def _add_which_cache(parser: argparse.ArgumentParser, *, shared: bool) -> None:
+    """--baseline | --cache-module [--cache-class] [--cache-arg ...], --cache-name."""
     if shared:
         from ..replay.shared_baselines import SHARED_BASELINES
 
@@ -134,26 +164,6 @@ def add_cache_arguments(parser: argparse.ArgumentParser, *, shared: bool = False
         help="constructor argument (VALUE parsed as JSON when it parses, else a string)",
     )
     parser.add_argument("--cache-name", help=name_help)
-    parser.add_argument(
-        "--keyed",
-        action="store_true",
-        help="put the cache behind the key it should have: never serve across system "
-        "prompts, prior turns or tools, nor what the policy tier forbids (adapters.keyed)",
-    )
-    if shared:
-        return
-    parser.add_argument(
-        "--on-error",
-        choices=("miss", "raise"),
-        default="miss",
-        help="a failing call is scored MISS (default) or aborts the run",
-    )
-    parser.add_argument(
-        "--timeout-ms",
-        type=positive_float,
-        metavar="N",
-        help="abandon a call after N ms (scored MISS, reported as a timeout)",
-    )
 
 
 def parse_cache_args(items: list[str]) -> dict[str, Any]:
