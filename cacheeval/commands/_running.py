@@ -453,20 +453,12 @@ def with_cold_start(
     """``report`` with what ``prepare()`` cost per row and, unless
     ``--no-probe``, the cold probe of the cache the options name, run out of
     process (in the run's sandbox with ``--isolate``), see :mod:`cacheeval.run.probe`."""
-    from dataclasses import replace
+    from ..run.probe import with_cold_start as attach
 
-    from ..metrics.latency import prepare_time
-
-    report = replace(
-        report,
-        prepare=prepare_time(prepare_ms, report.provenance.n_rows, report.latency.mean_ms),
-    )
     if getattr(args, "no_probe", False):
-        return report
-    from ..run.probe import run_probe
-
+        return attach(report, None, prepare_ms=prepare_ms)
     spec, _, _ = cache_spec(args)
     _, wrap = run_mode(args)
     print(f"{prog}: cold probe of {report.provenance.cache_name} in a fresh process",
           file=sys.stderr)  # fmt: skip
-    return replace(report, cold_probe=run_probe(spec, wrap=wrap, timeout_ms=args.timeout_ms))
+    return attach(report, spec, prepare_ms=prepare_ms, wrap=wrap, timeout_ms=args.timeout_ms)

@@ -121,3 +121,28 @@ def run_probe(
     runner.close()
     error = next((r[5] for r in results if r[5] is not None), None)
     return cold_probe(start_ms, [r[4] for r in results], error)
+
+
+def with_cold_start(
+    report: Any,
+    spec: CacheSpec | None,
+    *,
+    prepare_ms: Sequence[float] | None,
+    wrap: Sequence[str] = (),
+    timeout_ms: float | None = None,
+) -> Any:
+    """``report`` (a :class:`~cacheeval.reporting.report.Report`) with what
+    ``prepare()`` cost per row (``prepare_ms``: each process's time, None for
+    a cache without ``prepare``) and, when ``spec`` is given, the cold probe
+    of that cache (:func:`run_probe`)."""
+    from dataclasses import replace
+
+    from ..metrics.latency import prepare_time
+
+    report = replace(
+        report,
+        prepare=prepare_time(prepare_ms, report.provenance.n_rows, report.latency.mean_ms),
+    )
+    if spec is None:
+        return report
+    return replace(report, cold_probe=run_probe(spec, wrap=wrap, timeout_ms=timeout_ms))
