@@ -11,6 +11,7 @@ import pytest
 from cacheeval.cli import main
 from cacheeval.dataset import load_bench
 from cacheeval.metrics.latency import ColdProbe, PrepareTime
+from cacheeval.reporting.latency_text import ms
 from cacheeval.reporting.report import REPORT_VERSION, Report
 from cacheeval.run.blockrun import CacheSpec
 from cacheeval.run.probe import PROBE_CALLS, probe_pairs, run_probe
@@ -88,8 +89,8 @@ def test_eval_reports_prepare_time_and_a_cold_probe(tmp_path: Path, cache_file: 
     assert c.next_call_ms is not None and c.next_call_ms < 300.0
     md = (tmp_path / "r.md").read_text(encoding="utf-8")
     latency = md[md.index("## Latency") : md.index("## Cost")]
-    assert f"for 32 rows = {p.per_row_ms:.3g} ms per row" in latency
-    assert f"its first call on a new pair took {c.first_call_ms:.3g} ms" in latency
+    assert f"for 32 rows = {ms(p.per_row_ms)} ms per row" in latency
+    assert f"its first call on a new pair took {ms(c.first_call_ms)} ms" in latency
     assert json.loads((tmp_path / "r.json").read_text())["cacheeval_report"] == REPORT_VERSION
 
 

@@ -9,15 +9,15 @@ from ..metrics.latency import ColdProbe, PrepareTime
 
 
 def ms(x: float | None) -> str:
-    """Milliseconds for people: 3 significant digits, at least 3 decimals
-    below 1 ms, ``n/a`` for None.
+    """Milliseconds for people: whole ms with thousands separators from 100 ms
+    up, else 3 significant digits; ``n/a`` for None.
 
     >>> ms(0.004213), ms(13.84), ms(3406.55), ms(None)
-    ('0.00421', '13.8', '3.41e+03', 'n/a')
+    ('0.00421', '13.8', '3,407', 'n/a')
     """
     if x is None:
         return "n/a"
-    return f"{x:.3g}"
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
 def prepare_sentence(p: PrepareTime) -> str:
@@ -48,6 +48,6 @@ def probe_sentence(c: ColdProbe) -> str:
     return (
         f"- Cold probe: a fresh cache process started in {ms(c.start_ms)} ms (interpreter, "
         f"imports, construction); with nothing prepared, its first call on a new pair took "
-        f"{ms(c.first_call_ms)} ms (embedding included){tail}. This is what one request "
+        f"{ms(c.first_call_ms)} ms (any embedding included){tail}. This is what one request "
         f"costs a cache that has not seen it.{error}"
     )
