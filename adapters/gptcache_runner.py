@@ -48,6 +48,7 @@ from cacheeval.results.predictions import (
 )
 from cacheeval.run.harness import predict, score
 from cacheeval.run.parallel import predict_parallel
+from cacheeval.run.probe import run_probe
 from cacheeval.schema import ADVERSARIAL, DOMAINS, Row
 from cacheeval.support.gitinfo import read_git_info
 from cacheeval.support.jsonio import sha256_file, write_bytes_atomic
@@ -145,6 +146,9 @@ def run_config(
     if not real:  # latency of the real path, from its sample
         sample = score(real_preds, checked, cache_name="latency sample")
         report = dataclasses.replace(report, latency=sample.latency)
+    # the real path's cold probe: a fresh GPTCache embedding each new pair in the call
+    # (prepare() is not timed here: the report's prepare stays null, not measured)
+    report = dataclasses.replace(report, cold_probe=run_probe(config_spec(config, "real")))
     seconds = time.perf_counter() - start
     pairs = [r.pair for r in checked]
     fast.prepare(pairs)

@@ -53,6 +53,7 @@ def main() -> int:
     clq += [src(p, "gptcache " + p.stem.removeprefix("gptcache_"))
             for p in sorted(rep.glob("gptcache_*.json"))]  # fmt: skip
     clq.append(src(rep / "replay" / f"pair_test_{VERIFIED}.json", "verified-cache (test)"))
+    clq += list(shared.values())  # the replays: lookups against a shared store
     figures.append(plot.clq(clq, out))
     for fig in figures:
         for note in fig.notes:

@@ -540,3 +540,19 @@ def from_pair_file(pf: PairFile) -> LabelledSet:
         "dropped": pf.n_dropped,
     }
     return LabelledSet(Path(pf.path).name, pf.rows, info)
+
+
+def side_by_side_table(entries: Sequence[Entry]) -> list[str]:
+    """Several caches compared: one row per cache (the reference last), one
+    column per set (whole sets only), each cell ``FHR / recall / ROC-AUC``."""
+    whole = [e for e in entries if not e.subset]
+    sets = list(dict.fromkeys(e.set for e in whole))
+    caches = list(dict.fromkeys(e.cache for e in whole if not e.is_reference))
+    caches += list(dict.fromkeys(e.cache for e in whole if e.is_reference))
+    cells = {(e.cache, e.set): f"{_f(e.fhr)} / {_f(e.recall)} / {_f(e.roc_auc)}" for e in whole}
+    header = ["cache", *(f"{s}: FHR / recall / ROC-AUC" for s in sets)]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for cache in caches:
+        row = [cache, *(cells.get((cache, s), "n/a") for s in sets)]
+        lines.append("| " + " | ".join(row) + " |")
+    return lines

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -101,13 +102,43 @@ def add_label_arguments(parser: argparse.ArgumentParser | Any) -> None:
     )
 
 
-def add_cache_arguments(parser: argparse.ArgumentParser, *, shared: bool = False) -> None:
+def add_cache_arguments(
+    parser: argparse.ArgumentParser, *, shared: bool = False, several: bool = False
+) -> None:
     """--baseline | --cache-module [--cache-class] [--cache-arg ...], --cache-name;
     for a per-row cache also --on-error and --timeout-ms.
 
     ``shared`` names a shared cache (``replay``): a baseline of
     :data:`~cacheeval.replay.shared_baselines.SHARED_BASELINES`, and no --on-error
-    (``replay`` places its own --timeout-ms, whose help differs)."""
+    (``replay`` places its own --timeout-ms, whose help differs). ``several``:
+    leave out the options naming the cache, for a command that names several
+    with :func:`._several.add_several_arguments`."""
+    if not several:
+        _add_which_cache(parser, shared=shared)
+    parser.add_argument(
+        "--keyed",
+        action="store_true",
+        help="put the cache behind the key it should have: never serve across system "
+        "prompts, prior turns or tools, nor what the policy tier forbids (adapters.keyed)",
+    )
+    if shared:
+        return
+    parser.add_argument(
+        "--on-error",
+        choices=("miss", "raise"),
+        default="miss",
+        help="a failing call is scored MISS (default) or aborts the run",
+    )
+    parser.add_argument(
+        "--timeout-ms",
+        type=positive_float,
+        metavar="N",
+        help="abandon a call after N ms (scored MISS, reported as a timeout)",
+    )
+
+
+def _add_which_cache(parser: argparse.ArgumentParser, *, shared: bool) -> None:
+    """--baseline | --cache-module [--cache-class] [--cache-arg ...], --cache-name."""
     if shared:
         from ..replay.shared_baselines import SHARED_BASELINES
 
@@ -133,26 +164,6 @@ def add_cache_arguments(parser: argparse.ArgumentParser, *, shared: bool = False
         help="constructor argument (VALUE parsed as JSON when it parses, else a string)",
     )
     parser.add_argument("--cache-name", help=name_help)
-    parser.add_argument(
-        "--keyed",
-        action="store_true",
-        help="put the cache behind the key it should have: never serve across system "
-        "prompts, prior turns or tools, nor what the policy tier forbids (adapters.keyed)",
-    )
-    if shared:
-        return
-    parser.add_argument(
-        "--on-error",
-        choices=("miss", "raise"),
-        default="miss",
-        help="a failing call is scored MISS (default) or aborts the run",
-    )
-    parser.add_argument(
-        "--timeout-ms",
-        type=positive_float,
-        metavar="N",
-        help="abandon a call after N ms (scored MISS, reported as a timeout)",
-    )
 
 
 def parse_cache_args(items: list[str]) -> dict[str, Any]:
@@ -424,3 +435,30 @@ def interrupted_message(prog: str, written: int, path: Path) -> str:
         f"{prog}: interrupted after {written} rows; partial predictions "
         f"(marked incomplete) -> {path}"
     )
+
+
+def add_probe_argument(parser: argparse.ArgumentParser) -> None:
+    """``--no-probe``: leave the cold single-call probe out of the report."""
+    parser.add_argument(
+        "--no-probe",
+        action="store_true",
+        help="skip the cold probe (a fresh cache process deciding a few new pairs with "
+        "nothing prepared, timed for the report's latency section)",
+    )
+
+
+def with_cold_start(
+    args: argparse.Namespace, prog: str, report: Any, prepare_ms: list[float] | None
+) -> Any:
+    """``report`` with what ``prepare()`` cost per row and, unless
+    ``--no-probe``, the cold probe of the cache the options name, run out of
+    process (in the run's sandbox with ``--isolate``), see :mod:`cacheeval.run.probe`."""
+    from ..run.probe import with_cold_start as attach
+
+    if getattr(args, "no_probe", False):
+        return attach(report, None, prepare_ms=prepare_ms)
+    spec, _, _ = cache_spec(args)
+    _, wrap = run_mode(args)
+    print(f"{prog}: cold probe of {report.provenance.cache_name} in a fresh process",
+          file=sys.stderr)  # fmt: skip
+    return attach(report, spec, prepare_ms=prepare_ms, wrap=wrap, timeout_ms=args.timeout_ms)

@@ -25,10 +25,10 @@ from ..schema import DOMAINS, SPLITS
 from ._running import UsageError as UsageError
 from ._running import _one_line as _one_line
 from ._running import add_cache_arguments as add_cache_arguments
+from ._running import add_probe_argument, positive_int, with_cold_start
 from ._running import cache_spec as cache_spec
 from ._running import hidden_count_message as hidden_count_message
 from ._running import parse_cache_args as parse_cache_args
-from ._running import positive_int
 
 NAME = "eval"
 HELP = "Run a cache or a baseline over the benchmark and write a report."
@@ -183,16 +183,90 @@ def run_report_command(
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..baselines import BASELINES
+    from ._several import add_several_arguments
+
     add_rows_arguments(parser)
-    add_cache_arguments(parser)
+    add_several_arguments(
+        parser,
+        sorted(BASELINES),
+        "dotted module or path to a .py file exposing `cache` (or --cache-class)",
+    )
+    add_cache_arguments(parser, several=True)
     add_scale_arguments(parser)
     add_report_arguments(parser)
     parser.add_argument("--predictions", type=Path, help="also write the predictions JSONL")
+    add_probe_argument(parser)
     parser.set_defaults(_prog=parser.prog)
 
 
 def run(args: argparse.Namespace) -> int:
-    return run_report_command(args, NAME, _evaluate)
+    from ._several import cache_choices
+
+    prog = prog_name(args, f"cacheeval {NAME}")
+    try:
+        choices = cache_choices(args)
+    except UsageError as e:
+        return fail(prog, str(e))
+    if len(choices) == 1:
+        return run_report_command(choices[0], NAME, _evaluate)
+    return run_several(args, prog, choices, _evaluate)
+
+
+def run_several(
+    args: argparse.Namespace,
+    prog: str,
+    choices: list[argparse.Namespace],
+    make_report: Callable[[argparse.Namespace, str], Any],
+) -> int:
+    """Run each cache in turn (each as a one-cache run: out of process, its
+    own report beside --out as ``<out stem>.<cache>.md``, and JSON and
+    predictions the same way), then write the comparison to --out (and
+    --json). A usage error stops before any cache runs when the options show
+    it; a cache that fails stops the rest."""
+    from ..reporting.several import to_dict_several, to_markdown_several
+    from ..run.harness import CacheCallError
+    from ..support.jsonio import dumps_pretty, write_bytes_atomic
+    from ._running import run_mode
+    from ._several import beside, distinct_names, file_slugs
+
+    slugs = file_slugs([c.cache_label for c in choices])
+    try:
+        for c, tag in zip(choices, slugs, strict=True):
+            cache_spec(c)  # every cache's options checked before the first runs
+            run_mode(c)
+            c.out, c.json = beside(args.out, tag), beside(args.json, tag)
+            c.predictions = beside(args.predictions, tag)
+        reports = []
+        for c in choices:
+            print(f"{prog}: {c.cache_label} ({c.cache_origin})", file=sys.stderr)
+            report = make_report(c, prog)
+            if report is None:
+                return fail(prog, "interrupted; no comparison written", EXIT_INTERRUPTED)
+            write_report(report, c.out, c.json)
+            print(summary_line(report, c.out))
+            reports.append(report)
+        names = distinct_names([r.provenance.cache_name for r in reports])
+        by_name = dict(zip(names, reports, strict=True))
+        files = {n: _relative(c.out, args.out) for n, c in zip(names, choices, strict=True)}
+        write_bytes_atomic(args.out, to_markdown_several(by_name, files).encode("utf-8"))
+        if args.json is not None:
+            jfiles = {n: _relative(c.json, args.json) for n, c in zip(names, choices, strict=True)}
+            data = to_dict_several(by_name, jfiles)
+            write_bytes_atomic(args.json, dumps_pretty(data).encode("utf-8"))
+    except UsageError as e:
+        return fail(prog, str(e))
+    except CacheCallError as e:
+        return fail(prog, f"the cache failed: {e}", EXIT_CACHE_FAILED)
+    except OSError as e:
+        return fail(prog, _one_line(e))
+    print(f"{len(reports)} caches compared -> {args.out}")
+    return EXIT_OK
+
+
+def _relative(path: Path, to: Path) -> str:
+    """``path`` as a link from the file ``to`` (they share a folder: its name)."""
+    return path.name if path.parent == to.parent else str(path)
 
 
 def _evaluate(args: argparse.Namespace, prog: str) -> Any:
@@ -255,6 +329,7 @@ def _evaluate(args: argparse.Namespace, prog: str) -> Any:
     split = selected.split(args.split)
     try:
         report = _build(args, prog, selected, columns, cache, (sha, split, created))
+        report = with_cold_start(args, prog, report, cache.predictor.prepare_times())
     except BaseException:
         if writer is not None:
             writer.discard()  # no report: no file that looks like a finished run

@@ -61,7 +61,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="sample a larger file down to this many pairs (seeded)",
     )
     parser.add_argument("--seed", type=int, default=d.seed, help="seed of that sample")
-    add_cache_arguments(parser)
+    from ..baselines import BASELINES
+    from ._several import add_several_arguments
+
+    add_several_arguments(
+        parser,
+        sorted(BASELINES),
+        "dotted module or path to a .py file exposing `cache` (or --cache-class)",
+    )
+    add_cache_arguments(parser, several=True)
     parser.add_argument(
         "--in-process",
         action="store_true",
@@ -174,24 +182,30 @@ def run(args: argparse.Namespace) -> int:
     from ..benches.external import DEFAULT_SLICES, grade
     from ..reporting.report import utc_now
     from ..run.harness import CacheCallError, CacheLoadError, cache_name_of
-    from ..support.jsonio import dumps_pretty, write_bytes_atomic
     from ._running import cache_spec
+    from ._several import cache_choices, distinct_names
     from .eval import EXIT_CACHE_FAILED, EXIT_OK, UsageError, _one_line, fail
 
     prog = prog_of(args)
     try:
+        choices = cache_choices(args)
         sets = load_sets(args)
-        spec, _, _ = cache_spec(args)
-        try:
-            cache = spec.build() if args.in_process else spec
-            cache_name = args.cache_name or (
-                cache_name_of(cache) if args.in_process else described_name(spec)
-            )
-        except CacheLoadError as e:
-            raise UsageError(str(e)) from None
+        caches: dict[str, Any] = {}
+        names = []
+        for choice in choices:
+            spec, _, _ = cache_spec(choice)
+            try:
+                cache = spec.build() if args.in_process else spec
+                name = choice.cache_name or (
+                    cache_name_of(cache) if args.in_process else described_name(spec)
+                )
+            except CacheLoadError as e:
+                raise UsageError(str(e)) from None
+            names.append(name)
+            caches[distinct_names(names)[-1]] = cache
         reference = None if args.no_reference else load_reference(args.reference)
         report = grade(
-            {cache_name: cache},
+            caches,
             sets,
             reference=reference,
             reference_name=cache_name_of(reference) if reference is not None else "reference",
@@ -203,9 +217,7 @@ def run(args: argparse.Namespace) -> int:
             in_process=args.in_process,
         )
         report = dataclasses.replace(report, created=utc_now())
-        write_bytes_atomic(args.out, report.to_markdown().encode("utf-8"))
-        if args.json is not None:
-            write_bytes_atomic(args.json, dumps_pretty(report.to_dict()).encode("utf-8"))
+        _write(args, report, list(caches))
     except UsageError as e:
         return fail(prog, str(e))
     except CacheCallError as e:
@@ -213,7 +225,36 @@ def run(args: argparse.Namespace) -> int:
     except OSError as e:
         return fail(prog, _one_line(e))
     for item in report.entries:
-        if item.cache == cache_name:
-            print(summary(item, report.reference))
+        if item.cache in caches:
+            line = summary(item, report.reference)
+            print(f"{item.cache} on {line}" if len(caches) > 1 else line)
     print(f"{prog}: wrote {args.out}", file=sys.stderr)
     return EXIT_OK
+
+
+def _write(args: argparse.Namespace, report: Any, names: list[str]) -> None:
+    """One cache: its report to --out (and --json). Several: each cache's own
+    report beside --out (``<stem>.<cache>.md``, the reference's entries
+    included) and to --out the report of them all, led by a table of the
+    caches side by side."""
+    from ..benches.external import side_by_side_table
+    from ..support.jsonio import dumps_pretty, write_bytes_atomic
+    from ._several import beside, file_slugs
+
+    def put(out: Path | None, js: Path | None, rep: Any, text: str) -> None:
+        if out is not None:
+            write_bytes_atomic(out, text.encode("utf-8"))
+        if js is not None:
+            write_bytes_atomic(js, dumps_pretty(rep.to_dict()).encode("utf-8"))
+
+    if len(names) == 1:
+        put(args.out, args.json, report, report.to_markdown())
+        return
+    for name, tag in zip(names, file_slugs(names), strict=True):
+        keep = tuple(e for e in report.entries if e.cache == name or e.is_reference)
+        own = dataclasses.replace(report, entries=keep)
+        put(beside(args.out, tag), beside(args.json, tag), own, own.to_markdown())
+    md = report.to_markdown(title=f"External validity: {len(names)} caches")
+    side = ["## Caches side by side", "", *side_by_side_table(report.entries)]
+    head, _, rest = md.partition("\n\n")
+    put(args.out, args.json, report, "\n\n".join([head, "\n".join(side), rest]))

@@ -13,8 +13,9 @@ series.
 * :func:`domain_fhr` - per-domain FHR with 95% Wilson intervals, caches side by side;
 * :func:`subscore_fhr` - the same per sub-score (query, context, policy);
 * :func:`threshold_sweep` - GPTCache's FHR and recall against its threshold;
-* :func:`clq` - the cost-latency-quality view: quality (F1; recall at FHR <= 5%)
-  against p95 latency, marker area by cost per 1k decisions, the Pareto front.
+* :func:`clq` - the cost-latency-quality view: F1 and the false-hit rate
+  against p95 latency (pair and replay reports), marker area by cost per 1k
+  decisions, the Pareto front.
 """
 
 from __future__ import annotations
@@ -104,25 +105,24 @@ def pr_pchr(
     """PR (left) and P-CHR (right) curves of every source that has a sweep."""
     plt = pyplot()
     fig, (ax_pr, ax_pc) = plt.subplots(1, 2, figsize=(10, 4.2))
-    notes, k, rates = [], 0, []
-    for i, src in enumerate(sources):
-        c = curve(src)
-        if c is None:
-            notes.append(f"{src.name}: no threshold sweep in this report (no scores, or old file)")
-            continue
+    notes: list[str] = []
+    k, rates = 0, []
+    for i, src, c, name in _distinct_curves(sources, notes):
         color = PALETTE[i % len(PALETTE)]
+        width = max(0.9, 2.4 - 0.4 * k)  # a later curve drawn thinner: one close below shows
         if c.pr_auc is not None:
             (line,) = ax_pr.plot(c.recall, c.precision, drawstyle="steps-pre", color=color,
-                                 label=f"{c.name} (AP {c.pr_auc:.3f})")  # fmt: skip
+                                 linewidth=width, label=f"{name} (AP {c.pr_auc:.3f})")  # fmt: skip
             _tag(line, k, "pr")
         elif src.kind == "replay":  # recall over the servable lookups
             (line,) = ax_pr.plot(c.recall, c.precision, drawstyle="steps-pre", color=color,
-                                 linestyle="--", label=c.name)  # fmt: skip
+                                 linewidth=width, linestyle="--", label=name)  # fmt: skip
             _tag(line, k, "pr")
         auc = "n/a" if c.p_chr_auc is None else f"{c.p_chr_auc:.3f}"
         style = "--" if src.kind == "replay" else "-"
         (line,) = ax_pc.plot(c.chr, c.precision, drawstyle="steps-pre", color=color,
-                             linestyle=style, label=f"{c.name} (AUC {auc})")  # fmt: skip
+                             linewidth=width, linestyle=style,
+                             label=f"{name} (AUC {auc})")  # fmt: skip
         _tag(line, k, "pchr")
         if c.positive_rate:
             rates.append(round(c.positive_rate, 4))
@@ -148,6 +148,32 @@ def pr_pchr(
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7, loc="lower left")
     return Figure(stem, _save(fig, out_dir, stem, formats), n_series, tuple(notes))
+
+
+def _distinct_curves(
+    sources: Sequence[Source], notes: list[str]
+) -> list[tuple[int, Source, Any, str]]:
+    """``(index, source, curve, legend name)`` of every source with a sweep,
+    a curve identical to an earlier one (same kind, same points) merged into
+    it under the name ``A = B``: drawn once, so no line hides another."""
+    kept: list[tuple[int, Source, Any, list[str]]] = []
+    for i, src in enumerate(sources):
+        c = curve(src)
+        if c is None:
+            notes.append(f"{src.name}: no threshold sweep in this report (no scores, or old file)")
+            continue
+        same = next((k for k in kept if k[1].kind == src.kind and _same_curve(k[2], c)), None)
+        if same is None:
+            kept.append((i, src, c, [c.name]))
+        else:
+            same[3].append(c.name)
+            notes.append(f"{c.name}: the same curve as {same[3][0]}, drawn once")
+    return [(i, src, c, " = ".join(names)) for i, src, c, names in kept]
+
+
+def _same_curve(a: Any, b: Any) -> bool:
+    return (a.recall, a.chr, a.precision, a.pr_auc, a.p_chr_auc) == (
+        b.recall, b.chr, b.precision, b.pr_auc, b.p_chr_auc)  # fmt: skip
 
 
 def reliability(
@@ -280,58 +306,114 @@ def threshold_sweep(
     return Figure(stem, _save(fig, out_dir, stem, formats), k)
 
 
+#: The panels of the cost-latency-quality figure: the point's attribute, the
+#: axis label, and whether higher is better (for the Pareto front).
+CLQ_PANELS: tuple[tuple[str, str, bool], ...] = (
+    ("f1", "F1 (higher is better)", True),
+    ("fhr", "False-hit rate (lower is better)", False),
+)
+
+
 def clq(
     sources: Sequence[Source], out_dir: Path, *, stem: str = "clq",
     formats: Sequence[str] = FORMATS,
 ) -> Figure:  # fmt: skip
     """Quality against p95 latency (log scale), marker area by cost per 1k
-    decisions; left F1, right recall at FHR <= 5%. The Pareto front (lower
-    latency, lower cost, higher quality) is drawn as a line."""
+    decisions: left F1, right the false-hit rate (every pair and replay report
+    has both); replays as squares. The Pareto front (lower latency, lower
+    cost, better quality) is drawn as a dashed line in each panel."""
+    fig, k, notes = clq_figure(sources)
+    clash = overlapping_texts(fig)
+    if clash:
+        notes += tuple(f"overlapping labels: {a!r} and {b!r}" for a, b in clash)
+    return Figure(stem, _save(fig, out_dir, stem, formats), k, notes)
+
+
+def clq_figure(sources: Sequence[Source]) -> tuple[Any, int, tuple[str, ...]]:
+    """The :func:`clq` figure (not saved), its series count and notes."""
+    from matplotlib.ticker import LogLocator, NullFormatter
+
     plt = pyplot()
     points = [p for p in (clq_point(s) for s in sources) if p is not None]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4), sharex=True)
-    fig.subplots_adjust(wspace=0.25)
-    fig.suptitle("Cost-latency-quality: marker area = cost per 1k decisions; dashed = Pareto front")
+    notes = tuple(f"{s.name}: no latency in this report" for s in sources if clq_point(s) is None)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6), layout="constrained")
+    fig.suptitle("Cost-latency-quality: marker area = cost per 1k decisions; squares = replay; "
+                 "dashed = Pareto front")  # fmt: skip
     top_cost = max((p.cost_per_1k for p in points), default=0.0) or 1.0
     k = 0
-    for ax, attr, label in zip(axes, ("f1", "recall_at_5"),
-                               ("F1", "Recall at FHR <= 5%"), strict=True):  # fmt: skip
+    for ax, (attr, label, higher) in zip(axes, CLQ_PANELS, strict=True):
         usable: list[ClqPoint] = [p for p in points if getattr(p, attr) is not None]
         for i, p in enumerate(usable):
             j = points.index(p)
             dot = ax.scatter([max(p.p95_ms, 1e-3)], [getattr(p, attr)],
                              s=40 + 400 * p.cost_per_1k / top_cost,
-                             color=PALETTE[j % len(PALETTE)], marker="osD^v<>ph*"[j // 10 % 10],
+                             color=PALETTE[j % len(PALETTE)],
+                             marker="s" if p.kind == "replay" else "oD^v<>ph*"[j // 10 % 9],
                              alpha=0.85, edgecolor="black", linewidth=0.5, zorder=3,
                              label=p.name if ax is axes[0] else None)  # fmt: skip
             _tag(dot, k + i, attr)
         k += len(usable)
-        front = pareto_front([(p.p95_ms, getattr(p, attr), p.cost_per_1k) for p in usable])
-        if front:
+        quality = [getattr(p, attr) if higher else 1.0 - getattr(p, attr) for p in usable]
+        triples = [(p.p95_ms, q, p.cost_per_1k) for p, q in zip(usable, quality, strict=True)]
+        front = pareto_front(triples)
+        if len(front) > 1:  # one point alone draws no line
             (line,) = ax.plot([max(usable[i].p95_ms, 1e-3) for i in front],
                               [getattr(usable[i], attr) for i in front], color="black",
                               linestyle="--", linewidth=1, drawstyle="steps-post",
-                              label="Pareto front", zorder=2)  # fmt: skip
+                              label="Pareto front" if ax is axes[0] else None,
+                              zorder=2)  # fmt: skip
             _tag(line, k, attr + "-front")
             k += 1
-        ax.set(
-            xscale="log",
-            xlabel="p95 latency per decision (ms, log)",
-            ylabel=label,
-            ylim=(-0.02, 1.02),
-            title=f"{label} vs p95 latency",
-        )
-        ax.grid(alpha=0.3)  # fmt: skip
+        if attr == "fhr":
+            ax.axhline(0.05, color="black", linestyle=":", linewidth=1)
+        ax.set(xscale="log", xlabel="p95 latency per decision (ms, log scale)", ylabel=label,
+               ylim=(-0.03, 1.03), title=f"{label.split(' (')[0]} vs p95 latency")  # fmt: skip
+        # labels on the decades only: minor labels of a short log axis collide
+        ax.xaxis.set_major_locator(LogLocator(base=10, numticks=12))
+        ax.xaxis.set_minor_locator(LogLocator(base=10, subs=tuple(range(2, 10)), numticks=12))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.grid(alpha=0.3)
     if points:
-        lats = [max(p.p95_ms, 1e-3) for p in points]
-        axes[0].set_xlim(min(lats) / 3, max(lats) * 3)
-        fig.legend(
-            *axes[0].get_legend_handles_labels(),
-            loc="lower center",
-            fontsize=7,
-            ncol=min(4, len(points) + 1),
-            frameon=False,
-            bbox_to_anchor=(0.5, -0.02),
-        )
-        fig.subplots_adjust(bottom=0.12 + 0.035 * ((len(points) + 4) // 4))
-    return Figure(stem, _save(fig, out_dir, stem, formats), k)
+        lo, hi = _log_span([max(p.p95_ms, 1e-3) for p in points])
+        for ax in axes:
+            ax.set_xlim(lo, hi)
+        fig.legend(*axes[0].get_legend_handles_labels(), loc="outside right upper",
+                   fontsize=7, frameon=False)  # fmt: skip
+    return fig, k, notes
+
+
+def _log_span(values: Sequence[float]) -> tuple[float, float]:
+    """x limits around ``values``: a third below the least to three times the
+    most, widened about their middle to at least two decades, so the axis has
+    decade labels and no point sits on its edge.
+
+    >>> [round(x, 4) for x in _log_span([2.0, 4.0])]
+    [0.2828, 28.2843]
+    """
+    lo, hi = min(values) / 3, max(values) * 3
+    if hi / lo < 100:
+        mid = (lo * hi) ** 0.5
+        lo, hi = mid / 10, mid * 10
+    return lo, hi
+
+
+def overlapping_texts(fig: Any) -> list[tuple[str, str]]:
+    """Pairs of visible, non-empty texts of ``fig`` whose drawn boxes overlap
+    (by more than a pixel each way): tick labels, axis labels, titles, legend
+    entries."""
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = []
+    for t in fig.findobj(Text):
+        if t.get_visible() and t.get_text().strip() and t.get_figure() is not None:
+            boxes.append((t.get_text(), t.get_window_extent(renderer).expanded(1.0, 1.0)))
+    out = []
+    for i, (a, ba) in enumerate(boxes):
+        for b, bb in boxes[i + 1 :]:
+            w = min(ba.x1, bb.x1) - max(ba.x0, bb.x0)
+            h = min(ba.y1, bb.y1) - max(ba.y0, bb.y0)
+            if w > 1 and h > 1:
+                out.append((a, b))
+    return out

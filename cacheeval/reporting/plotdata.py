@@ -50,15 +50,18 @@ class Curve:
 
 @dataclass(frozen=True, slots=True)
 class ClqPoint:
-    """One cache in the cost-latency-quality view. ``recall_at_5`` is the best
-    recall with FHR <= 5% (None without scores); ``cost_per_1k`` is 0 when the
-    cache declares no price."""
+    """One cache in the cost-latency-quality view: F1 and FHR (pair mode over
+    its rows; a replay over its lookups, see :func:`clq_point`), p95 latency,
+    and ``cost_per_1k`` (0 when the cache declares no price). ``recall_at_5``
+    is the best recall with FHR <= 5% (None without scores, and for a replay)."""
 
     name: str
     f1: float | None
     recall_at_5: float | None
     p95_ms: float
     cost_per_1k: float
+    fhr: float | None = None
+    kind: str = "pair"
 
 
 def read_source(path: str | Path, name: str | None = None) -> Source:
@@ -185,10 +188,27 @@ def reliability(
 
 
 def clq_point(src: Source) -> ClqPoint | None:
-    """The source as a point of the cost-latency-quality view (pair reports
-    with a latency only)."""
+    """The source as a point of the cost-latency-quality view; None without a
+    latency.
+
+    A pair report gives its headline F1 and FHR and its p95 per decision. A
+    replay gives ``F1 = 2 P R / (P + R)`` from its precision (valid serves
+    over serves) and recall (valid serves over servable lookups), its FHR
+    over the lookups that must miss, and the p95 of its lookups against the
+    fullest store it measured.
+
+    >>> rep = {"rates": {"precision": {"value": 0.8}, "recall": {"value": 0.5},
+    ...                  "fhr": {"value": 0.1}},
+    ...        "latency": [{"n_entries": 10, "latency": {"p95_ms": 2.0}},
+    ...                    {"n_entries": 500, "latency": {"p95_ms": 9.0}}]}
+    >>> p = clq_point(Source("r", REPLAY, rep))
+    >>> round(p.f1, 4), p.fhr, p.p95_ms, p.kind
+    (0.6154, 0.1, 9.0, 'replay')
+    """
     d = src.data
-    if src.kind != PAIR or (d.get("latency") or {}).get("p95_ms") is None:
+    if src.kind == REPLAY:
+        return _replay_clq_point(src)
+    if (d.get("latency") or {}).get("p95_ms") is None:
         return None
     tf = d.get("threshold_free") or {}
     at5 = next((op for op in tf.get("operating_points", []) if op["alpha"] == 0.05), None)
@@ -199,6 +219,33 @@ def clq_point(src: Source) -> ClqPoint | None:
         recall_at_5=None if at5 is None else at5["recall"],
         p95_ms=float(d["latency"]["p95_ms"]),
         cost_per_1k=float(cost or 0.0),
+        fhr=d["headline"]["fhr"]["value"],
+        kind=PAIR,
+    )
+
+
+def _replay_clq_point(src: Source) -> ClqPoint | None:
+    d = src.data
+    runs = [r for r in d.get("latency") or [] if (r.get("latency") or {}).get("p95_ms") is not None]
+    if not runs:
+        return None
+    fullest = max(runs, key=lambda r: r.get("n_entries") or 0)
+    rates = d.get("rates") or {}
+    prec = (rates.get("precision") or {}).get("value")
+    rec = (rates.get("recall") or {}).get("value")
+    f1 = (
+        None
+        if prec is None or rec is None
+        else (2 * prec * rec / (prec + rec) if prec + rec else 0.0)
+    )
+    return ClqPoint(
+        name=src.name,
+        f1=f1,
+        recall_at_5=None,
+        p95_ms=float(fullest["latency"]["p95_ms"]),
+        cost_per_1k=0.0,
+        fhr=(rates.get("fhr") or {}).get("value"),
+        kind=REPLAY,
     )
 
 

@@ -20,7 +20,7 @@ from typing import Any, Union, cast, get_args, get_origin, get_type_hints
 
 from ..metrics.classification import Confusion, Estimate
 from ..metrics.curves import Curves
-from ..metrics.latency import CostStats, LatencyStats
+from ..metrics.latency import ColdProbe, CostStats, LatencyStats, PrepareTime
 from ..metrics.ranking import DEFAULT_ALPHAS, ThresholdFree
 from ..metrics.registry import METRICS, section_compute, section_metrics
 from ..metrics.slices import Slice, SliceOperatingPoint, slice_order
@@ -34,9 +34,9 @@ from ..version import __version__
 
 REPORT_KEY = "cacheeval_report"
 #: The report file's format version (1.2 added ``provenance.run_mode``, 1.3
-#: ``per_subscore``); a
+#: ``per_subscore``, 1.4 ``prepare`` and ``cold_probe``); a
 #: reader takes any 1.x.
-REPORT_VERSION = "1.3"
+REPORT_VERSION = "1.4"
 #: How many missing/extra ids a report lists.
 MAX_IDS = 10
 
@@ -124,6 +124,12 @@ class Report:
     #: Each sub-score's best operating point at FHR <= 5%; None when the cache
     #: gives no scores (and in reports written before it existed).
     subscore_operating_points: tuple[SliceOperatingPoint, ...] | None = None
+    #: What ``prepare()`` cost, beside the per-call latency; None when not
+    #: measured (a report scored from a predictions file, the Python API).
+    prepare: PrepareTime | None = None
+    #: A fresh cache deciding new pairs with nothing prepared
+    #: (:mod:`cacheeval.run.probe`); None when no probe ran.
+    cold_probe: ColdProbe | None = None
 
     # -- serialisation ----------------------------------------------------------
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..metrics.registry import MetricSpec, section_metrics, values_at
 from ..support.jsonio import dumps
+from .latency_text import prepare_sentence, probe_sentence
 from .markdown import cell, count, estimate, fraction, num, table
 from .report import Provenance, Report, register_renderer
 
@@ -42,6 +43,8 @@ FORMATS: dict[str, Callable[[Any], str]] = {
     "prices": lambda d: ", ".join(f"{t}: ${v:g}" for t, v in d.items()) or "none declared",
     "list": lambda xs: ", ".join(xs) or "-",
     "failure": lambda x: f"- `{x.id}`: {cell(x.error)}",
+    "prepare": prepare_sentence,
+    "cold_probe": probe_sentence,
 }
 #: The Count cell of a metric row, by the metric's format.
 COUNTS: dict[str, Callable[[Any], str]] = {
@@ -201,6 +204,8 @@ SECTIONS: tuple[Section, ...] = (
         Text("Milliseconds per decision over {x.latency.n} timed calls; percentiles by the"
              " {x.latency.percentile_method} method."),
         Table("latency"),
+        Bullets("prepare", "prepare", when="prepare"),
+        Bullets("cold_probe", "cold_probe", when="cold_probe"),
     )),
     Section("Cost", (
         Table("cost", trail=(

@@ -115,9 +115,10 @@ class BlockTask(Protocol):
         (``has_prepare`` among it: True asks for one ``prepare`` per shard)."""
         ...
 
-    def prepare(self, cache: Any, items: list[Any]) -> None:
+    def prepare(self, cache: Any, items: list[Any]) -> float | None:
         """Once per worker before its first block, when ``has_prepare``;
-        raises :class:`~cacheeval.run.harness.CacheCallError` to stop the run."""
+        raises :class:`~cacheeval.run.harness.CacheCallError` to stop the run.
+        Returns its wall time in ms when it measures it (else None)."""
         ...
 
     def run(self, cache: Any, first_index: int, items: list[Any]) -> list[Any]:
@@ -171,6 +172,8 @@ class _Slot:
     state: str = "starting"  # starting | ready | dead | stopped
     prepared: bool = False
     preparing: bool = False
+    #: Wall time (ms) of the last ``prepare`` this slot's worker reported.
+    prepare_ms: float | None = None
     prepare_deaths: int = 0
     inflight: deque[_Block] = field(default_factory=deque)
     pending: deque[_Block] = field(default_factory=deque)  # its shard (prepare mode)
@@ -337,6 +340,7 @@ class BlockRunner:
                         progress(rows_done, total)
                 elif kind == "prepared":
                     slot.prepared, slot.preparing = True, False
+                    slot.prepare_ms = payload[0] if payload else None
                 elif kind == "ready":
                     slot.state = "ready"
                     if prepare_mode:
@@ -349,6 +353,11 @@ class BlockRunner:
                     raise CacheCallError(payload[0])
                 elif kind == "load_error":
                     raise CacheLoadError(payload[0])
+
+    def prepare_times(self) -> list[float]:
+        """The wall time (ms) of ``prepare`` on each worker that reported one
+        (a replacement worker's time replaces its predecessor's)."""
+        return [s.prepare_ms for s in self.slots if s.prepare_ms is not None]
 
     def _shard(self, blocks: list[_Block]) -> None:
         """Contiguous shards of about equal rows, one per worker."""

@@ -15,7 +15,8 @@ The first line from the driver says what to build::
 
 then each request is a line: ``["prepare", items]``, ``["run", block, first,
 items]`` or ``["stop"]``. The answers: ``["ready", meta]`` or ``["load_error",
-message]`` once; ``["prepared"]``; per item of a block ``["r", block,
+message]`` once; ``["prepared"]`` or ``["prepared", ms]`` (the wall time of
+``prepare`` when the task measured it); per item of a block ``["r", block,
 result]`` (a task with ``run_one``: one line per call, so the driver knows
 which call was running when it had to kill the process), then ``["done",
 block]``; or ``["done", block, results]`` for a task without ``run_one``;
@@ -102,8 +103,8 @@ def serve(task: Any, cache: Any, inbox: BinaryIO, channel: _Channel) -> None:
             return
         try:
             if kind == "prepare":
-                task.prepare(cache, message[1])
-                channel.send(["prepared"])
+                took = task.prepare(cache, message[1])
+                channel.send(["prepared"] if took is None else ["prepared", took])
             elif kind == "run":
                 _, block, first, items = message
                 if run_one is None:

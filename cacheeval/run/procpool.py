@@ -53,6 +53,7 @@ from .wire import (
     clean_text,
     decode,
     encode,
+    prepare_ms,
 )
 
 __all__ = [
@@ -381,13 +382,14 @@ class ProcessBackend:
             s.phase, s.deadline = "ready", None
             events.append(("ready", slot, s.gen, (meta,)))
         elif kind == "prepared":
+            took = prepare_ms(msg[1]) if len(msg) > 1 else None
             if s.recovering:
                 self._resume(s)
                 return
             s.phase, s.deadline = "ready", None
             if s.blocks:
                 self._start_call(s)
-            events.append(("prepared", slot, s.gen, ()))
+            events.append(("prepared", slot, s.gen, () if took is None else (took,)))
         elif kind == "r":
             block = s.blocks[0]
             if msg[1] != block.no or len(block.results) >= len(block.items):

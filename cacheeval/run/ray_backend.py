@@ -28,7 +28,7 @@ from typing import Any
 from ..schema import MAX_ERROR_CHARS
 from .blockrun import BlockTask, CacheSpec, Event
 from .harness import CacheCallError, CacheLoadError, describe_exception
-from .wire import WireError, clean_text
+from .wire import WireError, clean_text, prepare_ms
 
 #: Object store of a local Ray instance: blocks are small, the default (30%
 #: of RAM) would only reserve shared memory the run never uses.
@@ -54,8 +54,9 @@ class CacheActor:
     def hello(self) -> tuple[str, Any]:
         return self.hello_
 
-    def prepare(self, items: list[Any]) -> None:
-        self.task.prepare(self.cache, items)
+    def prepare(self, items: list[Any]) -> float | None:
+        took: float | None = self.task.prepare(self.cache, items)
+        return took
 
     def run(self, first_index: int, items: list[Any]) -> list[Any]:
         return self.task.run(self.cache, first_index, items)
@@ -168,7 +169,7 @@ class RayBackend:
                 payload = clean_text(payload, MAX_ERROR_CHARS, "load error")
             return (str(state), slot, gen, (payload,))
         if kind == "prepare":
-            return ("prepared", slot, gen, ())
+            return ("prepared", slot, gen, () if value is None else (prepare_ms(value),))
         if kind == "run":
             check = getattr(self._task, "check", None)
             results = [check(r) if check is not None else r for r in value]

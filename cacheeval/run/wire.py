@@ -230,3 +230,24 @@ def checked_meta(raw: Any) -> dict[str, Any]:
         else clean_text(price_error, MAX_ERROR_CHARS, "price_error"),
     )
     return out
+
+
+def prepare_ms(raw: Any) -> float:
+    """The wall time of ``prepare`` a worker reports, checked: a number of ms
+    from 0 to :data:`PREPARE_MS_MAX`.
+
+    >>> prepare_ms(12.5)
+    12.5
+    >>> prepare_ms(-1)
+    Traceback (most recent call last):
+    ...
+    cacheeval.run.wire.WireError: prepare time is not a number of ms in range
+    """
+    ms = _number(raw)
+    if ms is None or not 0.0 <= ms <= PREPARE_MS_MAX:
+        raise WireError("prepare time is not a number of ms in range")
+    return ms
+
+
+#: The longest ``prepare`` a worker may report: a day, in ms.
+PREPARE_MS_MAX = 86_400_000.0

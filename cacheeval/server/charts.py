@@ -212,6 +212,7 @@ def levels_svg(entries: Sequence[Mapping[str, Any]], chart_id: str = "board-leve
     body.append(_text(px(0.05) + 3, top - 8, "FHR budget 5%", 10, "start", MUTED))
     body.append(_text(px(0.5), height - 4, "false-hit rate band", 11, "middle", MUTED))
     body.append(_text(px(0) - 5, top - 8, "recall band", 11, "end", MUTED))
+    boxes: dict[tuple[float, float, float, float], list[str]] = {}
     for e in entries:
         fhr = e.get("fhr_interval") or [0.0, 1.0]
         rec = e.get("recall_interval") or [0.0, 1.0]
@@ -221,7 +222,47 @@ def levels_svg(entries: Sequence[Mapping[str, Any]], chart_id: str = "board-leve
         body.append(
             f'<g class="level"><rect x="{_n(x1)}" y="{_n(y1)}" width="{_n(max(x2 - x1, 3))}" '
             f'height="{_n(max(y2 - y1, 3))}" fill="{colour}" fill-opacity="0.25" '
-            f'stroke="{colour}" stroke-width="1"><title>{escape(tip)}</title></rect>'
-            f"{_text((x1 + x2) / 2, (y1 + y2) / 2 + 4, str(e.get('rank')), 10, 'middle')}</g>"
+            f'stroke="{colour}" stroke-width="1"><title>{escape(tip)}</title></rect></g>'
         )
+        boxes.setdefault((x1, x2, y1, y2), []).append(str(e.get("rank")))
+    body.append('<g class="level-ranks">')
+    for (x, y), label in level_labels(boxes):
+        body.append(_text(x, y, label, 10, "middle"))
+    body.append("</g>")
     return _svg(width, height, chart_id, "Published levels: FHR band against recall band", body)
+
+
+#: Approximate advance of a character and height of a line of the 10 px labels.
+_CHAR_W, _LINE_H = 6.2, 12.0
+
+
+def level_labels(
+    boxes: Mapping[tuple[float, float, float, float], Sequence[str]],
+) -> list[tuple[tuple[float, float], str]]:
+    """Where the rank numbers of the levels chart go, so none is printed over
+    another: the ranks of entries with the same box share one label
+    (``1, 3, 4``), placed at the box's middle or, when a label is already
+    there, a line lower or higher, alternating, until it is clear of every
+    label placed before it. Returns ((x, baseline y), text) per box.
+
+    >>> level_labels({(0, 100, 0, 40): ["1", "2"], (10, 90, 10, 30): ["3"]})
+    [((50.0, 24.0), '1, 2'), ((50.0, 36.0), '3')]
+    """
+    placed: list[tuple[float, float, float, float]] = []
+    out = []
+    for (x1, x2, y1, y2), ranks in boxes.items():
+        text = ", ".join(ranks)
+        w, cx, cy = _CHAR_W * len(text), (x1 + x2) / 2, (y1 + y2) / 2 + 4
+        for step in range(0, 200):
+            shift = _LINE_H * ((step + 1) // 2) * (1 if step % 2 else -1) if step else 0.0
+            y = cy + shift
+            box = (cx - w / 2, y - _LINE_H + 2, cx + w / 2, y + 2)
+            if not any(_overlap(box, other) for other in placed):
+                break
+        placed.append(box)
+        out.append(((cx, y), text))
+    return out
+
+
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    return min(a[2], b[2]) - max(a[0], b[0]) > 0 and min(a[3], b[3]) - max(a[1], b[1]) > 0

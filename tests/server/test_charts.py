@@ -77,3 +77,26 @@ def test_levels_chart() -> None:
     boxes = [g for g in root.iter() if g.get("class") == "level"]
     assert len(boxes) == 2
     assert "&lt;b&gt;bad&lt;/b&gt;" in svg and "<b>" not in svg and "style=" not in svg
+
+
+def test_levels_chart_never_prints_a_rank_over_another() -> None:
+    # five entries at one level (the same box), two at boxes with close middles
+    same = {"level": "L2", "within_budget": False, "fhr_interval": [0.05, 0.1],
+            "recall_interval": [0.2, 0.4]}  # fmt: skip
+    entries = [{"rank": r, "name": f"e{r}", **same} for r in range(1, 6)]
+    entries += [
+        {"rank": 6, "name": "f", "level": "L3", "within_budget": True,
+         "fhr_interval": [0.0, 0.05], "recall_interval": [0.4, 0.6]},
+        {"rank": 7, "name": "g", "level": "L3", "within_budget": True,
+         "fhr_interval": [0.0, 0.05], "recall_interval": [0.38, 0.62]},
+    ]  # fmt: skip
+    root = parse(levels_svg(entries))
+    boxes = [g for g in root.iter() if g.get("class") == "level"]
+    assert len(boxes) == 7  # one box per entry, as before
+    group = next(g for g in root.iter() if g.get("class") == "level-ranks")
+    labels = [(float(t.get("x")), float(t.get("y")), t.text or "") for t in group]
+    assert sorted(text for _, _, text in labels) == ["1, 2, 3, 4, 5", "6", "7"]
+    spans = [(x - 3.1 * len(s), y - 10, x + 3.1 * len(s), y + 2) for x, y, s in labels]
+    for i, a in enumerate(spans):
+        for b in spans[i + 1 :]:
+            assert min(a[2], b[2]) <= max(a[0], b[0]) or min(a[3], b[3]) <= max(a[1], b[1])
