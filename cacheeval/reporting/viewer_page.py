@@ -1,0 +1,225 @@
+"""The per-pair viewer as one self-contained HTML file.
+
+The page is the template ``static/viewer.html`` with the stylesheet, the
+script and the data inlined: no server, no network, it opens from disk. The
+first screen (per-cache summary, the false hits grouped by what differs, a
+short glossary) is plain HTML rendered here, so it reads without JavaScript;
+the pair table below it is built by ``static/viewer.js`` from the JSON of
+:func:`cacheeval.reporting.viewer.view_data`.
+
+Nothing from the data is ever written as markup: the summary goes through
+:func:`html.escape`, the JSON is escaped so no ``</script>`` or ``<!--``
+can end its element (:func:`script_json`), and the script builds the table
+from text nodes. The page's Content-Security-Policy allows only its own
+script (by hash), so an injected handler would not run anyway.
+
+The same data give the same bytes: no timestamps, no absolute paths.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from html import escape
+from importlib import resources
+from typing import Any
+
+from .viewer import CacheSummary
+
+_MARKER = re.compile(r"@@([A-Z_]+)@@")
+
+#: The terms of the first screen, each said once.
+GLOSSARY: tuple[tuple[str, str], ...] = (
+    (
+        "HIT / MISS",
+        "the correct decision for a pair: HIT when the stored answer of request a "
+        "also answers request b, MISS when it must not be served (EQUIV rows that are "
+        "never-cache requests, e.g. a live price or a state change, are MISS too).",
+    ),
+    ("false hit", "a MISS pair the cache served: the user gets a wrong answer."),
+    ("missed hit", "a HIT pair the cache did not serve: a wasted model call."),
+    ("FHR", "false-hit rate: false hits / MISS pairs. Lower is better."),
+    ("recall", "HIT pairs served / HIT pairs. Higher is better."),
+    (
+        "error",
+        "the cache's call failed or timed out, or the file has no prediction for the "
+        "pair; it counts as not served.",
+    ),
+    (
+        "what differs",
+        "the main difference between the two requests (system prompt or user, "
+        "prior turns, a number, a name, ...), found by CacheEval's difference analysis, not by "
+        "the cache.",
+    ),
+    (
+        "score",
+        "the cache's similarity or confidence score for the pair, as it reported it; "
+        "tier: which of its stages decided.",
+    ),
+)
+
+
+def script_json(obj: Any) -> str:
+    """``obj`` as JSON that is safe inside a ``<script>`` element: ``<``,
+    ``>`` and ``&`` (and the two line separators JavaScript once refused)
+    as ``\\u`` escapes, which only strings can hold, so the value is unchanged.
+
+    >>> script_json({"q": "</script><img onerror=alert(1)>"})
+    '{"q":"\\\\u003c/script\\\\u003e\\\\u003cimg onerror=alert(1)\\\\u003e"}'
+    >>> json.loads(script_json(["a&b\\u2028"])) == ["a&b\\u2028"]
+    True
+    """
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    for ch, code in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
+        text = text.replace(ch, code)
+    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def _asset(name: str) -> str:
+    return resources.files(__package__).joinpath("static", name).read_text(encoding="utf-8")
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def _go(text: str | int, *, cache: int, outcome: str | None = None, kind: int | None = None) -> str:
+    """A count that opens the pairs behind it (a link to the table; the
+    script sets the filters)."""
+    attrs = f' data-cache="{cache}"'
+    if outcome is not None:
+        attrs += f' data-outcome="{escape(outcome)}"'
+    if kind is not None:
+        attrs += f' data-kind="{kind}"'
+    if outcome == "false hit":
+        attrs += ' data-sort="score-desc"'
+    return f'<a class="go" href="#pairs"{attrs}>{escape(str(text))}</a>'
+
+
+def verdict(s: CacheSummary) -> str:
+    """One sentence (HTML) on a cache's false hits: how many and the kind of
+    difference most share; a second on the false hits at its top score, when
+    some are there and not every serve has that score (a score that ranks
+    nothing says nothing about a threshold).
+
+    >>> s = CacheSummary("c", "c.jsonl", 10, 4, 3, 1, 6, 0, 0.5, 0.5, (("number", 2), ("name", 1)))
+    >>> verdict(s)
+    '<b>c</b>: 3 false hits; most of them (2 of 3): <b>number</b>.'
+    >>> import dataclasses
+    >>> text = verdict(dataclasses.replace(s, top_score=1.0, top_served=2,
+    ...                                    top_groups=(("name", 1),)))
+    >>> print(text.split(". ", 1)[1].replace(": ", ":\\n"))
+    At its top score (1.000) it served 2 pairs, 1 of them false hits (name 1):
+    no threshold that serves anything avoids these.
+    """
+    name = f"<b>{escape(s.name)}</b>"
+    main = s.main_failure
+    if main is None:
+        return f"{name}: no false hits."
+    kind, n = main
+    noun = "false hit" if s.false_hits == 1 else "false hits"
+    share = (
+        "all of them"
+        if n == s.false_hits
+        else "most of them"
+        if 2 * n > s.false_hits
+        else "the largest group"
+    )
+    text = f"{name}: {s.false_hits} {noun}; {share} ({n} of {s.false_hits}): <b>{escape(kind)}</b>."
+    if s.top_false_hits and s.top_score is not None and s.top_served < s.served:
+        kinds = ", ".join(f"{escape(k)} {m}" for k, m in s.top_groups)
+        text += (
+            f" At its top score ({s.top_score:.3f}) it served {s.top_served} pairs, "
+            f"{s.top_false_hits} of them false hits ({kinds}): no threshold that serves "
+            "anything avoids these."
+        )
+    return text
+
+
+def summary_html(summaries: Sequence[CacheSummary], kinds: Sequence[str]) -> str:
+    """The first screen: the per-cache table, the verdict sentences, the
+    false hits by what differs (kinds as rows, caches as columns, most
+    false hits first) and the glossary. ``kinds`` is the page's kind list
+    (a count links to its index there)."""
+    kind_no = {k: i for i, k in enumerate(kinds)}
+    out = ['<section id="summary" aria-labelledby="summary-title">']
+    out.append('<h2 id="summary-title">Caches</h2>')
+    out.append('<table class="summary"><thead><tr><th>Cache</th><th>File</th>')
+    for head in ("Pairs", "Served", "FHR", "Recall", "False hits", "Missed hits", "Errors"):
+        out.append(f'<th class="num">{head}</th>')
+    out.append("</tr></thead><tbody>")
+    for j, s in enumerate(summaries):
+        out.append(
+            f'<tr data-cache="{j}"><td>{escape(s.name)}</td><td>{escape(s.file)}</td>'
+            f'<td class="num">{s.n_rows}</td><td class="num">{s.served}</td>'
+            f'<td class="num fhr">{_pct(s.fhr)}</td><td class="num recall">{_pct(s.recall)}</td>'
+            f'<td class="num">{_go(s.false_hits, cache=j, outcome="false hit")}</td>'
+            f'<td class="num">{_go(s.missed_hits, cache=j, outcome="missed hit")}</td>'
+            f'<td class="num">{_go(s.errors, cache=j, outcome="error")}</td></tr>'
+        )
+    out.append("</tbody></table>")
+    out.append('<h2 id="failures-title">False hits by what differs</h2>')
+    out.append('<ul class="verdicts">')
+    out += [f"<li>{verdict(s)}</li>" for s in summaries]
+    out.append("</ul>")
+    totals: dict[str, int] = {}
+    for s in summaries:
+        for kind, n in s.groups:
+            totals[kind] = totals.get(kind, 0) + n
+    if totals:
+        out.append('<table class="groups" aria-labelledby="failures-title"><thead><tr>')
+        out.append("<th>What differs</th>")
+        out += [f'<th class="num">{escape(s.name)}</th>' for s in summaries]
+        out.append("</tr></thead><tbody>")
+        ranked = sorted(totals, key=lambda k: (-totals[k], kind_no.get(k, len(kind_no))))
+        for kind in ranked:
+            out.append(f'<tr data-kind="{escape(kind)}"><td>{escape(kind)}</td>')
+            for j, s in enumerate(summaries):
+                n = dict(s.groups).get(kind, 0)
+                cell = _go(n, cache=j, outcome="false hit", kind=kind_no[kind]) if n else "0"
+                out.append(f'<td class="num">{cell}</td>')
+            out.append("</tr>")
+        out.append("</tbody></table>")
+    out.append('<details class="glossary"><summary>Terms</summary><dl>')
+    out += [f"<dt>{escape(t)}</dt><dd>{escape(d)}</dd>" for t, d in GLOSSARY]
+    out.append("</dl></details></section>")
+    return "\n".join(out)
+
+
+def source_line(source: Mapping[str, Any], n_caches: int) -> str:
+    """Where the pairs come from, in one line (HTML).
+
+    >>> source_line({"bench": "b.jsonl", "split": "dev", "n_rows": 2, "labels": None}, 1)
+    '2 pairs of b.jsonl (split dev), 1 cache; labels from the rows.'
+    """
+    split = f" (split {escape(str(source['split']))})" if source.get("split") else ""
+    labels = source.get("labels")
+    where = f"labels from {escape(str(labels))}" if labels else "labels from the rows"
+    caches = "cache" if n_caches == 1 else "caches"
+    return (
+        f"{source['n_rows']:,} pairs of {escape(str(source['bench']))}{split}, "
+        f"{n_caches} {caches}; {where}."
+    )
+
+
+def render_page(data: Mapping[str, Any], summaries: Sequence[CacheSummary]) -> str:
+    """The whole page: template, stylesheet, script and data in one string."""
+    script = _asset("viewer.js")
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    parts = {
+        "TITLE": escape(str(data["title"])),
+        "SOURCE": source_line(data["source"], len(data["caches"])),
+        "SUMMARY": summary_html(summaries, data["kinds"]),
+        "CSS": _asset("viewer.css"),
+        "SCRIPT_HASH": f"'sha256-{digest}'",
+        "DATA": script_json(data),
+        "JS": script,
+    }
+    # One pass over the template: inserted text is never searched for markers.
+    return _MARKER.sub(lambda m: parts[m.group(1)], _asset("viewer.html"))
+
+
+__all__ = ["GLOSSARY", "render_page", "script_json", "source_line", "summary_html", "verdict"]
