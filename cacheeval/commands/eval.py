@@ -234,6 +234,7 @@ def _evaluate(args: argparse.Namespace, prog: str) -> Any:
                 if truth[0] != pred.id:
                     raise AssertionError(f"prediction {pred.id} came back for row {truth[0]}")
                 columns.add(*truth[1:5], pred, subscore=truth[5])
+                columns.failures.add(truth[6], pred)
                 if writer is not None:
                     writer.write(pred)
     except KeyboardInterrupt as stop:

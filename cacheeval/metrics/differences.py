@@ -160,7 +160,7 @@ _NUMBER_WORDS = frozenset(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen"
     " fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty"
     " sixty seventy eighty ninety hundred thousand million billion trillion dozen"
-    " half halve double twice triple quarter first second third fourth fifth sixth seventh"
+    " half halve double twice triple quarter third fourth fifth sixth seventh"
     " eighth ninth tenth eleventh twelfth thirteenth fourteenth fifteenth sixteenth"
     " seventeenth eighteenth nineteenth twentieth thirtieth fortieth fiftieth hundredth".split()
 )
@@ -175,7 +175,7 @@ _OPERATOR_WORDS = frozenset(
     " inclusive buy sell send receive encrypt decrypt encode decode import export upload"
     " download push pull start stop lock unlock enable disable off open close am pm"
     " true false yes positive negative past future previous next cheaper dearer faster"
-    " slower hotter colder warmer cooler".split()
+    " slower hotter colder warmer cooler first last".split()
 )
 _OPERATOR_SYMBOLS = frozenset("<>=+*/^%!")
 _NATURAL_LANGUAGES = frozenset(

@@ -26,17 +26,18 @@ from ..metrics.registry import METRICS, section_compute, section_metrics
 from ..metrics.slices import Slice, SliceOperatingPoint, slice_order
 from ..metrics.usage import ErrorStats, TierUsage
 from ..results.columns import ScoreColumns
+from ..results.failures import Failures
 from ..results.predictions import Prediction
-from ..schema import DIFFICULTIES, DOMAINS, LABELS, SCHEMA_VERSION, SUBSCORES, Row
+from ..schema import DIFFICULTIES, DOMAINS, LABELS, SCHEMA_VERSION, SUBSCORES, Row, subscore_of
 from ..support.gitinfo import package_git_info
 from ..support.jsonio import dumps_pretty
 from ..version import __version__
+from .verdict import verdict_lines
 
 REPORT_KEY = "cacheeval_report"
 #: The report file's format version (1.2 added ``provenance.run_mode``, 1.3
-#: ``per_subscore``); a
-#: reader takes any 1.x.
-REPORT_VERSION = "1.3"
+#: ``per_subscore``, 1.4 ``verdict`` and ``failures``); a reader takes any 1.x.
+REPORT_VERSION = "1.4"
 #: How many missing/extra ids a report lists.
 MAX_IDS = 10
 
@@ -124,6 +125,12 @@ class Report:
     #: Each sub-score's best operating point at FHR <= 5%; None when the cache
     #: gives no scores (and in reports written before it existed).
     subscore_operating_points: tuple[SliceOperatingPoint, ...] | None = None
+    #: Three plain-language lines (:mod:`.verdict`); None with ``failures``.
+    verdict: tuple[str, ...] | None = None
+    #: The worst false hits and missed hits, and the failures grouped by what
+    #: differs (:mod:`cacheeval.results.failures`); None when the rows were not
+    #: at hand (and in reports written before it existed).
+    failures: Failures | None = None
 
     # -- serialisation ----------------------------------------------------------
 
@@ -226,6 +233,7 @@ def build_report(
     cost_per_call_usd: Mapping[str, float] | None = None,
     alphas: Sequence[float] = DEFAULT_ALPHAS,
     scored_latency: Sequence[bool] | None = None,
+    failures: bool = True,
 ) -> Report:
     """Compute every metric of ``predictions[i]`` against ``rows[i]``.
 
@@ -234,13 +242,18 @@ def build_report(
     were never called); by default every row with a ``latency_ms`` counts.
     The rows are put in columns (:class:`~cacheeval.results.columns.ScoreColumns`)
     and scored by :func:`build_report_from_columns`, the one place that computes.
+    ``failures=False`` leaves out the verdict and the failure lists (they
+    quote the rows).
     """
     if len(rows) != len(predictions):
         raise ValueError(f"{len(rows)} rows but {len(predictions)} predictions")
     called = list(scored_latency) if scored_latency is not None else [True] * len(predictions)
     columns = ScoreColumns()
     for row, pred, ok in zip(rows, predictions, called, strict=True):
-        columns.add_row(row, pred, ok)
+        if failures:
+            columns.add_row(row, pred, ok)
+        else:
+            columns.add(row.y, row.label, row.domain, row.difficulty, pred, ok, subscore_of(row))
     return build_report_from_columns(
         columns,
         provenance=provenance,
@@ -272,10 +285,12 @@ def build_report_from_columns(
     c = count(columns.y, cast("Iterable[bool]", columns.hit))  # 0/1 codes
     per_label = _slices(columns, "Per label")
     tf, note = _threshold_free(columns, alphas)
+    headline = _headline(c, per_label)
+    failures = columns.collected_failures()
     return Report(
         provenance=provenance,
         confusion=c,
-        headline=_headline(c, per_label),
+        headline=headline,
         threshold_free=tf,
         threshold_free_note=note,
         per_domain=_slices(columns, "Per domain"),
@@ -297,6 +312,10 @@ def build_report_from_columns(
         else section_compute("Per sub-score operating point")(
             columns.subscore_keys(), columns.y, columns.scores(), SUBSCORES
         ),
+        verdict=None
+        if failures is None
+        else verdict_lines(c, headline.fhr, headline.recall, tf, failures),
+        failures=failures,
     )
 
 
