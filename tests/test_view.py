@@ -361,6 +361,9 @@ def test_hidden_test_rows_need_the_labels_file(
     assert "pass --labels" in capsys.readouterr().err and not out.exists()
     args = ["view", str(preds), "--bench", str(MINI_BENCH), "--labels", str(MINI_LABELS)]
     assert main([*args, "--out", str(out)]) == 0
+    # The page shows the hidden labels: it is written as private as the labels file.
+    assert out.stat().st_mode & 0o777 == 0o600
+    assert f"shows the hidden labels of {len(rows)} test rows" in capsys.readouterr().err
     data = page_data(out.read_text())
     assert data["rows"]["id"] == [r.id for r in rows]
     assert [data["strings"][i] for i in data["rows"]["label"]] == [r.label for r in rows]
@@ -444,6 +447,7 @@ def test_writes_only_the_out_file(tmp_path: Path, small: tuple[Path, Path, list[
     assert main(["view", str(preds), "--bench", str(bench), "--out", str(out_dir / "v.html")]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*before, "new"])
     assert [p.name for p in out_dir.iterdir()] == ["v.html"]
+    assert (out_dir / "v.html").stat().st_mode & 0o777 == 0o644  # public rows: a public page
 
 
 def test_two_files_of_one_cache_get_distinct_columns(
@@ -453,3 +457,21 @@ def test_two_files_of_one_cache_get_distinct_columns(
     other = write_preds(tmp_path / "q.jsonl", random_predictions(rows, 9, 0.5))
     data = page_data(view(tmp_path, preds, other, "--bench", bench).read_text())
     assert [c["name"] for c in data["caches"]] == ["cache (p.jsonl)", "cache (q.jsonl)"]
+
+
+def test_the_main_jobs_step_writes_reports_view(tmp_path: Path) -> None:
+    from scripts.make_view import main as make_view
+
+    rows = load_bench(MINI_BENCH, split="test", labels_path=MINI_LABELS)
+    folder = tmp_path / "reports" / "reference_predictions"
+    folder.mkdir(parents=True)
+    for name, seed in (("always-miss", 1), ("verified-cache", 2), ("exact-match", 3)):
+        write_preds(folder / f"{name}.jsonl", random_predictions(rows, seed, 0.5), name, "test")
+    args = ["--reports", str(tmp_path / "reports"), "--bench", str(MINI_BENCH)]
+    assert make_view([*args, "--labels", str(MINI_LABELS)]) == 0
+    page = (tmp_path / "reports" / "view" / "index.html").read_text()
+    data = page_data(page)
+    assert [c["name"] for c in data["caches"]] == ["verified-cache", "always-miss", "exact-match"]
+    assert data["source"]["split"] == "test" and len(data["rows"]["id"]) == len(rows)
+    empty = tmp_path / "empty"
+    assert make_view(["--reports", str(empty), "--bench", str(MINI_BENCH)]) == 2

@@ -16,7 +16,8 @@ shown only with ``--labels`` (as ``cacheeval score``); without it they are
 left out with a note. A prediction whose id is no row of the bench is an
 error (``path:LINE``), and so is a file with no prediction for any selected
 row; a selected row a file lacks is shown as a missing prediction. Writes
-only ``--out``. Exit 0, or 2 with one line on stderr.
+only ``--out`` (mode 600, with a note, when it shows hidden test labels: such
+a page is as private as the labels file). Exit 0, or 2 with one line on stderr.
 """
 
 from __future__ import annotations
@@ -50,16 +51,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     prog = prog_name(args, f"cacheeval {NAME}")
-    try:
-        page, n_rows, n_caches = _make_page(args, prog)
-        from ..support.jsonio import write_bytes_atomic
+    from ..support.jsonio import PRIVATE_MODE, PUBLIC_MODE, write_bytes_atomic
 
-        write_bytes_atomic(args.out, page.encode("utf-8"))
+    try:
+        page, n_rows, n_caches, n_private = _make_page(args, prog)
+        # A page showing hidden test labels is as private as the labels file.
+        mode = PRIVATE_MODE if n_private else PUBLIC_MODE
+        write_bytes_atomic(args.out, page.encode("utf-8"), mode=mode)
     except UsageError as e:
         return fail(prog, str(e))
     except OSError as e:
         return fail(prog, _one_line(e))
     size = len(page.encode("utf-8"))
+    if n_private:
+        print(
+            f"{prog}: note: {args.out} shows the hidden labels of {n_private} test rows "
+            "(written private, mode 600): do not publish it",
+            file=sys.stderr,
+        )
     print(f"{n_rows} pairs x {n_caches} caches -> {args.out} ({size / 1e6:.2f} MB)")
     return 0
 
@@ -129,7 +138,8 @@ def check_ids(
     return notes
 
 
-def _make_page(args: argparse.Namespace, prog: str) -> tuple[str, int, int]:
+def _make_page(args: argparse.Namespace, prog: str) -> tuple[str, int, int, int]:
+    """The page, its rows, its caches and how many rows carry hidden labels."""
     from ..metrics.differences import primary_kind
     from ..reporting.viewer import summarize, view_data
     from ..reporting.viewer_page import render_page
@@ -181,4 +191,5 @@ def _make_page(args: argparse.Namespace, prog: str) -> tuple[str, int, int]:
         "labels": Path(args.labels).name if args.labels is not None else None,
     }
     data = view_data(rows, runs, title=title, source=source, kinds=kinds)
-    return render_page(data, summarize(rows, kinds, runs)), len(rows), len(runs)
+    n_private = sum(1 for r in rows if r.split == "test") if args.labels is not None else 0
+    return render_page(data, summarize(rows, kinds, runs)), len(rows), len(runs), n_private
