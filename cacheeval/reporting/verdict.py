@@ -24,7 +24,7 @@ BUDGET = 0.05
 
 #: Context kinds: the words for "under another ..." and the key that fixes it.
 _CONTEXT = {
-    d.SYSTEM_PROMPT: ("under another user or system prompt", "the system prompt"),
+    d.SYSTEM_PROMPT: ("with another system prompt (another user)", "the system prompt"),
     d.PRIOR_TURNS: ("after other turns", "the conversation"),
     d.TOOLS: ("with other tools offered", "the tool definitions"),
 }
