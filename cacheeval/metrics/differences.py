@@ -18,6 +18,7 @@ what kind of token changed, never whether the change matters.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import re
 import unicodedata
@@ -102,10 +103,13 @@ def tokenize(text: str) -> list[str]:
     return _TOKEN.findall(text)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _match_key(token: str) -> str:
     # Case, accents and the width of whitespace do not count as a change.
     if token.isspace():
         return " "
+    if token.isascii():
+        return token.lower()
     decomposed = unicodedata.normalize("NFKD", token.casefold())
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
@@ -280,6 +284,8 @@ def _script(text: str) -> str | None:
     >>> _script("Сколько будет 15%?"), _script("42")
     ('CYRILLIC', None)
     """
+    if text.isascii():  # the common case, without a Unicode name lookup per letter
+        return "LATIN" if any(c.isalpha() for c in text) else None
     counts: Counter[str] = Counter()
     for c in text:
         if c.isalpha():
@@ -310,11 +316,13 @@ def _latin_language(tokens: Iterable[str]) -> str | None:
     return None
 
 
-def _language_of(text: str) -> str | None:
+def _language_of(text: str, ratio: float) -> str | None:
+    """The script of ``text`` when it is not Latin, else (when the queries
+    share under half their words) the language its function words point to."""
     script = _script(text)
     if script != "LATIN":
         return None if script is None else _SCRIPT_NAMES.get(script, script.title() + " script")
-    return _latin_language(tokenize(text))
+    return _latin_language(tokenize(text)) if ratio < MOST_WORDS_RATIO else None
 
 
 # --- the analysis -----------------------------------------------------------------
@@ -414,19 +422,25 @@ def _query_differences(a: str, b: str) -> list[Difference]:
     if not ops:
         return []
     out: list[Difference] = []
-    lang_a, lang_b = _language_of(a), _language_of(b)
-    if lang_a and lang_b and lang_a != lang_b:
-        out.append(Difference(LANGUAGE, lang_a, lang_b))
     words_a = [_match_key(t) for t in ta if _is_word(t)]
     words_b = [_match_key(t) for t in tb if _is_word(t)]
     ratio = difflib.SequenceMatcher(None, words_a, words_b, autojunk=False).ratio()
+    # Two Latin-script queries in two languages share few words, so their
+    # function words are only counted then.
+    lang_a, lang_b = _language_of(a, ratio), _language_of(b, ratio)
+    if lang_a and lang_b and lang_a != lang_b:
+        out.append(Difference(LANGUAGE, lang_a, lang_b))
     if ratio < MOST_WORDS_RATIO:
         spans = (
             _join("".join(ta[i1:i2]) for _, i1, i2, _, _ in ops),
             _join("".join(tb[j1:j2]) for _, _, _, j1, j2 in ops),
         )
         return out + [Difference(MOST_WORDS, *spans)]
-    names_a, names_b = _name_positions(ta), _name_positions(tb)
+    capitalised = any(
+        t[:1].isupper() for _, i1, i2, j1, j2 in ops for t in (*ta[i1:i2], *tb[j1:j2])
+    )
+    names_a = _name_positions(ta) if capitalised else set()
+    names_b = _name_positions(tb) if capitalised else set()
     detectors = {
         NUMBER: (lambda ts, i, names: _has_number(ts[i])),
         NAME: (lambda ts, i, names: i in names),
