@@ -138,7 +138,9 @@ def test_verdict_lines(report: Report) -> None:
         " another system prompt (another user) or after other turns: key the cache on the"
         " system prompt and the conversation.",
         "No threshold keeps FHR at 5% or below and serves anything; 2 of the 3 rows it serves"
-        " at its top score (1) must not be served, which no threshold undoes.",
+        " at its top score (1) must not be, and no threshold removes them: all are the same"
+        " or a similar query with another system prompt (another user) or after other turns,"
+        " so key the cache on the system prompt and the conversation.",
     )
 
 
@@ -160,7 +162,7 @@ def test_verdict_advice_for_the_other_groups() -> None:
     # FHR 0, recall 1/3 (HIT rows r6, r7, r8) - the recall it has now (r6 of the three)
     assert r.verdict[2] == (
         "At FHR <= 5% its best threshold (>= 1) keeps 33% recall (now 33%); a threshold"
-        " problem more than a key one."
+        " change fixes most of it."
     )
 
 
@@ -243,7 +245,7 @@ def test_markdown_first_screen(report: Report) -> None:
                  "**Difficulty**", "**Sub-scores**", "**What differs**"):  # fmt: skip
         assert term in md
     assert "| system prompt / user | 1 | 25% | cb-qa_factual-0001 |" in md
-    assert "At its top score (1) are 3 rows; it serves 3 of them, 2 of which it must not" in md
+    assert "Rows at its top score (1): 3 rows, 3 served, 2 of them false hits." in md
     assert (
         "| cb-qa_factual-0003 | ADVERSARIAL (probe) | 0.9000 | Top 5 customers by spend |"
         " Top 10 customers by spend | number: 5 → 10 |"
@@ -329,3 +331,47 @@ def test_eval_and_score_reports_carry_the_same_failures(tmp_path: Path) -> None:
     # always_hit serves every row: its false hits are the MISS rows
     assert by_api.n_false_hits == sum(1 for r in rows if r.y == 0) > 0
     assert by_api.n_missed_hits == 0 and by_eval.verdict == by_score.verdict
+
+
+def test_verdict_when_fhr_is_within_budget() -> None:
+    # 20 MISS rows (one served, score 0.6), 2 HIT rows (served at 0.9 and 0.8)
+    miss = [make_row(i, "UNRELATED", query_a=f"a{i}", query_b=f"b{i}") for i in range(1, 21)]
+    hit = [make_row(i, "EQUIV", query_a=f"c{i}", query_b=f"c{i}") for i in (21, 22)]
+    preds = [Prediction(r.id, i == 0, 0.9, 0.6 if i == 0 else 0.1, "e", 1.0, None)
+             for i, r in enumerate(miss)]  # fmt: skip
+    preds += [Prediction(hit[0].id, True, 0.9, 0.9, "e", 1.0, None),
+              Prediction(hit[1].id, True, 0.8, 0.8, "e", 1.0, None)]  # fmt: skip
+    r = score(preds, miss + hit)
+    assert r.verdict is not None
+    # FHR 1/20 = 5%: within the budget; threshold 0.8 serves both HIT rows and no MISS row
+    assert r.verdict[0].startswith("Serves 5% of the requests it must not (FHR: 1 of 20)")
+    assert r.verdict[2] == (
+        "Its FHR is within the 5% budget; at FHR <= 5% its best threshold (>= 0.8) keeps"
+        " 100% recall (now 100%)."
+    )
+    md = r.to_markdown()
+    assert "Rows at its top score (0.9): 1 row, 1 served, 0 of them false hits." in md
+
+
+def test_verdict_names_the_missed_hits_when_fhr_is_within_budget() -> None:
+    # 20 MISS rows, one served (FHR 5%); 3 HIT rows, two refused paraphrases
+    miss = [make_row(i, "UNRELATED", query_a=f"a{i}", query_b=f"b{i}") for i in range(1, 21)]
+    hit = [
+        make_row(21, "EQUIV", query_a="Capital of Peru?", query_b="capital of peru"),
+        make_row(22, "PARA_SAFE", query_a="What is the closest star to Earth?",
+                 query_b="Which star lies nearest to our planet?"),
+        make_row(23, "PARA_SAFE", query_a="How do I boil an egg?",
+                 query_b="Tell me the steps for cooking eggs in hot water"),
+    ]  # fmt: skip
+    preds = [Prediction(r.id, i == 0, 0.9, 0.6 if i == 0 else 0.1, "e", 1.0, None)
+             for i, r in enumerate(miss)]  # fmt: skip
+    preds += [Prediction(hit[0].id, True, 1.0, 1.0, "e", 1.0, None)]
+    preds += [Prediction(h.id, False, 0.7, 0.3, "e", 1.0, None) for h in hit[1:]]
+    r = score(preds, miss + hit)
+    assert r.verdict is not None
+    # 2 analysed missed hits, both "most words differ"; the one false hit (a1/b1: "most
+    # words differ" too) is fewer than them
+    assert r.verdict[1] == (
+        "Most of its missed hits (2 of 2) are paraphrases in other words; the largest group of"
+        " its 1 false hit (1) are queries that share under half their words."
+    )

@@ -110,11 +110,12 @@ def failures_markdown(f: Failures) -> list[str]:
         out += _groups(f.false_hit_groups, "False hits")
     top = f.top_score
     if top is not None:
+        rows = "1 row" if top.n_rows == 1 else f"{top.n_rows} rows"
         out += [
             "",
-            f"At its top score ({top.score:.4g}) are {top.n_rows} rows; it serves {top.n_served}"
-            f" of them, {top.n_false_hits} of which it must not: any threshold that serves one"
-            " of these rows serves them all.",
+            f"Rows at its top score ({top.score:.4g}): {rows}, {top.n_served} served,"
+            f" {top.n_false_hits} of them false hits. Any threshold that serves one of these"
+            " rows serves them all.",
         ]
         if top.false_hit_groups:
             out += ["", *_groups(top.false_hit_groups, "False hits at the top score")]

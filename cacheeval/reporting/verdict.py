@@ -136,48 +136,77 @@ def _rates_line(c: Confusion, fhr: Estimate, recall: Estimate) -> str:
     )
 
 
-def _failures_line(c: Confusion, f: Failures) -> str:
+def _missed_clause(f: Failures) -> str | None:
+    """What most missed hits are (None without an analysed one)."""
+    listed = f.n_missed_hits - f.n_failed_calls
+    if not f.missed_hit_groups or not listed:
+        return None
+    top = f.missed_hit_groups[0]
+    what = _MISSED.get(top.kind, f"pairs that differ in: {top.kind}")
+    lead = "most of" if 2 * top.count > listed else "the largest group of"
+    return f"{lead} its missed hits ({top.count} of {listed}) are {what}"
+
+
+def _failures_line(c: Confusion, fhr: Estimate, f: Failures) -> str:
+    """The false hits' largest group and its advice; the missed hits' when it
+    serves nothing it must not, or stays within the FHR budget with more
+    missed hits than false hits."""
+    missed = _missed_clause(f)
     if c.fp == 0:
-        listed = f.n_missed_hits - f.n_failed_calls
-        if not f.missed_hit_groups or not listed:
-            return "It serves no request it must not."
-        top = f.missed_hit_groups[0]
-        what = _MISSED.get(top.kind, f"pairs that differ in: {top.kind}")
-        return (
-            f"It serves no request it must not; {_lead(top.count, listed).lower()} its missed"
-            f" hits ({top.count} of {listed}) are {what}."
-        )
+        return "It serves no request it must not" + (f"; {missed}." if missed else ".")
     _, count, kinds = merged_groups(f.false_hit_groups)[0]
     what, advice = false_hit_phrase(kinds)
+    within = fhr.value is not None and fhr.value <= BUDGET
+    if within and missed is not None and f.n_missed_hits - f.n_failed_calls > c.fp:
+        hits = f"{c.fp} false hit" + "s" * (c.fp != 1)
+        first = missed[0].upper() + missed[1:]
+        return f"{first}; the largest group of its {hits} ({count}) are {what}."
     lead = _lead(count, f.n_false_hits)
     return f"{lead} false hits ({count} of {f.n_false_hits}) are {what}: {advice}."
 
 
-def _threshold_line(c: Confusion, recall: Estimate, tf: ThresholdFree | None, f: Failures) -> str:
+def _top_clause(f: Failures) -> str | None:
+    """The false hits at the top score, which no threshold removes, and what
+    most of them are (None when there are none)."""
+    top = f.top_score
+    if top is None or not top.n_false_hits:
+        return None
+    n = top.n_false_hits
+    _, count, kinds = merged_groups(top.false_hit_groups)[0]
+    what, advice = false_hit_phrase(kinds)
+    share = "all" if count == n else f"{count} of them"
+    return (
+        f"{n} of the {top.n_served} rows it serves at its top score ({top.score:.4g}) must not"
+        f" be, and no threshold removes them: {share} are {what}, so {advice}"
+    )
+
+
+def _threshold_line(
+    c: Confusion, fhr: Estimate, recall: Estimate, tf: ThresholdFree | None, f: Failures
+) -> str:
     if tf is None:
         return "It gives no scores for every row, so this report cannot tune a threshold for it."
     point = next((p for p in tf.operating_points if abs(p.alpha - BUDGET) < 1e-12), None)
     parts = []
+    within = fhr.value is not None and fhr.value <= BUDGET
     if point is not None:
         if point.threshold is None:
             parts.append(f"No threshold keeps FHR at {pct(BUDGET)} or below and serves anything")
         else:
             parts.append(
-                f"At FHR <= {pct(BUDGET)} its best threshold (>= {point.threshold:.4g}) keeps"
+                ("Its FHR is within the 5% budget; at" if within else "At")
+                + f" FHR <= {pct(BUDGET)} its best threshold (>= {point.threshold:.4g}) keeps"
                 f" {pct(point.recall)} recall (now {pct(recall.value)})"
             )
-    top = f.top_score
-    if top is not None and top.n_false_hits:
-        parts.append(
-            f"{top.n_false_hits} of the {top.n_served} rows it serves at its top score"
-            f" ({top.score:.4g}) must not be served, which no threshold undoes"
-        )
-    elif point is not None and point.threshold is not None and c.fp:
+    top = _top_clause(f)
+    if top is not None:
+        parts.append(top)
+    elif point is not None and point.threshold is not None and c.fp and not within:
         fixes = (point.recall or 0.0) >= 0.5 * (recall.value or 0.0)
-        parts.append("a threshold problem more than a key one" if fixes else
+        parts.append("a threshold change fixes most of it" if fixes else
                      "a threshold alone costs most of its hits")  # fmt: skip
     if not parts:
-        return "No operating point at FHR <= 5% was computed."
+        return f"No operating point at FHR <= {pct(BUDGET)} was computed."
     return "; ".join(parts) + "."
 
 
@@ -191,8 +220,8 @@ def verdict_lines(
     """The three lines of the verdict (module docstring)."""
     return (
         _rates_line(c, fhr, recall),
-        _failures_line(c, failures),
-        _threshold_line(c, recall, tf, failures),
+        _failures_line(c, fhr, failures),
+        _threshold_line(c, fhr, recall, tf, failures),
     )
 
 
