@@ -24,6 +24,7 @@ import pytest
 from cacheeval.cli import main
 from cacheeval.dataset import load_bench
 from cacheeval.metrics.differences import primary_kind
+from cacheeval.reporting.verdict import false_hit_phrase, merged_groups
 from cacheeval.reporting.viewer import (
     CacheRun,
     changed_spans,
@@ -31,6 +32,8 @@ from cacheeval.reporting.viewer import (
     summarize,
     view_data,
 )
+from cacheeval.reporting.viewer_page import SHARED_TERMS
+from cacheeval.results.failures import FailureGroup
 from cacheeval.results.predictions import Prediction, make_header, write_predictions
 from cacheeval.schema import Row
 from cacheeval.support.jsonio import jsonl_bytes
@@ -336,16 +339,30 @@ def test_the_first_screen_names_gptcaches_main_failure_kinds_on_dev(tmp_path: Pa
     assert [n for _, n in listed] == sorted(counts.values(), reverse=True)
     main_kind, n = listed[0]
     assert counts[main_kind] == max(counts.values())
-    assert f"the largest group ({n} of {len(false_hits)}): {main_kind}" in screen
+    # The verdict names the largest group as the Markdown report does (context
+    # kinds as one group, policy kinds as another) with its advice.
+    merged = merged_groups([FailureGroup(k, c, 0.0, ()) for k, c in counts.items()])
+    _, size, kinds = merged[0]
+    what, advice = false_hit_phrase(kinds)
+    assert f"{len(false_hits)} false hits; " in screen
+    assert f"({size} of {len(false_hits)}) are {what}: {advice}." in screen
+    # Every term the page uses is explained on it.
+    for term in ("HIT and MISS", "False hit", "Missed hit", *SHARED_TERMS):
+        assert f" {term} " in screen[screen.index(" Terms ") :]
     # And the serves at the top score: the same queries under another context.
     top = max(p.score for p in preds.values() if p.is_hit and p.score is not None)
     at_top = [r for r in rows if preds[r.id].is_hit and round(preds[r.id].score or 0, 4) == top]
     wrong_top = Counter(primary_kind(r) for r in at_top if r.binary_label == "MISS")
     assert wrong_top.most_common(1)[0][0] == "prior turns"
     assert (
-        f"At its top score ({top:.3f}) it served {len(at_top)} pairs, "
-        f"{sum(wrong_top.values())} of them false hits (prior turns {wrong_top['prior turns']}"
-        in screen
+        f"At its top score ({top:.3f}) it serves {len(at_top)} pairs, "
+        f"{sum(wrong_top.values())} of which it must not, and no threshold removes them"
+    ) in screen
+    _, size, kinds = merged_groups([FailureGroup(k, c, 0.0, ()) for k, c in wrong_top.items()])[0]
+    assert kinds[:2] == ["system prompt / user", "prior turns"]
+    what = false_hit_phrase(kinds)[0]
+    assert (
+        what.startswith("the same or a similar query") and f"{size} of them are {what}." in screen
     )
 
 

@@ -140,7 +140,7 @@ def check_ids(
 
 def _make_page(args: argparse.Namespace, prog: str) -> tuple[str, int, int, int]:
     """The page, its rows, its caches and how many rows carry hidden labels."""
-    from ..metrics.differences import primary_kind
+    from ..metrics.differences import what_differs
     from ..reporting.viewer import summarize, view_data
     from ..reporting.viewer_page import render_page
     from ..schema import DOMAINS, SPLITS
@@ -180,7 +180,10 @@ def _make_page(args: argparse.Namespace, prog: str) -> tuple[str, int, int, int]
         )
     for note in check_ids(args.predictions, runs, args.bench, all_ids, {r.id for r in rows}):
         print(f"{prog}: note: {note}", file=sys.stderr)
-    kinds = [primary_kind(r) for r in rows]
+    # Once per row: the first kind of what differs is the row's primary kind
+    # (metrics.differences.primary_kind), what the summary groups by.
+    differences = [what_differs(r) for r in rows]
+    kinds = [found[0].kind for found in differences]
     bench_name = Path(args.bench).name
     title = args.title or f"CacheEval pairs: {bench_name}" + (f", {split} split" if split else "")
     source = {
@@ -190,6 +193,6 @@ def _make_page(args: argparse.Namespace, prog: str) -> tuple[str, int, int, int]
         "n_rows": len(rows),
         "labels": Path(args.labels).name if args.labels is not None else None,
     }
-    data = view_data(rows, runs, title=title, source=source, kinds=kinds)
+    data = view_data(rows, runs, title=title, source=source, differences=differences)
     n_private = sum(1 for r in rows if r.split == "test") if args.labels is not None else 0
     return render_page(data, summarize(rows, kinds, runs)), len(rows), len(runs), n_private

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..metrics.classification import Confusion, fhr, recall
-from ..metrics.differences import DIFFERENCE_KINDS, changed_tokens, primary_kind, what_differs
+from ..metrics.differences import DIFFERENCE_KINDS, Difference, changed_tokens, what_differs
 from ..results.columns import missing_prediction
 from ..results.predictions import Prediction, PredictionsHeader
 from ..schema import HIT, LABELS, Row
@@ -355,14 +355,17 @@ def view_data(
     *,
     title: str,
     source: Mapping[str, Any],
-    kinds: Sequence[str] | None = None,
+    differences: Sequence[Sequence[Difference]] | None = None,
 ) -> dict[str, Any]:
     """The page's data: the rows' fields as columns of string indices, what
-    differs per row, the changed spans, and per run the decisions, scores,
-    confidences, tiers and errors in row order (see the module docstring).
-    ``kinds`` are the rows' primary kinds (computed when not given)."""
+    differs per row (``differences[i]``: :func:`what_differs` of row i,
+    computed when not given; its first kind is the row's primary kind, as
+    :func:`~cacheeval.metrics.differences.primary_kind` says), the changed
+    spans, and per run the decisions, scores, confidences, tiers and errors in
+    row order (see the module docstring)."""
     table = StringTable()
-    kinds = list(kinds) if kinds is not None else [primary_kind(r) for r in rows]
+    if differences is None:
+        differences = [what_differs(r) for r in rows]
     kind_names = list(DIFFERENCE_KINDS)
     kind_index = {k: i for i, k in enumerate(kind_names)}
 
@@ -379,7 +382,7 @@ def view_data(
         ).split()
     }
     binary = []
-    for row, kind in zip(rows, kinds, strict=True):
+    for row, found in zip(rows, differences, strict=True):
         cols["id"].append(row.id)
         for key, value in (
             ("domain", row.domain),
@@ -400,9 +403,9 @@ def view_data(
         cols["ta"].append(_tools(table, row.tools_a))
         cols["tb"].append(_tools(table, row.tools_b))
         binary.append({None: "?", HIT: "H"}.get(row.binary_label, "M"))
-        cols["kind"].append(kind_no(kind))
+        cols["kind"].append(kind_no(found[0].kind))
         flat: list[int] = []
-        for d in what_differs(row):
+        for d in found:
             flat += [
                 kind_no(d.kind),
                 table.index(str(d.a) if d.a else None),

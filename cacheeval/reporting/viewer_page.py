@@ -27,39 +27,50 @@ from html import escape
 from importlib import resources
 from typing import Any
 
+from ..results.failures import FailureGroup
+from .verdict import GLOSSARY as REPORT_GLOSSARY
+from .verdict import false_hit_phrase, merged_groups
 from .viewer import CacheSummary
 
 _MARKER = re.compile(r"@@([A-Z_]+)@@")
 
-#: The terms of the first screen, each said once.
-GLOSSARY: tuple[tuple[str, str], ...] = (
+#: The reports' terms the page uses too, in the reports' words
+#: (:data:`cacheeval.reporting.verdict.GLOSSARY`).
+SHARED_TERMS = ("FHR", "Recall", "What differs", "Difficulty")
+#: The page's own terms.
+_OWN_TERMS: tuple[tuple[str, str], ...] = (
     (
-        "HIT / MISS",
-        "the correct decision for a pair: HIT when the stored answer of request a "
-        "also answers request b, MISS when it must not be served (EQUIV rows that are "
-        "never-cache requests, e.g. a live price or a state change, are MISS too).",
+        "HIT and MISS",
+        "the correct decision for a pair: HIT when the stored answer of request a also "
+        "answers request b, MISS when it must not be served. EQUIV and PARA_SAFE rows are "
+        "HIT, except never-cache requests (creative writing, live data, state changes, "
+        "personal data), which keep their label but are MISS.",
     ),
-    ("false hit", "a MISS pair the cache served: the user gets a wrong answer."),
-    ("missed hit", "a HIT pair the cache did not serve: a wasted model call."),
-    ("FHR", "false-hit rate: false hits / MISS pairs. Lower is better."),
-    ("recall", "HIT pairs served / HIT pairs. Higher is better."),
+    ("False hit", "a MISS pair the cache served: the user gets a wrong answer."),
+    ("Missed hit", "a HIT pair the cache did not serve: a model call it could have saved."),
     (
-        "error",
-        "the cache's call failed or timed out, or the file has no prediction for the "
-        "pair; it counts as not served.",
-    ),
-    (
-        "what differs",
-        "the main difference between the two requests (system prompt or user, "
-        "prior turns, a number, a name, ...), found by CacheEval's difference analysis, not by "
-        "the cache.",
+        "Error",
+        "the cache's call failed or timed out, or its file has no prediction for the pair; "
+        "it counts as not served.",
     ),
     (
-        "score",
-        "the cache's similarity or confidence score for the pair, as it reported it; "
-        "tier: which of its stages decided.",
+        "Score and tier",
+        "the score the cache reported for the pair (its similarity or confidence) and "
+        "which of its stages decided. The top score: a threshold that serves anything "
+        "serves every pair at it.",
     ),
 )
+
+
+def glossary() -> tuple[tuple[str, str], ...]:
+    """The page's terms, then the reports' :data:`SHARED_TERMS` (those the
+    report glossary still has).
+
+    >>> [term for term, _ in glossary()][:3]
+    ['HIT and MISS', 'False hit', 'Missed hit']
+    """
+    shared = tuple(t for t in REPORT_GLOSSARY if t[0] in SHARED_TERMS)
+    return _OWN_TERMS + shared
 
 
 def script_json(obj: Any) -> str:
@@ -99,42 +110,51 @@ def _go(text: str | int, *, cache: int, outcome: str | None = None, kind: int | 
     return f'<a class="go" href="#pairs"{attrs}>{escape(str(text))}</a>'
 
 
+def _largest(groups: Sequence[tuple[str, int]]) -> tuple[int, str, str]:
+    """The largest group of false hits as the reports name it (context kinds
+    counted as one group, policy kinds as another): its size, what it is and
+    the advice that prevents it (:mod:`cacheeval.reporting.verdict`)."""
+    total = sum(n for _, n in groups) or 1
+    merged = merged_groups([FailureGroup(k, n, n / total, ()) for k, n in groups])
+    _, count, kinds = merged[0]
+    what, advice = false_hit_phrase(kinds)
+    return count, what, advice
+
+
 def verdict(s: CacheSummary) -> str:
-    """One sentence (HTML) on a cache's false hits: how many and the kind of
-    difference most share; a second on the false hits at its top score, when
-    some are there and not every serve has that score (a score that ranks
-    nothing says nothing about a threshold).
+    """One sentence (HTML) on a cache's false hits: how many, what the
+    largest group is and what prevents it, in the words of the Markdown
+    report's verdict; a second on the false hits at its top score, when some
+    are there and not every serve has that score (a score that ranks nothing
+    says nothing about a threshold).
 
     >>> s = CacheSummary("c", "c.jsonl", 10, 4, 3, 1, 6, 0, 0.5, 0.5, (("number", 2), ("name", 1)))
-    >>> verdict(s)
-    '<b>c</b>: 3 false hits; most of them (2 of 3): <b>number</b>.'
+    >>> print(verdict(s).replace(": ", ":\\n"))
+    <b>c</b>:
+    3 false hits; most (2 of 3) are queries that differ in a number:
+    compare the numbers of the two queries.
     >>> import dataclasses
     >>> text = verdict(dataclasses.replace(s, top_score=1.0, top_served=2,
-    ...                                    top_groups=(("name", 1),)))
-    >>> print(text.split(". ", 1)[1].replace(": ", ":\\n"))
-    At its top score (1.000) it served 2 pairs, 1 of them false hits (name 1):
-    no threshold that serves anything avoids these.
+    ...                                    top_groups=(("prior turns", 1),)))
+    >>> print(text.split(". ", 1)[1].replace(", and ", ",\\nand "))
+    At its top score (1.000) it serves 2 pairs, 1 of which it must not,
+    and no threshold removes them: all are the same or a similar query after other turns.
     """
     name = f"<b>{escape(s.name)}</b>"
-    main = s.main_failure
-    if main is None:
+    if not s.groups:
         return f"{name}: no false hits."
-    kind, n = main
-    noun = "false hit" if s.false_hits == 1 else "false hits"
-    share = (
-        "all of them"
-        if n == s.false_hits
-        else "most of them"
-        if 2 * n > s.false_hits
-        else "the largest group"
-    )
-    text = f"{name}: {s.false_hits} {noun}; {share} ({n} of {s.false_hits}): <b>{escape(kind)}</b>."
+    count, what, advice = _largest(s.groups)
+    n = s.false_hits
+    noun = "false hit" if n == 1 else "false hits"
+    lead = "all" if count == n else "most" if 2 * count > n else "the largest group"
+    text = f"{name}: {n} {noun}; {lead} ({count} of {n}) are {escape(what)}: {escape(advice)}."
     if s.top_false_hits and s.top_score is not None and s.top_served < s.served:
-        kinds = ", ".join(f"{escape(k)} {m}" for k, m in s.top_groups)
+        top_count, top_what, _ = _largest(s.top_groups)
+        share = "all" if top_count == s.top_false_hits else f"{top_count} of them"
         text += (
-            f" At its top score ({s.top_score:.3f}) it served {s.top_served} pairs, "
-            f"{s.top_false_hits} of them false hits ({kinds}): no threshold that serves "
-            "anything avoids these."
+            f" At its top score ({s.top_score:.3f}) it serves {s.top_served} pairs, "
+            f"{s.top_false_hits} of which it must not, and no threshold removes them: "
+            f"{share} are {escape(top_what)}."
         )
     return text
 
@@ -184,7 +204,7 @@ def summary_html(summaries: Sequence[CacheSummary], kinds: Sequence[str]) -> str
             out.append("</tr>")
         out.append("</tbody></table>")
     out.append('<details class="glossary"><summary>Terms</summary><dl>')
-    out += [f"<dt>{escape(t)}</dt><dd>{escape(d)}</dd>" for t, d in GLOSSARY]
+    out += [f"<dt>{escape(t)}</dt><dd>{escape(d)}</dd>" for t, d in glossary()]
     out.append("</dl></details></section>")
     return "\n".join(out)
 
@@ -222,4 +242,12 @@ def render_page(data: Mapping[str, Any], summaries: Sequence[CacheSummary]) -> s
     return _MARKER.sub(lambda m: parts[m.group(1)], _asset("viewer.html"))
 
 
-__all__ = ["GLOSSARY", "render_page", "script_json", "source_line", "summary_html", "verdict"]
+__all__ = [
+    "SHARED_TERMS",
+    "glossary",
+    "render_page",
+    "script_json",
+    "source_line",
+    "summary_html",
+    "verdict",
+]
