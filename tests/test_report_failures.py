@@ -97,7 +97,7 @@ def report() -> Report:
 def test_failure_lists_groups_and_top_score(report: Report) -> None:
     f = report.failures
     assert f is not None
-    assert (f.n_false_hits, f.n_missed_hits, f.n_failed_calls) == (4, 3, 1)
+    assert (f.n_false_hits, f.n_missed_hits, f.n_failed_calls, f.n_unlisted) == (4, 3, 1, 0)
     ids = [r.id for r in rows_and_predictions()[0]]
     # false hits by score, highest first, the 1.0 tie by id; missed hits lowest first
     assert [e.id for e in f.false_hits] == [ids[0], ids[1], ids[3], ids[2]]
@@ -331,6 +331,23 @@ def test_eval_and_score_reports_carry_the_same_failures(tmp_path: Path) -> None:
     # always_hit serves every row: its false hits are the MISS rows
     assert by_api.n_false_hits == sum(1 for r in rows if r.y == 0) > 0
     assert by_api.n_missed_hits == 0 and by_eval.verdict == by_score.verdict
+    # the test rows' labels came from --labels: counted, never named
+    test_ids = {r.id for r in rows if r.split == "test"}
+    assert by_api.n_unlisted == sum(1 for r in rows if r.split == "test" and r.y == 0) > 0
+    named = {e.id for e in by_api.false_hits} | {
+        i for g in by_api.false_hit_groups for i in g.example_ids
+    }
+    assert named and not named & test_ids
+    md = (tmp_path / "s.md").read_text("utf-8")
+    assert not any(i in md for i in test_ids)
+    assert f"{by_api.n_unlisted} of them are test-split rows whose labels are hidden" in md
+    # asked for, they are listed
+    assert main(["score", *common, "--predictions", str(preds), "--out", str(tmp_path / "t.md"),
+                 "--json", str(tmp_path / "t.json"), "--list-test-failures"]) == 0  # fmt: skip
+    listed = Report.from_dict(json.loads((tmp_path / "t.json").read_text("utf-8"))).failures
+    assert listed is not None and listed.n_unlisted == 0
+    assert listed == failures_of(rows, list(iter_predictions(preds)[1]), list_test=True)
+    assert listed.n_false_hits == by_api.n_false_hits
 
 
 def test_verdict_when_fhr_is_within_budget() -> None:
@@ -375,3 +392,20 @@ def test_verdict_names_the_missed_hits_when_fhr_is_within_budget() -> None:
         "Most of its missed hits (2 of 2) are paraphrases in other words; the largest group of"
         " its 1 false hit (1) are queries that share under half their words."
     )
+
+
+def test_test_split_rows_are_grouped_but_not_listed_unless_asked() -> None:
+    rows, preds = rows_and_predictions()
+    test_rows = [dataclasses.replace(r, split="test") if i in (0, 6) else r
+                 for i, r in enumerate(rows)]  # fmt: skip
+    f = failures_of(test_rows, preds)
+    # r1 (false hit, system prompt) and r7 (missed hit, most words) are test rows
+    assert f.n_unlisted == 2 and (f.n_false_hits, f.n_missed_hits) == (4, 3)
+    assert rows[0].id not in {e.id for e in f.false_hits}
+    assert [e.id for e in f.missed_hits] == [rows[7].id]
+    groups = {g.kind: (g.count, g.example_ids) for g in f.false_hit_groups}
+    assert groups["system prompt / user"] == (1, ())
+    top = f.top_score
+    assert top is not None and top.n_false_hits == 2
+    assert {g.kind: g.example_ids for g in top.false_hit_groups}["system prompt / user"] == ()
+    assert failures_of(test_rows, preds, list_test=True) == failures_of(rows, preds)

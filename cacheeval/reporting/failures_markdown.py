@@ -105,6 +105,12 @@ def failures_markdown(f: Failures) -> list[str]:
         f" (HIT rows not served{failed}). Each is grouped by the first thing that differs"
         " between its two requests (see Terms: What differs).",
     ]
+    if f.n_unlisted:
+        out += [
+            "",
+            f"{f.n_unlisted} of them are test-split rows whose labels are hidden: they are"
+            " counted in the groups but not listed (`--list-test-failures` lists them).",
+        ]
     if f.false_hit_groups:
         out += ["", "### False hits by what differs", ""]
         out += _groups(f.false_hit_groups, "False hits")

@@ -234,6 +234,7 @@ def build_report(
     alphas: Sequence[float] = DEFAULT_ALPHAS,
     scored_latency: Sequence[bool] | None = None,
     failures: bool = True,
+    list_test_failures: bool = False,
 ) -> Report:
     """Compute every metric of ``predictions[i]`` against ``rows[i]``.
 
@@ -243,12 +244,13 @@ def build_report(
     The rows are put in columns (:class:`~cacheeval.results.columns.ScoreColumns`)
     and scored by :func:`build_report_from_columns`, the one place that computes.
     ``failures=False`` leaves out the verdict and the failure lists (they
-    quote the rows).
+    quote the rows); test-split rows are listed in them only with
+    ``list_test_failures`` (:mod:`cacheeval.results.failures`).
     """
     if len(rows) != len(predictions):
         raise ValueError(f"{len(rows)} rows but {len(predictions)} predictions")
     called = list(scored_latency) if scored_latency is not None else [True] * len(predictions)
-    columns = ScoreColumns()
+    columns = ScoreColumns(list_test_failures=list_test_failures)
     for row, pred, ok in zip(rows, predictions, called, strict=True):
         if failures:
             columns.add_row(row, pred, ok)

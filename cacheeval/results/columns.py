@@ -176,7 +176,7 @@ class ScoreColumns:
         "n_ok_unscored",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, *, list_test_failures: bool = False) -> None:
         self.y = array("b")  # 1 = HIT row
         self.hit = array("b")  # 1 = the cache served
         self.label = array("h")  # codes into self.labels
@@ -197,7 +197,8 @@ class ScoreColumns:
         self.subscores = _Codes()
         self.tiers = _Codes()
         self.errors = ErrorTally()
-        self.failures = FailureTally()  # fed by add_row only (it needs the row)
+        # fed by add_row only (it needs the row); test-split rows listed only when asked
+        self.failures = FailureTally(list_test=list_test_failures)
         self.n_ok = 0  # rows without an error
         self.n_ok_unscored = 0  # ... of which carry no score
 

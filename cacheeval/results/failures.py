@@ -8,6 +8,12 @@ stands in when a prediction has no score; unscored rows come last; ties by
 id). Missed hits whose call failed or had no prediction are counted but not
 listed or grouped: the report's error section lists them.
 
+Test-split rows are counted and grouped but not listed (no id, no query)
+unless the tally is told to list them: the benchmark hides their labels, and a
+committed report that listed its test failures would publish them. A run
+whose test rows carry labels of their own (pairs a user imported) lists them
+(``cacheeval eval``/``score`` without ``--labels``).
+
 :class:`FailureTally` is fed one row and its prediction at a time (by
 :class:`~cacheeval.results.columns.ScoreColumns`) and keeps a bounded amount:
 the current worst :data:`MAX_EXAMPLES` of each list, the count and a few ids
@@ -77,11 +83,13 @@ class TopScore:
 class Failures:
     """The failures of one run (module docstring). ``n_failed_calls``: the
     missed hits left out of the lists and groups (error, timeout, missing
-    prediction). ``top_score`` is None when no prediction has a score."""
+    prediction). ``n_unlisted``: failures on test-split rows, grouped but
+    never listed. ``top_score`` is None when no prediction has a score."""
 
     n_false_hits: int
     n_missed_hits: int
     n_failed_calls: int
+    n_unlisted: int
     false_hits: tuple[FailureExample, ...]
     missed_hits: tuple[FailureExample, ...]
     false_hit_groups: tuple[FailureGroup, ...]
@@ -138,9 +146,12 @@ class _Groups:
         self.counts: Counter[str] = Counter()
         self.worst: dict[str, list[tuple[float, str]]] = {}
 
-    def add(self, kind: str, sure: float, row_id: str) -> None:
+    def add(self, kind: str, sure: float, row_id: str | None) -> None:
+        """Count one failure of ``kind``; ``row_id`` None: count it, never list it."""
         self.counts[kind] += 1
         ids = self.worst.setdefault(kind, [])
+        if row_id is None:
+            return
         ids.append((sure, row_id))
         if len(ids) > 4 * MAX_GROUP_IDS:
             ids.sort(key=lambda t: (-t[0], t[1]))
@@ -174,10 +185,12 @@ class FailureTally:
     """Collects a run's :class:`Failures` one row at a time (module docstring)."""
 
     __slots__ = (
+        "list_test",
         "n_rows",
         "n_false_hits",
         "n_missed_hits",
         "n_failed_calls",
+        "n_unlisted",
         "_false",
         "_missed",
         "_false_groups",
@@ -188,11 +201,13 @@ class FailureTally:
         "_top_groups",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, *, list_test: bool = False) -> None:
+        self.list_test = list_test  # list test-split rows too (module docstring)
         self.n_rows = 0
         self.n_false_hits = 0
         self.n_missed_hits = 0
         self.n_failed_calls = 0
+        self.n_unlisted = 0
         self._false = _Worst(MAX_EXAMPLES)
         self._missed = _Worst(MAX_EXAMPLES)
         self._false_groups = _Groups()
@@ -220,6 +235,14 @@ class FailureTally:
                 return
         differences = what_differs(row)
         sure = sureness(prediction, served)
+        kind = differences[0].kind
+        if not self.list_test and row.split == "test":
+            self.n_unlisted += 1
+            groups = self._false_groups if false_hit else self._missed_groups
+            groups.add(kind, sure, None)
+            if false_hit and at_top:
+                self._top_groups.add(kind, sure, None)
+            return
         example = FailureExample(
             id=row.id,
             label=row.label,
@@ -232,7 +255,6 @@ class FailureTally:
             query_b=row.query_b,
             differences=differences,
         )
-        kind = differences[0].kind
         if false_hit:
             self._false.add(sure, example)
             self._false_groups.add(kind, sure, row.id)
@@ -270,6 +292,7 @@ class FailureTally:
             n_false_hits=self.n_false_hits,
             n_missed_hits=self.n_missed_hits,
             n_failed_calls=self.n_failed_calls,
+            n_unlisted=self.n_unlisted,
             false_hits=self._false.result(),
             missed_hits=self._missed.result(),
             false_hit_groups=self._false_groups.result(),
@@ -278,9 +301,11 @@ class FailureTally:
         )
 
 
-def failures_of(rows: Sequence[Row], predictions: Sequence[Prediction]) -> Failures:
+def failures_of(
+    rows: Sequence[Row], predictions: Sequence[Prediction], *, list_test: bool = False
+) -> Failures:
     """:class:`Failures` of ``predictions[i]`` against labelled ``rows[i]``."""
-    tally = FailureTally()
+    tally = FailureTally(list_test=list_test)
     for row, prediction in zip(rows, predictions, strict=True):
         tally.add(row, prediction)
     return tally.result()
