@@ -346,7 +346,9 @@ def test_the_first_screen_names_gptcaches_main_failure_kinds_on_dev(tmp_path: Pa
     what, advice = false_hit_phrase(kinds)
     assert f"{len(false_hits)} false hits; " in screen
     assert f"({size} of {len(false_hits)}) are {what}: {advice}." in screen
-    # Every term the page uses is explained on it.
+    # Every term the page uses is explained on it, the table's where they appear.
+    for head in ("FHR", "Recall", "False hits", "Missed hits", "Errors", "What differs"):
+        assert re.search(rf'<th (class="num" )?title="[^"]{{20,}}">{head}</th>', html), head
     for term in ("HIT and MISS", "False hit", "Missed hit", *SHARED_TERMS):
         assert f" {term} " in screen[screen.index(" Terms ") :]
     # And the serves at the top score: the same queries under another context.

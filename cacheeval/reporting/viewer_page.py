@@ -168,8 +168,19 @@ def summary_html(summaries: Sequence[CacheSummary], kinds: Sequence[str]) -> str
     out = ['<section id="summary" aria-labelledby="summary-title">']
     out.append('<h2 id="summary-title">Caches</h2>')
     out.append('<table class="summary"><thead><tr><th>Cache</th><th>File</th>')
-    for head in ("Pairs", "Served", "FHR", "Recall", "False hits", "Missed hits", "Errors"):
-        out.append(f'<th class="num">{head}</th>')
+    # Each term is explained where it first appears (a tooltip), and in the glossary.
+    terms = dict(glossary())
+    for head, term in (
+        ("Pairs", None),
+        ("Served", None),
+        ("FHR", "FHR"),
+        ("Recall", "Recall"),
+        ("False hits", "False hit"),
+        ("Missed hits", "Missed hit"),
+        ("Errors", "Error"),
+    ):
+        tip = f' title="{escape(terms[term])}"' if term in terms else ""
+        out.append(f'<th class="num"{tip}>{head}</th>')
     out.append("</tr></thead><tbody>")
     for j, s in enumerate(summaries):
         out.append(
@@ -191,7 +202,10 @@ def summary_html(summaries: Sequence[CacheSummary], kinds: Sequence[str]) -> str
             totals[kind] = totals.get(kind, 0) + n
     if totals:
         out.append('<table class="groups" aria-labelledby="failures-title"><thead><tr>')
-        out.append("<th>What differs</th>")
+        tip = terms.get("What differs")
+        out.append(
+            f'<th title="{escape(tip)}">What differs</th>' if tip else "<th>What differs</th>"
+        )
         out += [f'<th class="num">{escape(s.name)}</th>' for s in summaries]
         out.append("</tr></thead><tbody>")
         ranked = sorted(totals, key=lambda k: (-totals[k], kind_no.get(k, len(kind_no))))
