@@ -179,7 +179,12 @@ _OPERATOR_WORDS = frozenset(
     " inclusive buy sell send receive encrypt decrypt encode decode import export upload"
     " download push pull start stop lock unlock enable disable off open close am pm"
     " true false yes positive negative past future previous next cheaper dearer faster"
-    " slower hotter colder warmer cooler first last".split()
+    " slower hotter colder warmer cooler first last"
+    # opposites and operations a question turns on
+    " hot cold warm cool born die died start end begin finish win lose gain rise fall"
+    " enter exit arrive depart accept reject allow deny include improve hurt absorb release"
+    " give take lend borrow derivative integral differentiate integrate radius diameter"
+    " simple compound compounded perimeter circumference mean median average".split()
 )
 _OPERATOR_SYMBOLS = frozenset("<>=+*/^%!")
 _NATURAL_LANGUAGES = frozenset(
