@@ -377,7 +377,7 @@ def test_hidden_test_rows_need_the_labels_file(
     )
     out = tmp_path / "view.html"
     assert main(["view", str(preds), "--bench", str(MINI_BENCH), "--out", str(out)]) == 2
-    assert "pass --labels" in capsys.readouterr().err and not out.exists()
+    assert "pass --labels" in one_error(capsys) and not out.exists()
     args = ["view", str(preds), "--bench", str(MINI_BENCH), "--labels", str(MINI_LABELS)]
     assert main([*args, "--out", str(out)]) == 0
     # The page shows the hidden labels: it is written as private as the labels file.
@@ -399,6 +399,15 @@ def small(tmp_path: Path) -> tuple[Path, Path, list[Row]]:
     return bench, preds, rows
 
 
+def one_error(capsys: pytest.CaptureFixture[str]) -> str:
+    """The one line a failed command printed on stderr (no traceback)."""
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith("cacheeval view: error: ")
+    return lines[0]
+
+
 def run_view(tmp: Path, *args: str | Path) -> int:
     return main(["view", *map(str, args), "--out", str(tmp / "view.html")])
 
@@ -408,10 +417,10 @@ def test_a_missing_file_is_one_line_and_exit_2(
 ) -> None:
     bench, preds, _ = small
     assert run_view(tmp_path, tmp_path / "nope.jsonl", "--bench", bench) == 2
-    err = capsys.readouterr().err.strip()
+    err = one_error(capsys)
     assert "nope.jsonl" in err and "No such file" in err and "\n" not in err
     assert run_view(tmp_path, preds, "--bench", tmp_path / "nobench.jsonl") == 2
-    assert "nobench.jsonl" in capsys.readouterr().err
+    assert "nobench.jsonl" in one_error(capsys)
     assert not (tmp_path / "view.html").exists()
 
 
@@ -423,12 +432,12 @@ def test_a_bad_json_line_names_its_line(
     lines[2] = lines[2][:-5]  # the second prediction, cut short
     preds.write_text("\n".join(lines) + "\n")
     assert run_view(tmp_path, preds, "--bench", bench) == 2
-    assert f"{preds}:3: not valid JSON" in capsys.readouterr().err
+    assert f"{preds}:3: not valid JSON" in one_error(capsys)
     bad_bench = tmp_path / "bad.jsonl"
     bad_bench.write_text(bench.read_text() + "{nope\n")
     good = write_preds(tmp_path / "good.jsonl", random_predictions(small[2], 0, 0.5))
     assert run_view(tmp_path, good, "--bench", bad_bench) == 2
-    assert f"{bad_bench}:6: not valid JSON" in capsys.readouterr().err
+    assert f"{bad_bench}:6: not valid JSON" in one_error(capsys)
 
 
 def test_predictions_of_another_bench_are_refused(
@@ -438,14 +447,14 @@ def test_predictions_of_another_bench_are_refused(
     stranger = Prediction("cb-math-0042", True, 0.9, 0.9, "embedding", 1.0)
     mixed = write_preds(tmp_path / "mixed.jsonl", [*random_predictions(rows[:2], 0, 0.5), stranger])
     assert run_view(tmp_path, mixed, "--bench", bench) == 2
-    err = capsys.readouterr().err
+    err = one_error(capsys)
     assert f"{mixed}:4: prediction id 'cb-math-0042' is not a row of {bench}" in err
     # Predictions of rows outside the selected split: none is for a shown row.
     other = [dataclasses.replace(r, split="train") for r in rows]
     both = write_bench(tmp_path / "both.jsonl", [*other[:3], *rows[3:]])
     preds = write_preds(tmp_path / "train.jsonl", random_predictions(other[:3], 0, 0.5))
     assert run_view(tmp_path, preds, "--bench", both, "--split", "dev") == 2
-    assert "none of its 3 prediction(s) is for a selected row" in capsys.readouterr().err
+    assert "none of its 3 prediction(s) is for a selected row" in one_error(capsys)
 
 
 def test_rows_a_file_lacks_are_shown_as_missing(
