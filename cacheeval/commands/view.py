@@ -139,9 +139,10 @@ def check_ids(
 
 
 def _make_page(args: argparse.Namespace, prog: str) -> tuple[str, int, int, int]:
-    """The page, its rows, its caches and how many rows carry hidden labels."""
-    from ..metrics.differences import what_differs
-    from ..reporting.viewer import summarize, view_data
+    """The page, its rows, its caches and how many rows carry hidden labels.
+    The rows are encoded as they are read and not kept (a long run's rows
+    would take gigabytes)."""
+    from ..reporting.viewer import ViewBuilder, summarize
     from ..reporting.viewer_page import render_page
     from ..schema import DOMAINS, SPLITS
     from ._running import stream_rows
@@ -154,7 +155,9 @@ def _make_page(args: argparse.Namespace, prog: str) -> tuple[str, int, int, int]
     if domains is None:
         shared = _shared([r.header.domains for r in runs])
         domains = list(shared) if shared else None
-    rows, all_ids, n_hidden = [], set(), 0
+    builder = ViewBuilder()
+    all_ids: set[str] = set()
+    n_hidden = n_private = 0
     for row in stream_rows(args, split=SPLITS, domains=DOMAINS, labels=args.labels):
         all_ids.add(row.id)
         if split is not None and row.split != split:
@@ -164,8 +167,10 @@ def _make_page(args: argparse.Namespace, prog: str) -> tuple[str, int, int, int]
         if not row.is_labelled:
             n_hidden += 1
             continue
-        rows.append(row)
-    if not rows:
+        n_private += args.labels is not None and row.split == "test"
+        builder.add(row)
+    n_rows = len(builder.keys)
+    if not n_rows:
         if n_hidden:
             raise UsageError(
                 f"{args.bench}: the {n_hidden} selected row(s) are hidden test rows: "
@@ -178,21 +183,18 @@ def _make_page(args: argparse.Namespace, prog: str) -> tuple[str, int, int, int]
             "(pass --labels to show them)",
             file=sys.stderr,
         )
-    for note in check_ids(args.predictions, runs, args.bench, all_ids, {r.id for r in rows}):
+    selected = {k.id for k in builder.keys}
+    for note in check_ids(args.predictions, runs, args.bench, all_ids, selected):
         print(f"{prog}: note: {note}", file=sys.stderr)
-    # Once per row: the first kind of what differs is the row's primary kind
-    # (metrics.differences.primary_kind), what the summary groups by.
-    differences = [what_differs(r) for r in rows]
-    kinds = [found[0].kind for found in differences]
     bench_name = Path(args.bench).name
     title = args.title or f"CacheEval pairs: {bench_name}" + (f", {split} split" if split else "")
     source = {
         "bench": bench_name,
         "split": split,
         "domains": domains,
-        "n_rows": len(rows),
+        "n_rows": n_rows,
         "labels": Path(args.labels).name if args.labels is not None else None,
     }
-    data = view_data(rows, runs, title=title, source=source, differences=differences)
-    n_private = sum(1 for r in rows if r.split == "test") if args.labels is not None else 0
-    return render_page(data, summarize(rows, kinds, runs)), len(rows), len(runs), n_private
+    data = builder.data(runs, title=title, source=source)
+    summaries = summarize(builder.keys, builder.kinds, runs)
+    return render_page(data, summaries), n_rows, len(runs), n_private

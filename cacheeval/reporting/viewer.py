@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..metrics.classification import Confusion, fhr, recall
 from ..metrics.differences import DIFFERENCE_KINDS, Difference, changed_tokens, what_differs
@@ -107,6 +107,13 @@ def outcome(binary_label: str | None, prediction: Prediction) -> str | None:
 # --- the first screen ------------------------------------------------------------------
 
 
+class RowKey(NamedTuple):
+    """What the summary needs of a row: its id and correct decision."""
+
+    id: str
+    binary_label: str | None
+
+
 @dataclass(frozen=True, slots=True)
 class CacheSummary:
     """One cache over the labelled rows of a view.
@@ -148,9 +155,10 @@ class CacheSummary:
 
 
 def summarize(
-    rows: Sequence[Row], kinds: Sequence[str], runs: Sequence[CacheRun]
+    rows: Sequence[Row | RowKey], kinds: Sequence[str], runs: Sequence[CacheRun]
 ) -> list[CacheSummary]:
-    """One :class:`CacheSummary` per run; ``kinds[i]`` is row i's primary kind.
+    """One :class:`CacheSummary` per run; ``kinds[i]`` is row i's primary kind
+    (rows: :class:`~cacheeval.schema.Row` or just their :class:`RowKey`).
 
     >>> from cacheeval.results.predictions import make_header
     >>> rows = [_tiny_row("r1", "MISS"), _tiny_row("r2", "HIT"), _tiny_row("r3", "MISS")]
@@ -349,40 +357,37 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, SCORE_DIGITS)
 
 
-def view_data(
-    rows: Sequence[Row],
-    runs: Sequence[CacheRun],
-    *,
-    title: str,
-    source: Mapping[str, Any],
-    differences: Sequence[Sequence[Difference]] | None = None,
-) -> dict[str, Any]:
-    """The page's data: the rows' fields as columns of string indices, what
-    differs per row (``differences[i]``: :func:`what_differs` of row i,
-    computed when not given; its first kind is the row's primary kind, as
-    :func:`~cacheeval.metrics.differences.primary_kind` says), the changed
-    spans, and per run the decisions, scores, confidences, tiers and errors in
-    row order (see the module docstring)."""
-    table = StringTable()
-    if differences is None:
-        differences = [what_differs(r) for r in rows]
-    kind_names = list(DIFFERENCE_KINDS)
-    kind_index = {k: i for i, k in enumerate(kind_names)}
+class ViewBuilder:
+    """The page's data, built one row at a time (:meth:`add`) so a long run
+    never holds its rows: only the encoded columns, the string table, and
+    per row its :class:`RowKey` and primary kind (what :func:`summarize`
+    needs). :meth:`data` adds the runs' decisions."""
 
-    def kind_no(kind: str) -> int:
-        if kind not in kind_index:  # outside the vocabulary: shown under its own name
-            kind_index[kind] = len(kind_names)
-            kind_names.append(kind)
-        return kind_index[kind]
+    _COLUMNS = (
+        "id domain label sub difficulty qa qb sa sb ca cb ta tb rationale ea eb kind diffs hl"
+    ).split()
 
-    cols: dict[str, list[Any]] = {
-        k: []
-        for k in (
-            "id domain label sub difficulty qa qb sa sb ca cb ta tb rationale ea eb kind diffs hl"
-        ).split()
-    }
-    binary = []
-    for row, found in zip(rows, differences, strict=True):
+    def __init__(self) -> None:
+        self.table = StringTable()
+        self.cols: dict[str, list[Any]] = {k: [] for k in self._COLUMNS}
+        self.binary: list[str] = []
+        self.keys: list[RowKey] = []
+        self.kinds: list[str] = []
+        self.kind_names = list(DIFFERENCE_KINDS)
+        self._kind_index = {k: i for i, k in enumerate(self.kind_names)}
+
+    def _kind_no(self, kind: str) -> int:
+        if kind not in self._kind_index:  # outside the vocabulary: shown under its own name
+            self._kind_index[kind] = len(self.kind_names)
+            self.kind_names.append(kind)
+        return self._kind_index[kind]
+
+    def add(self, row: Row, differences: Sequence[Difference] | None = None) -> None:
+        """Add ``row``; ``differences`` is its :func:`what_differs` (computed
+        when not given), whose first kind is the row's primary kind (as
+        :func:`~cacheeval.metrics.differences.primary_kind` says)."""
+        found = what_differs(row) if differences is None else differences
+        cols, table = self.cols, self.table
         cols["id"].append(row.id)
         for key, value in (
             ("domain", row.domain),
@@ -402,45 +407,72 @@ def view_data(
         cols["cb"].append(_turns(table, row.context_b))
         cols["ta"].append(_tools(table, row.tools_a))
         cols["tb"].append(_tools(table, row.tools_b))
-        binary.append({None: "?", HIT: "H"}.get(row.binary_label, "M"))
-        cols["kind"].append(kind_no(found[0].kind))
+        self.binary.append({None: "?", HIT: "H"}.get(row.binary_label, "M"))
+        cols["kind"].append(self._kind_no(found[0].kind))
         flat: list[int] = []
         for d in found:
             flat += [
-                kind_no(d.kind),
+                self._kind_no(d.kind),
                 table.index(str(d.a) if d.a else None),
                 table.index(str(d.b) if d.b else None),
             ]
         cols["diffs"].append(flat)
         cols["hl"].append(highlights(row) or 0)
-    caches = []
-    for run in runs:
-        preds = [run.prediction(rid) for rid in cols["id"]]
-        caches.append(
-            {
-                "name": run.name,
-                "file": run.file,
-                "split": run.header.split,
-                "n_predictions": sum(1 for rid in cols["id"] if rid in run.predictions),
-                "dec": "".join(decision_code(p) for p in preds),
-                "score": [_round(p.score) for p in preds],
-                "conf": [_round(p.confidence) for p in preds],
-                "tier": [table.index(p.tier_used) for p in preds],
-                "error": {str(i): table.index(p.error) for i, p in enumerate(preds) if p.error},
-            }
-        )
-    return {
-        "format": VIEW_FORMAT,
-        "title": title,
-        "source": dict(source),
-        "page_size": PAGE_SIZE,
-        "labels": list(LABELS),
-        "kinds": kind_names,
-        "outcomes": list(OUTCOMES),
-        "strings": table.strings,
-        "rows": {**cols, "bin": "".join(binary)},
-        "caches": caches,
-    }
+        self.keys.append(RowKey(row.id, row.binary_label))
+        self.kinds.append(found[0].kind)
+
+    def data(
+        self, runs: Sequence[CacheRun], *, title: str, source: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The page's data: the rows added so far and per run the decisions,
+        scores, confidences, tiers and errors in row order (module docstring)."""
+        ids = self.cols["id"]
+        caches = []
+        for run in runs:
+            preds = [run.prediction(rid) for rid in ids]
+            caches.append(
+                {
+                    "name": run.name,
+                    "file": run.file,
+                    "split": run.header.split,
+                    "n_predictions": sum(1 for rid in ids if rid in run.predictions),
+                    "dec": "".join(decision_code(p) for p in preds),
+                    "score": [_round(p.score) for p in preds],
+                    "conf": [_round(p.confidence) for p in preds],
+                    "tier": [self.table.index(p.tier_used) for p in preds],
+                    "error": {
+                        str(i): self.table.index(p.error) for i, p in enumerate(preds) if p.error
+                    },
+                }
+            )
+        return {
+            "format": VIEW_FORMAT,
+            "title": title,
+            "source": dict(source),
+            "page_size": PAGE_SIZE,
+            "labels": list(LABELS),
+            "kinds": self.kind_names,
+            "outcomes": list(OUTCOMES),
+            "strings": self.table.strings,
+            "rows": {**self.cols, "bin": "".join(self.binary)},
+            "caches": caches,
+        }
+
+
+def view_data(
+    rows: Sequence[Row],
+    runs: Sequence[CacheRun],
+    *,
+    title: str,
+    source: Mapping[str, Any],
+    differences: Sequence[Sequence[Difference]] | None = None,
+) -> dict[str, Any]:
+    """:class:`ViewBuilder`'s data for ``rows`` (``differences[i]``: row i's
+    :func:`what_differs`, computed when not given) and ``runs``."""
+    builder = ViewBuilder()
+    for i, row in enumerate(rows):
+        builder.add(row, None if differences is None else differences[i])
+    return builder.data(runs, title=title, source=source)
 
 
 def _tiny_row(rid: str, binary_label: str) -> Row:
@@ -473,7 +505,9 @@ __all__ = [
     "VIEW_FORMAT",
     "CacheRun",
     "CacheSummary",
+    "RowKey",
     "StringTable",
+    "ViewBuilder",
     "changed_spans",
     "decision_code",
     "file_label",

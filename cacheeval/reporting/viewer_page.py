@@ -202,9 +202,11 @@ def summary_html(summaries: Sequence[CacheSummary], kinds: Sequence[str]) -> str
             totals[kind] = totals.get(kind, 0) + n
     if totals:
         out.append('<table class="groups" aria-labelledby="failures-title"><thead><tr>')
-        tip = terms.get("What differs")
+        kind_tip = terms.get("What differs")
         out.append(
-            f'<th title="{escape(tip)}">What differs</th>' if tip else "<th>What differs</th>"
+            f'<th title="{escape(kind_tip)}">What differs</th>'
+            if kind_tip
+            else "<th>What differs</th>"
         )
         out += [f'<th class="num">{escape(s.name)}</th>' for s in summaries]
         out.append("</tr></thead><tbody>")
