@@ -10,6 +10,7 @@ is reused)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,12 @@ def test_filter_sort_page_and_disagree_on_2000_rows_by_5_caches(
     first = shown(browser)
     assert [r["i"] for r in first] == list(range(PAGE))
     assert all(len(r["cells"]) == 5 for r in first)
+    titles = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#pair-table td.dec')).map(td => td.title);"
+    )
+    assert all(
+        re.fullmatch(r".+: (false hit|missed hit|correct|error); tier \w+", t) for t in titles
+    )
 
     # Paging.
     click(browser, "next")

@@ -169,7 +169,7 @@
       "data-dec": d,
       "data-score": score === null ? "" : String(score),
       "data-outcome": o || "",
-      title: o ? C[c].name + ": " + o : C[c].name,
+      title: C[c].name + (o ? ": " + o : "") + "; tier " + S(C[c].tier[i]),
     }, DEC_TEXT[d] + " ", el("small", { text: fmt(score) }));
     return cell;
   }
