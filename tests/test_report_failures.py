@@ -138,8 +138,8 @@ def test_verdict_lines(report: Report) -> None:
         " another system prompt (another user) or after other turns: key the cache on the"
         " system prompt and the conversation.",
         "No threshold keeps FHR at 5% or below and serves anything; 2 of the 3 rows it serves"
-        " at its top score (1) must not be, and no threshold removes them: all are the same"
-        " or a similar query with another system prompt (another user) or after other turns,"
+        " at its top score (1) must not be, and no threshold removes them: both of them are the"
+        " same or a similar query with another system prompt (another user) or after other turns,"
         " so key the cache on the system prompt and the conversation.",
     )
 
@@ -389,8 +389,8 @@ def test_verdict_names_the_missed_hits_when_fhr_is_within_budget() -> None:
     # 2 analysed missed hits, both "most words differ"; the one false hit (a1/b1: "most
     # words differ" too) is fewer than them
     assert r.verdict[1] == (
-        "Most of its missed hits (2 of 2) are paraphrases in other words; the largest group of"
-        " its 1 false hit (1) are queries that share under half their words."
+        "Both of its missed hits are paraphrases in other words; its one false hit is among"
+        " queries that share under half their words."
     )
 
 
@@ -409,3 +409,17 @@ def test_test_split_rows_are_grouped_but_not_listed_unless_asked() -> None:
     assert top is not None and top.n_false_hits == 2
     assert {g.kind: g.example_ids for g in top.false_hit_groups}["system prompt / user"] == ()
     assert failures_of(test_rows, preds, list_test=True) == failures_of(rows, preds)
+
+
+def test_verdict_for_a_constant_score() -> None:
+    rows, _ = rows_and_predictions()
+    everything = [Prediction(r.id, True, 1.0, 1.0, "x", 1.0, None) for r in rows]
+    r = score(everything, rows)
+    assert r.verdict is not None and r.failures is not None
+    # all nine rows at score 1.0: the top score holds every scored row
+    assert r.failures.top_score is not None and r.failures.top_score.n_rows == 9
+    assert r.verdict[2] == (
+        "It gives every row the same score, so no threshold changes what it serves."
+    )
+    # false hits r1-r5: context 2 (r1, r2), policy 1, number 1, name 1 (Iceland/Ireland)
+    assert r.verdict[1].startswith("The largest group of false hits (2 of 5) are the same")

@@ -143,8 +143,7 @@ def _missed_clause(f: Failures) -> str | None:
         return None
     top = f.missed_hit_groups[0]
     what = _MISSED.get(top.kind, f"pairs that differ in: {top.kind}")
-    lead = "most of" if 2 * top.count > listed else "the largest group of"
-    return f"{lead} its missed hits ({top.count} of {listed}) are {what}"
+    return f"{_members(top.count, listed, 'its missed hits', 'its one missed hit')} {what}"
 
 
 def _failures_line(c: Confusion, fhr: Estimate, f: Failures) -> str:
@@ -158,11 +157,29 @@ def _failures_line(c: Confusion, fhr: Estimate, f: Failures) -> str:
     what, advice = false_hit_phrase(kinds)
     within = fhr.value is not None and fhr.value <= BUDGET
     if within and missed is not None and f.n_missed_hits - f.n_failed_calls > c.fp:
-        hits = f"{c.fp} false hit" + "s" * (c.fp != 1)
         first = missed[0].upper() + missed[1:]
-        return f"{first}; the largest group of its {hits} ({count}) are {what}."
+        return f"{first}; {_members(count, c.fp, 'its false hits', 'its one false hit')} {what}."
     lead = _lead(count, f.n_false_hits)
     return f"{lead} false hits ({count} of {f.n_false_hits}) are {what}: {advice}."
+
+
+def _members(count: int, total: int, plural: str, single: str) -> str:
+    """How many of ``total`` things a group holds, ready for "{what}".
+
+    >>> _members(1, 1, "its false hits", "its one false hit")
+    'its one false hit is among'
+    >>> _members(3, 3, "them", "it"), _members(3, 5, "them", "-")
+    ('all 3 of them are', 'most of them (3 of 5) are')
+    >>> _members(2, 5, "its false hits", "-")
+    'the largest group of its false hits (2 of 5) are'
+    """
+    if total == 1:
+        return f"{single} is among"
+    if count == total:
+        return f"both of {plural} are" if total == 2 else f"all {total} of {plural} are"
+    if 2 * count > total:
+        return f"most of {plural} ({count} of {total}) are"
+    return f"the largest group of {plural} ({count} of {total}) are"
 
 
 def _top_clause(f: Failures) -> str | None:
@@ -172,12 +189,14 @@ def _top_clause(f: Failures) -> str | None:
     if top is None or not top.n_false_hits:
         return None
     n = top.n_false_hits
-    _, count, kinds = merged_groups(top.false_hit_groups)[0]
+    name, count, kinds = merged_groups(top.false_hit_groups)[0]
     what, advice = false_hit_phrase(kinds)
-    share = "all" if count == n else f"{count} of them"
+    if name not in ("context", "policy"):  # a threshold cannot help: say what can
+        advice = "its score cannot tell them from the hits"
+    them = _members(count, n, "them", "it")
     return (
         f"{n} of the {top.n_served} rows it serves at its top score ({top.score:.4g}) must not"
-        f" be, and no threshold removes them: {share} are {what}, so {advice}"
+        f" be, and no threshold removes {'it' if n == 1 else 'them'}: {them} {what}, so {advice}"
     )
 
 
@@ -186,6 +205,8 @@ def _threshold_line(
 ) -> str:
     if tf is None:
         return "It gives no scores for every row, so this report cannot tune a threshold for it."
+    if f.top_score is not None and f.top_score.n_rows == tf.n_scored:
+        return "It gives every row the same score, so no threshold changes what it serves."
     point = next((p for p in tf.operating_points if abs(p.alpha - BUDGET) < 1e-12), None)
     parts = []
     within = fhr.value is not None and fhr.value <= BUDGET
