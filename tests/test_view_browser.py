@@ -103,9 +103,8 @@ def test_filter_sort_page_and_disagree_on_2000_rows_by_5_caches(
     titles = browser.execute_script(
         "return Array.from(document.querySelectorAll('#pair-table td.dec')).map(td => td.title);"
     )
-    assert all(
-        re.fullmatch(r".+: (false hit|missed hit|correct|error); tier \w+", t) for t in titles
-    )
+    title = re.compile(r".+: (false hit|missed hit|correct|error); tier \w+")
+    assert len(titles) == 5 * PAGE and all(title.fullmatch(t) for t in titles)
 
     # Paging.
     click(browser, "next")
