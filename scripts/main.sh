@@ -54,6 +54,9 @@ fi
 step "test split vs private slice (demo seed): reports/SHIFT.md, reference predictions"
 $py -m scripts.run_shift
 
+step "per-pair viewer of the reference caches on the test split (reports/view/index.html; shows the hidden labels, so git-ignored)"
+$py -m scripts.make_view
+
 step "shared-cache replay vs pair mode (reports/REPLAY.md)"
 $py -m scripts.run_replay
 

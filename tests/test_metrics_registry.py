@@ -118,6 +118,7 @@ NOT_METRICS: dict[str, str] = {
     "cost.cost_per_call_usd": "the cache's declared prices",
     "cost.n_decisions": "decisions priced",
     "errors.kinds[].count": "error_count and timeout_count by kind",
+    "failures": "the FP and FN rows themselves, their scores and their counts by what differs",
 }
 
 

@@ -302,8 +302,9 @@ class SplitTracker:
         return next(iter(self.splits)) if len(self.splits) == 1 else None
 
 
-#: The truth of one row: id, 1 for HIT, label, domain, difficulty, sub-score.
-Truth = tuple[str, int, str | None, str, str | None, str]
+#: The truth of one row: id, 1 for HIT, label, domain, difficulty, sub-score,
+#: and the (frozen) row itself, for the report's failure lists.
+Truth = tuple[str, int, str | None, str, str | None, str, Row]
 
 
 class LabelledRows(SplitTracker):
@@ -332,7 +333,7 @@ class LabelledRows(SplitTracker):
                 self.hidden += 1
                 continue
             self.truth.append(
-                (row.id, row.y, row.label, row.domain, row.difficulty, subscore_of(row))
+                (row.id, row.y, row.label, row.domain, row.difficulty, subscore_of(row), row)
             )
             self.splits.add(row.split)
             yield row

@@ -153,6 +153,22 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", type=Path, help="also write the report as JSON")
 
 
+def add_failure_arguments(parser: argparse.ArgumentParser) -> None:
+    """--list-test-failures (eval and score)."""
+    parser.add_argument(
+        "--list-test-failures",
+        action="store_true",
+        help="list failed test-split rows in the report even when their labels come from "
+        "--labels (by default they are counted, not listed: the labels are hidden)",
+    )
+
+
+def list_test_failures(args: argparse.Namespace) -> bool:
+    """Whether the report lists failed test-split rows: when their labels are
+    the rows' own (no --labels file), or when asked."""
+    return getattr(args, "labels", None) is None or bool(args.list_test_failures)
+
+
 def run_report_command(
     args: argparse.Namespace, name: str, make_report: Callable[[argparse.Namespace, str], Any]
 ) -> int:
@@ -195,6 +211,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_cache_arguments(parser, several=True)
     add_scale_arguments(parser)
     add_report_arguments(parser)
+    add_failure_arguments(parser)
     parser.add_argument("--predictions", type=Path, help="also write the predictions JSONL")
     add_probe_argument(parser)
     parser.set_defaults(_prog=parser.prog)
@@ -286,7 +303,7 @@ def _evaluate(args: argparse.Namespace, prog: str) -> Any:
     rows = selected.start()
     sha = sha256_file(args.bench)
     created = utc_now()
-    columns = ScoreColumns()
+    columns = ScoreColumns(list_test_failures=list_test_failures(args))
     writer: PredictionsWriter | None = None
     bar = terminal_progress()
     try:
@@ -308,6 +325,7 @@ def _evaluate(args: argparse.Namespace, prog: str) -> Any:
                 if truth[0] != pred.id:
                     raise AssertionError(f"prediction {pred.id} came back for row {truth[0]}")
                 columns.add(*truth[1:5], pred, subscore=truth[5])
+                columns.failures.add(truth[6], pred)
                 if writer is not None:
                     writer.write(pred)
     except KeyboardInterrupt as stop:

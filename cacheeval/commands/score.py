@@ -21,9 +21,11 @@ from typing import Any
 
 from .eval import (
     UsageError,
+    add_failure_arguments,
     add_report_arguments,
     add_rows_arguments,
     hidden_count_message,
+    list_test_failures,
     run_report_command,
 )
 
@@ -37,6 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--predictions", required=True, type=Path, help="predictions JSONL from `predict`"
     )
     add_report_arguments(parser)
+    add_failure_arguments(parser)
     parser.set_defaults(_prog=parser.prog)
 
 
@@ -73,7 +76,7 @@ def _score(args: argparse.Namespace, prog: str) -> Any:
             file=sys.stderr,
         )
     rows = stream_rows(args, split=split, domains=domains, labels=args.labels)
-    columns = ScoreColumns()
+    columns = ScoreColumns(list_test_failures=list_test_failures(args))
     splits: set[str] = set()
 
     def labelled_splits(stream: Any) -> Any:

@@ -26,16 +26,18 @@ from ..metrics.registry import METRICS, section_compute, section_metrics
 from ..metrics.slices import Slice, SliceOperatingPoint, slice_order
 from ..metrics.usage import ErrorStats, TierUsage
 from ..results.columns import ScoreColumns
+from ..results.failures import Failures
 from ..results.predictions import Prediction
-from ..schema import DIFFICULTIES, DOMAINS, LABELS, SCHEMA_VERSION, SUBSCORES, Row
+from ..schema import DIFFICULTIES, DOMAINS, LABELS, SCHEMA_VERSION, SUBSCORES, Row, subscore_of
 from ..support.gitinfo import package_git_info
 from ..support.jsonio import dumps_pretty
 from ..version import __version__
+from .verdict import verdict_lines
 
 REPORT_KEY = "cacheeval_report"
 #: The report file's format version (1.2 added ``provenance.run_mode``, 1.3
-#: ``per_subscore``, 1.4 ``prepare`` and ``cold_probe``); a
-#: reader takes any 1.x.
+#: ``per_subscore``, 1.4 ``prepare``, ``cold_probe``, ``verdict``, ``failures``
+#: and ``per_kind``); a reader takes any 1.x.
 REPORT_VERSION = "1.4"
 #: How many missing/extra ids a report lists.
 MAX_IDS = 10
@@ -130,6 +132,12 @@ class Report:
     #: A fresh cache deciding new pairs with nothing prepared
     #: (:mod:`cacheeval.run.probe`); None when no probe ran.
     cold_probe: ColdProbe | None = None
+    #: Three plain-language lines (:mod:`.verdict`); None with ``failures``.
+    verdict: tuple[str, ...] | None = None
+    #: The worst false hits and missed hits, and the failures grouped by what
+    #: differs (:mod:`cacheeval.results.failures`); None when the rows were not
+    #: at hand (and in reports written before it existed).
+    failures: Failures | None = None
 
     # -- serialisation ----------------------------------------------------------
 
@@ -232,6 +240,8 @@ def build_report(
     cost_per_call_usd: Mapping[str, float] | None = None,
     alphas: Sequence[float] = DEFAULT_ALPHAS,
     scored_latency: Sequence[bool] | None = None,
+    failures: bool = True,
+    list_test_failures: bool = False,
 ) -> Report:
     """Compute every metric of ``predictions[i]`` against ``rows[i]``.
 
@@ -240,13 +250,19 @@ def build_report(
     were never called); by default every row with a ``latency_ms`` counts.
     The rows are put in columns (:class:`~cacheeval.results.columns.ScoreColumns`)
     and scored by :func:`build_report_from_columns`, the one place that computes.
+    ``failures=False`` leaves out the verdict and the failure lists (they
+    quote the rows); test-split rows are listed in them only with
+    ``list_test_failures`` (:mod:`cacheeval.results.failures`).
     """
     if len(rows) != len(predictions):
         raise ValueError(f"{len(rows)} rows but {len(predictions)} predictions")
     called = list(scored_latency) if scored_latency is not None else [True] * len(predictions)
-    columns = ScoreColumns()
+    columns = ScoreColumns(list_test_failures=list_test_failures)
     for row, pred, ok in zip(rows, predictions, called, strict=True):
-        columns.add_row(row, pred, ok)
+        if failures:
+            columns.add_row(row, pred, ok)
+        else:
+            columns.add(row.y, row.label, row.domain, row.difficulty, pred, ok, subscore_of(row))
     return build_report_from_columns(
         columns,
         provenance=provenance,
@@ -278,10 +294,12 @@ def build_report_from_columns(
     c = count(columns.y, cast("Iterable[bool]", columns.hit))  # 0/1 codes
     per_label = _slices(columns, "Per label")
     tf, note = _threshold_free(columns, alphas)
+    headline = _headline(c, per_label)
+    failures = columns.collected_failures()
     return Report(
         provenance=provenance,
         confusion=c,
-        headline=_headline(c, per_label),
+        headline=headline,
         threshold_free=tf,
         threshold_free_note=note,
         per_domain=_slices(columns, "Per domain"),
@@ -303,6 +321,10 @@ def build_report_from_columns(
         else section_compute("Per sub-score operating point")(
             columns.subscore_keys(), columns.y, columns.scores(), SUBSCORES
         ),
+        verdict=None
+        if failures is None
+        else verdict_lines(c, headline.fhr, headline.recall, tf, failures),
+        failures=failures,
     )
 
 

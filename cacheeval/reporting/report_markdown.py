@@ -16,6 +16,7 @@ from typing import Any
 
 from ..metrics.registry import MetricSpec, section_metrics, values_at
 from ..support.jsonio import dumps
+from .failures_markdown import failures_markdown, glossary_markdown, verdict_markdown
 from .latency_text import prepare_sentence, probe_sentence
 from .markdown import cell, count, estimate, fraction, num, table
 from .report import Provenance, Report, register_renderer
@@ -231,11 +232,20 @@ SECTIONS: tuple[Section, ...] = (
 
 
 def render_markdown(r: Report) -> str:
-    """The report for people: provenance, then every section of :data:`SECTIONS`."""
-    lines = [f"# CacheEval report: {cell(r.provenance.cache_name)}", ""]
-    lines += table(["Run", ""], _run_rows(r.provenance))
+    """The report for people: the verdict, provenance, the glossary, then
+    every section of :data:`SECTIONS` with the failures after the headline.
+    A report without failures (rows not at hand, or written before format
+    1.4) has no verdict, glossary or failures and renders as it always did."""
+    lines = [f"# CacheEval report: {cell(r.provenance.cache_name)}"]
+    if r.verdict is not None:
+        lines += verdict_markdown(r.verdict)
+    lines += ["", *table(["Run", ""], _run_rows(r.provenance))]
+    if r.failures is not None:
+        lines += glossary_markdown()
     for section in SECTIONS:
         lines += _section(r, section)
+        if section.heading == "Headline" and r.failures is not None:
+            lines += failures_markdown(r.failures)
     return "\n".join(lines) + "\n"
 
 

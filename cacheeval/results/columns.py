@@ -6,7 +6,10 @@ Per row :class:`ScoreColumns` keeps the truth (HIT/MISS, the five-way label,
 the domain and the difficulty, as small codes), the decision, the score, the
 confidence, the latency and the tier: 38 bytes a row, 38 MB for a million
 rows. Errors are
-tallied as they arrive (:class:`~cacheeval.metrics.usage.ErrorTally`).
+tallied as they arrive (:class:`~cacheeval.metrics.usage.ErrorTally`), and so
+are the failures when the rows themselves are given (:meth:`ScoreColumns.add_row`,
+:class:`~cacheeval.results.failures.FailureTally`: a bounded amount, whatever
+the run's length).
 :func:`cacheeval.reporting.report.build_report_from_columns` computes the report from
 these columns with the same metric functions, so a report scored in columns
 is equal, number for number, to one built from lists of rows and
@@ -32,6 +35,7 @@ from ..metrics.curves import p_hit
 from ..metrics.usage import ErrorTally
 from ..schema import Row, subscore_of
 from ..support.idset import IdSet
+from .failures import Failures, FailureTally
 from .predictions import Prediction
 
 #: How many missing/extra/hidden ids a join keeps (the report lists 10).
@@ -167,11 +171,12 @@ class ScoreColumns:
         "subscores",
         "tiers",
         "errors",
+        "failures",
         "n_ok",
         "n_ok_unscored",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, *, list_test_failures: bool = False) -> None:
         self.y = array("b")  # 1 = HIT row
         self.hit = array("b")  # 1 = the cache served
         self.label = array("h")  # codes into self.labels
@@ -192,6 +197,8 @@ class ScoreColumns:
         self.subscores = _Codes()
         self.tiers = _Codes()
         self.errors = ErrorTally()
+        # fed by add_row only (it needs the row); test-split rows listed only when asked
+        self.failures = FailureTally(list_test=list_test_failures)
         self.n_ok = 0  # rows without an error
         self.n_ok_unscored = 0  # ... of which carry no score
 
@@ -241,8 +248,17 @@ class ScoreColumns:
                 self.n_ok_unscored += 1
 
     def add_row(self, row: Row, prediction: Prediction, called: bool = True) -> None:
-        """:meth:`add` with the truth read from a labelled row."""
+        """:meth:`add` with the truth read from a labelled row, and the row
+        noted in :attr:`failures` when the cache got it wrong."""
         self.add(row.y, row.label, row.domain, row.difficulty, prediction, called, subscore_of(row))
+        self.failures.add(row, prediction)
+
+    def collected_failures(self) -> Failures | None:
+        """The failures of the run, or None unless every row was noted (rows
+        added with :meth:`add` alone, without the row, leave no failures)."""
+        if not len(self) or self.failures.n_rows != len(self):
+            return None
+        return self.failures.result()
 
     # -- views the metric functions take ------------------------------------------
 

@@ -533,6 +533,8 @@ def score(
     created: str | None = None,
     alphas: Sequence[float] = DEFAULT_ALPHAS,
     hidden_rows_skipped: int = 0,
+    failures: bool = True,
+    list_test_failures: bool = False,
 ) -> Report:
     """Grade predictions against labelled rows, joined by id.
 
@@ -542,6 +544,9 @@ def score(
     :class:`UnlabelledRowsError` when a row is a hidden test row, ValueError on
     duplicate ids. ``hidden_rows_skipped`` is recorded in the provenance (the
     command line leaves hidden test rows out when it has no labels for them).
+    ``failures=False`` leaves out the verdict and the failure lists, which
+    quote rows (the grading service, for hidden test rows); test-split rows
+    are counted in them but listed only with ``list_test_failures``.
     """
     rows = list(rows)
     require_labels(rows)
@@ -593,6 +598,8 @@ def score(
         cost_per_call_usd=cost_per_call_usd,
         alphas=alphas,
         scored_latency=called,
+        failures=failures,
+        list_test_failures=list_test_failures,
     )
 
 

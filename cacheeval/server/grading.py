@@ -337,7 +337,9 @@ def _prediction(data: dict[str, Any]) -> Prediction:
 
 
 def score_upload(upload: Upload, test: TestSet, *, cache_name: str) -> Report:
-    """The full report of an upload (server-side only: it names row ids)."""
+    """The report of an upload (server-side only: it names row ids), without
+    the verdict and the failure lists: those quote hidden test rows and their
+    labels, which the service never publishes, so it does not compute them."""
     from ..run.harness import score
 
     return score(
@@ -346,6 +348,7 @@ def score_upload(upload: Upload, test: TestSet, *, cache_name: str) -> Report:
         cache_name=cache_name,
         dataset_sha256=test.dataset_sha256,
         split="test",
+        failures=False,
     )
 
 
