@@ -47,7 +47,7 @@ TABLE_FILE = "features.jsonl"
 #: The largest difference between a value computed here and the table's that counts
 #: as CPU noise: one rounding step (plus the float error of the subtraction).
 NOISE = STEP * 1.001
-#: The name :class:`Drift` gives the query cosine the recall gate reads.
+#: The name :class:`Drift` gives the query cosine of a row without features.
 GATE_COSINE = "cos_query (recall gate)"
 
 
@@ -140,9 +140,12 @@ def compare(here: Sequence[PairCase], committed: Sequence[PairCase]) -> Drift:
         if (new.y, new.split, new.settled) != (old.y, old.split, old.settled):
             changed.append(rid)
             continue
-        pairs = [(GATE_COSINE, new.cos_query, old.cos_query)]
         if new.features is not None and old.features is not None:
-            pairs += list(zip(FEATURE_NAMES, new.features, old.features, strict=True))
+            pairs = list(zip(FEATURE_NAMES, new.features, old.features, strict=True))
+        else:
+            # a settled row: only the query cosine (the recall gate's input) is kept
+            # (for a row with features it is the feature cos_query)
+            pairs = [(GATE_COSINE, new.cos_query, old.cos_query)]
         for name, x, y in pairs:
             x, y = quantize(x), quantize(y)
             if not _same(x, y):

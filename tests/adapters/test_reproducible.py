@@ -198,9 +198,17 @@ def test_other_data_is_listed_and_never_written_silently(tmp_path: Path, cases) 
     assert _snapshot(tmp_path) != files
 
 
-def test_a_gate_cosine_difference_is_named() -> None:
+def test_differences_are_named_per_feature_and_per_row() -> None:
     feats = (0.5,) + (0.0,) * (len(FEATURE_NAMES) - 1)
-    a = PairCase("r", 1, "dev", "", "", "", "", "", 0.4, feats)
-    b = dataclasses.replace(a, cos_query=0.3999)
+    a = PairCase("r", 1, "dev", "", "", "", "", "", 0.5, feats)
+    b = dataclasses.replace(a, cos_query=0.4999, features=(0.4999,) + feats[1:])
     drift = compare([b], [a])
-    assert drift.is_noise and drift.features[0].name == GATE_COSINE
+    assert drift.is_noise and drift.values == 1
+    assert [f.name for f in drift.features] == ["cos_query"]
+    # a row settled before the verifier keeps only its query cosine
+    s = PairCase("s", 0, "dev", "", "", "", "exact", "", 1.0, None)
+    drift = compare([dataclasses.replace(s, cos_query=0.99)], [s])
+    assert not drift.is_noise and drift.features[0].name == GATE_COSINE
+    # a tier or label that differs is a change of data, not noise
+    drift = compare([dataclasses.replace(a, settled="policy", features=None)], [a])
+    assert drift.changed == ("r",) and not drift.is_noise
