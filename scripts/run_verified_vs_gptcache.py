@@ -5,10 +5,13 @@
 1. Loads every labelled row (``cachebench.jsonl`` + ``private/test_labels.jsonl``,
    both written by ``scripts/assemble.py``) and computes every feature once.
 2. Checks the committed model (``adapters/verified_cache/model/``) against a
-   deterministic retrain on the current train split: equal bytes mean the
-   artefact is reproduced; otherwise (new data, new splits) the fresh model is
-   used and written back, so no number below ever comes from a model that saw a
-   current test row.
+   deterministic retrain on the current train split
+   (:func:`adapters.verified_cache.reproduce.check_committed`): equal bytes mean
+   the artefact is reproduced; features that differ from the committed feature
+   table by CPU noise only are listed and the model is retrained from the table
+   (the committed model is kept and used); otherwise (new data, new splits) the
+   fresh model is used in memory, so no number below ever comes from a model
+   that saw a current test row, and is written back only with ``--write-model``.
 3. **Test split, live**: the verified cache (side a ``put`` in ``prepare``, the
    timed call is ``get(side b)``: embedding + features + model) and GPTCache
    ``minilm@0.80`` (real package, per-pair isolation) through the harness. The
@@ -41,12 +44,10 @@ from adapters.verified_cache.adapter import VerifiedCacheAdapter
 from adapters.verified_cache.cache import DEFAULT_EMBEDDER, Resources
 from adapters.verified_cache.latency import InterleavedLatency, interleaved_latency
 from adapters.verified_cache.model import MODEL_DIR, Certificate, Verifier
+from adapters.verified_cache.reproduce import Check, check_committed
 from adapters.verified_cache.training import (
     OutOfFold,
-    PairCase,
-    Shipped,
     build_cases,
-    fit_shipped,
     out_of_fold,
 )
 from cacheeval.metrics.latency import latency_stats
@@ -456,6 +457,7 @@ def _model_lines(data: dict[str, Any]) -> list[str]:
         "## The model",
         "",
         f"- status: {m['status']}",
+        *(f"    - {line}" for line in m.get("feature_drift", [])),
         f"- `verifier.txt` sha256 `{m['model_sha256']}`; training data sha256 "
         f"`{m['data_sha256']}` ({m['train_rows']} train rows reach the verifier)",
         f"- recall gate: cosine >= {m['gate']:.2f}; LightGBM {m['lightgbm']} "
@@ -569,7 +571,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--embedder", default=DEFAULT_EMBEDDER)
     parser.add_argument(
-        "--no-save-model", action="store_true", help="never write a retrained model back"
+        "--write-model",
+        action="store_true",
+        help="write a retrained model (and its feature table) to --model-dir when the "
+        "committed one is not reproduced (without it the committed files are never touched)",
     )
     parser.add_argument(
         "--pairs",
@@ -581,34 +586,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "(default $CACHEEVAL_EXTERNAL_DIR; none: no external table)",
     )
     return parser.parse_args(argv)
-
-
-REPRODUCED = "the committed artefact is reproduced byte for byte by retraining on this data"
-
-
-def reproduce_model(
-    cases: Sequence[PairCase], args: argparse.Namespace, data_id: str
-) -> tuple[Shipped, str, bool]:
-    """Retrain deterministically and compare with the committed artefact: the
-    shipped model, what the report says about it, and whether the model in
-    ``args.model_dir`` is that model (worker processes load it from there)."""
-    fresh = fit_shipped(cases, data_id=data_id, embedder=args.embedder)
-    try:
-        committed: Verifier | None = Verifier.load(args.model_dir)
-    except (FileNotFoundError, ValueError) as e:
-        _log(f"committed model unusable: {e}")
-        committed = None
-    if committed is not None and committed.meta.model_sha256 == fresh.verifier.meta.model_sha256:
-        return fresh, REPRODUCED, True
-    status = (
-        "the committed artefact was missing or trained on other data; this run retrained "
-        "it deterministically on the current train split"
-        + ("" if args.no_save_model else " and wrote it back (commit it)")
-    )
-    if args.no_save_model:
-        return fresh, status, False
-    fresh.verifier.save(args.model_dir)
-    return fresh, status, True
 
 
 @dataclass(frozen=True)
@@ -701,12 +678,14 @@ def oof_section(oof: OutOfFold, rows: Sequence[Row], g_all: Report) -> dict[str,
     }
 
 
-def model_section(fresh: Shipped, status: str, resources: Resources) -> dict[str, Any]:
+def model_section(check: Check, resources: Resources) -> dict[str, Any]:
     """The report's ``model`` section: the shipped artefact and how it was checked."""
+    fresh = check.shipped
     verifier = fresh.verifier
     meta = verifier.meta
     return {
-        "status": status,
+        "status": check.status,
+        "feature_drift": check.drift.lines() if check.drift is not None else [],
         "embedder": verifier.embedder_name,
         "embedder_version": resources.embedder.version,
         "onnx_threads": resources.threads,
@@ -730,11 +709,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     data_id = dataset_id(args.bench, args.labels)
     t0 = time.perf_counter()
     resources = Resources(embedder_name=args.embedder)
-    cases = build_cases(rows, resources)
+    # the training features on one intra-op thread, as scripts.train_verified_cache
+    # computes them (the live run below serves with the default thread count)
+    cases = build_cases(rows, Resources(embedder_name=args.embedder, threads=1))
     _log(f"features of {len(cases)} rows in {time.perf_counter() - t0:.0f} s")
-    fresh, status, on_disk = reproduce_model(cases, args, data_id)
-    verifier = fresh.verifier
-    _log(f"model: {status}")
+    check = check_committed(
+        cases, args.model_dir, data_id=data_id, embedder=args.embedder, write=args.write_model
+    )
+    verifier, on_disk = check.shipped.verifier, check.on_disk
+    _log(f"model: {check.status}")
+    for line in check.drift.lines() if check.drift is not None else []:
+        _log(f"    {line}")
 
     test_rows = [r for r in rows if r.split == "test"]
     live = run_test_split(test_rows, verifier, resources, args)
@@ -764,7 +749,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "gptcache_disagreements_on_test": disagreements,
         "test": live_section(live, g_test),
         "oof": oof_section(oof, rows, g_all),
-        "model": model_section(fresh, status, resources),
+        "model": model_section(check, resources),
         "external": None,
     }
     if args.pairs is not None and args.pairs.is_dir():

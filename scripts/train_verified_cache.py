@@ -8,19 +8,25 @@
    embeddings in batches).
 2. **Shipped model**: trains on the *train* split only; the recall gate is chosen
    on train, the threshold certified on *dev* (the lowest threshold whose
-   one-sided Clopper-Pearson 95% upper bound of FHR on dev is <= 5%). Writes
-   ``adapters/verified_cache/model/verifier.txt`` and ``meta.json`` (threshold,
-   certified bound, gate, feature list, sha256 of the training data and of the
-   model, LightGBM parameters).
+   one-sided Clopper-Pearson 95% upper bound of FHR on dev is <= 5%), and
+   compares the result with the committed model
+   (:func:`adapters.verified_cache.reproduce.check_committed`: reproduced byte
+   for byte, or which features differ and by how much). With ``--write-model``
+   (and only then) a model that differs is written:
+   ``adapters/verified_cache/model/verifier.txt``, ``meta.json`` (threshold,
+   certified bound, gate, feature list, sha256 of the training data, of the
+   feature table and of the model, LightGBM parameters) and ``features.jsonl``
+   (every train and dev row the model reads, features included).
 3. **Out-of-fold check**: 5-fold cross-fitting over *all* labelled rows with folds
    grouped by family (the ``source`` field: rows sharing a source are one family
    and never straddle folds); the threshold is certified on the OOF scores.
    Prints the results and, with ``--oof-out``, writes per-row OOF predictions.
 
-Training is deterministic (one thread, fixed seeds, ``deterministic=True``): the
-same rows give the same ``verifier.txt`` bytes. The model is committed; rerun
-this script whenever the dataset changes (the report script refuses to use a
-model trained on other rows: it retrains in memory instead).
+Training is deterministic (one thread, fixed seeds, ``deterministic=True``,
+features at a fixed precision, ONNX Runtime on one thread): the same rows give
+the same ``verifier.txt`` bytes. The model is committed; rerun this script with
+``--write-model`` whenever the dataset changes (the report script refuses to use
+a model trained on other rows: it retrains in memory instead).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from pathlib import Path
 
 from adapters.verified_cache.cache import DEFAULT_EMBEDDER, Resources
 from adapters.verified_cache.model import CONFIDENCE, MAX_FHR, MODEL_DIR
+from adapters.verified_cache.reproduce import check_committed
 from adapters.verified_cache.training import (
     PairCase,
     Scored,
@@ -105,21 +112,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--confidence", type=float, default=CONFIDENCE)
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--oof-out", type=Path, default=None, help="write OOF predictions (JSONL)")
-    parser.add_argument("--no-save", action="store_true", help="do not write the model files")
+    parser.add_argument(
+        "--write-model",
+        action="store_true",
+        help="write the model, its meta and its feature table to --model-dir when they "
+        "differ from the committed ones (without it nothing is written)",
+    )
     args = parser.parse_args(argv)
     if not 0.0 < args.max_fhr < 1.0 or not 0.0 < args.confidence < 1.0 or args.folds < 2:
         parser.error("--max-fhr and --confidence must be in (0, 1), --folds >= 2")
+    default_budget = (args.max_fhr, args.confidence) == (MAX_FHR, CONFIDENCE)
+    if args.write_model and not default_budget:
+        parser.error("--write-model writes the shipped model: only with the default budget")
 
     rows = load_labelled(args.bench, args.labels)
     t0 = time.perf_counter()
-    cases = build_cases(rows, Resources(embedder_name=args.embedder))
+    # one intra-op thread: the values do not depend on it, but nothing is left to chance
+    cases = build_cases(rows, Resources(embedder_name=args.embedder, threads=1))
     print(f"features of {len(cases)} rows in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
 
+    data_id = dataset_id(args.bench, args.labels)
     shipped = fit_shipped(
         cases,
         max_fhr=args.max_fhr,
         confidence=args.confidence,
-        data_id=dataset_id(args.bench, args.labels),
+        data_id=data_id,
         embedder=args.embedder,
     )
     op = shipped.operating_point
@@ -132,9 +149,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     for split in ("train", "dev", "test"):
         print_summary(f"  {split}", [s for s in shipped.scored if s.case.split == split])
-    if not args.no_save:
-        shipped.verifier.save(args.model_dir)
-        print(f"wrote {args.model_dir}/verifier.txt and meta.json (sha256 {meta.model_sha256})")
+    print(
+        f"model sha256 {meta.model_sha256}, training data sha256 {meta.training['data_sha256']}, "
+        f"feature table sha256 {meta.training['feature_table_sha256']}"
+    )
+    if default_budget:
+        check = check_committed(
+            cases, args.model_dir, data_id=data_id, embedder=args.embedder, write=args.write_model
+        )
+        print(f"committed model: {check.status}")
+        for line in check.drift.lines() if check.drift is not None else []:
+            print(f"    {line}")
 
     oof = out_of_fold(cases, k=args.folds, max_fhr=args.max_fhr, confidence=args.confidence)
     op = oof.operating_point

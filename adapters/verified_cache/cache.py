@@ -54,6 +54,7 @@ from .features import (
     context_only,
     history_diff_spans,
     pair_features,
+    quantize,
     substitution_spans,
     tool_names,
 )
@@ -457,7 +458,8 @@ class VerifiedCache:
         order = sorted(range(len(entries)), key=lambda i: (-float(sims[i]), i))[: self.top_k]
         best_cos = float(sims[order[0]])
         gate = self._gate_threshold()
-        candidates = [i for i in order if float(sims[i]) >= gate]
+        # the gate reads the cosine at the verifier's precision, as training does
+        candidates = [i for i in order if quantize(float(sims[i])) >= gate]
         if not candidates:
             _, score = decide("embedding", None, best_cos, self._threshold())
             return Decision(

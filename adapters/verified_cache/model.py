@@ -2,7 +2,10 @@
 
 Training is deterministic: LightGBM runs single-threaded (``num_threads=1``) with
 ``deterministic=True``, ``force_row_wise=True`` and every seed fixed, so the same
-rows give the same model bytes (``Booster.model_to_string``) on every run.
+rows give the same model bytes (``Booster.model_to_string``) on every run. The
+features are read at a fixed precision (:func:`~.features.quantize_features`) in
+training, in the training-data hash and at inference alike, so the floating-point
+noise of another CPU does not reach the model.
 
 The operating threshold is *certified* on calibration data the model never saw:
 with ``n`` must-miss calibration rows of which ``x`` would be served, the exact
@@ -32,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from cacheeval.metrics.sweep import OperatingPoint, best_operating_point, threshold_sweep
 from cacheeval.support.jsonio import dumps_pretty, write_bytes_atomic
 
-from .features import FEATURE_NAMES, direction
+from .features import FEATURE_NAMES, direction, quantize_features
 
 if TYPE_CHECKING:
     import lightgbm
@@ -431,7 +434,7 @@ def train_booster(
     if len(set(y)) < 2:
         raise ValueError("training data needs both HIT and MISS rows")
     data = lightgbm.Dataset(
-        np.asarray(X, dtype=np.float64),
+        np.asarray([quantize_features(row) for row in X], dtype=np.float64),
         label=np.asarray(y, dtype=np.float64),
         feature_name=list(FEATURE_NAMES),
         free_raw_data=False,
@@ -444,10 +447,11 @@ def train_booster(
 
 def data_sha256(X: Sequence[Sequence[float]], y: Sequence[int], ids: Sequence[str]) -> str:
     """sha256 of the training data: one canonical ``id<TAB>label<TAB>features`` line
-    per row (features with ``repr`` so equal floats give equal bytes)."""
+    per row (features at the verifier's precision, with ``repr`` so equal floats
+    give equal bytes)."""
     h = hashlib.sha256()
     for rid, label, row in zip(ids, y, X, strict=True):
-        h.update(f"{rid}\t{label}\t{','.join(repr(float(v)) for v in row)}\n".encode())
+        h.update(f"{rid}\t{label}\t{','.join(repr(v) for v in quantize_features(row))}\n".encode())
     return h.hexdigest()
 
 
@@ -531,10 +535,10 @@ class Verifier:
         return self.certificate.point
 
     def probability(self, features: Sequence[float]) -> float:
-        """P(HIT) for one feature vector."""
+        """P(HIT) for one feature vector (read at the training precision)."""
         import numpy as np
 
-        x = np.asarray([features], dtype=np.float64)
+        x = np.asarray([quantize_features(features)], dtype=np.float64)
         return float(self.booster.predict(x, num_threads=1)[0])
 
     def probabilities(self, X: Sequence[Sequence[float]]) -> list[float]:
@@ -543,7 +547,8 @@ class Verifier:
 
         if not len(X):
             return []
-        out = self.booster.predict(np.asarray(X, dtype=np.float64), num_threads=1)
+        x = np.asarray([quantize_features(row) for row in X], dtype=np.float64)
+        out = self.booster.predict(x, num_threads=1)
         return [float(v) for v in out]
 
     def importances(self) -> list[tuple[str, float]]:

@@ -24,6 +24,7 @@ from typing import Any
 from cacheeval.metrics.classification import accuracy, confusion, f1, fhr, precision, recall
 from cacheeval.metrics.sweep import OperatingPoint
 from cacheeval.schema import Request, Row
+from cacheeval.support.jsonio import jsonl_bytes, sha256_bytes
 from cacheeval.support.layout import stable_seed
 
 from .cache import (
@@ -32,7 +33,7 @@ from .cache import (
     exact_key,
     features_for,
 )
-from .features import Side, analyze
+from .features import DECIMALS, FEATURE_NAMES, Side, analyze, quantize, quantize_features
 from .model import (
     CONFIDENCE,
     MAX_FHR,
@@ -57,7 +58,8 @@ class PairCase:
 
     ``settled`` is the tier that decides without a trained model ("policy" or
     "exact"), or "" when the row reaches the recall gate; ``cos_query`` and
-    ``features`` are set for those rows.
+    ``features`` are set for those rows, at the verifier's precision
+    (:func:`~.features.quantize`).
     """
 
     id: str
@@ -119,7 +121,8 @@ def build_cases(rows: Sequence[Row], resources: Resources) -> list[PairCase]:
             feats, _ = features_for(
                 sa, va, sb, vb, memo, stored_tokens=qtok[a.query], new_tokens=qtok[b.query]
             )
-            out[r.id] = _case(r, "", "", float(np.clip(float(va @ vb), -1.0, 1.0)), feats)
+            cos = quantize(float(np.clip(float(va @ vb), -1.0, 1.0)))
+            out[r.id] = _case(r, "", "", cos, quantize_features(feats))
     return [out[r.id] for r in rows]
 
 
@@ -156,7 +159,7 @@ GATE_MAX_LOSS = 0.005
 def choose_gate(cases: Sequence[PairCase]) -> float:
     """The recall gate: the highest threshold on a 0.05 grid that keeps at least
     99.5% of the servable (HIT) training rows that reach it, within [0.10, 0.40]."""
-    cos = sorted(c.cos_query for c in cases if c.y == 1 and not c.settled)
+    cos = sorted(quantize(c.cos_query) for c in cases if c.y == 1 and not c.settled)
     if not cos:
         return GATE_FLOOR
     allowed = math.floor(GATE_MAX_LOSS * len(cos))  # rows we may lose
@@ -166,8 +169,9 @@ def choose_gate(cases: Sequence[PairCase]) -> float:
 
 
 def verifier_rows(cases: Sequence[PairCase], gate: float) -> list[PairCase]:
-    """The cases that reach the verifier: not settled by policy/exact, above the gate."""
-    return [c for c in cases if not c.settled and c.cos_query >= gate]
+    """The cases that reach the verifier: not settled by policy/exact, above the gate
+    (the query cosine read at the verifier's precision)."""
+    return [c for c in cases if not c.settled and quantize(c.cos_query) >= gate]
 
 
 def case_score(case: PairCase, gate: float, p: float | None) -> tuple[float, str]:
@@ -176,7 +180,7 @@ def case_score(case: PairCase, gate: float, p: float | None) -> tuple[float, str
         return 0.0, "policy"
     if case.settled == "exact":
         return 1.0, "exact"
-    if case.cos_query < gate or p is None:
+    if quantize(case.cos_query) < gate or p is None:
         return 0.0, "embedding"
     return p, "verifier"
 
@@ -283,6 +287,8 @@ def fit_shipped(
         "num_boost_round": NUM_BOOST_ROUND,
         "params": seeded_params(seed_offset),
         "lightgbm_version": _lgb_version(),
+        "feature_decimals": DECIMALS,
+        "feature_table_sha256": sha256_bytes(table_bytes(cases)),
     }
     verifier = Verifier.from_booster(
         booster,
@@ -292,6 +298,90 @@ def fit_shipped(
         training=training,
     )
     return Shipped(verifier, op, score_cases(cases, verifier, gate, op.point))
+
+
+# --- the feature table: every row the shipped model reads, as it read them -------------
+
+#: The splits the shipped model reads: trained on train, certified on dev.
+TABLE_SPLITS = ("train", "dev")
+
+
+def _number(v: float) -> str:
+    """A feature value as the table writes it: at the verifier's precision, with
+    ``repr`` (read back bit for bit), integers without ``.0``, ``nan`` for a
+    missing value."""
+    q = quantize(v)
+    if math.isnan(q):
+        return "nan"
+    return str(int(q)) if q.is_integer() and abs(q) < 2**53 else repr(q)
+
+
+def table_records(cases: Sequence[PairCase]) -> list[dict[str, Any]]:
+    """The train and dev cases as canonical records, in case order: id, split,
+    label (y), the tier that settled the row ("" when it reaches the recall gate),
+    the query cosine and the feature vector as one space-separated string
+    (:func:`_number`; null for a settled row), all at the verifier's precision.
+    Everything the shipped model's training and certification read; test rows are
+    never included (their labels are private)."""
+    return [
+        {
+            "id": c.id,
+            "split": c.split,
+            "y": c.y,
+            "settled": c.settled,
+            "cos_query": quantize(c.cos_query),
+            "features": None if c.features is None else " ".join(_number(v) for v in c.features),
+        }
+        for c in cases
+        if c.split in TABLE_SPLITS
+    ]
+
+
+def table_bytes(cases: Sequence[PairCase]) -> bytes:
+    """The canonical JSONL bytes of :func:`table_records`."""
+    return jsonl_bytes(table_records(cases))
+
+
+def case_from_record(record: Any) -> PairCase:
+    """A :class:`PairCase` from one :func:`table_records` record (domain, label,
+    family and reason, which training does not read, empty); ValueError saying
+    what is wrong (the caller adds the file and line)."""
+    if not isinstance(record, dict):
+        raise ValueError("expected a JSON object")
+    missing = [k for k in ("id", "split", "y", "settled", "cos_query", "features")
+               if k not in record]  # fmt: skip
+    if missing:
+        raise ValueError(f"missing key(s) {', '.join(missing)}")
+    if record["y"] not in (0, 1) or record["split"] not in TABLE_SPLITS:
+        raise ValueError(f"y must be 0 or 1 and split one of {', '.join(TABLE_SPLITS)}")
+    if record["settled"] not in ("", "policy", "exact"):
+        raise ValueError(f"settled must be '', 'policy' or 'exact', got {record['settled']!r}")
+    if isinstance(record["cos_query"], bool) or not isinstance(record["cos_query"], int | float):
+        raise ValueError("cos_query must be a number")
+    feats: tuple[float, ...] | None = None
+    if record["features"] is not None:
+        text = record["features"]
+        values = text.split(" ") if isinstance(text, str) else []
+        try:
+            feats = tuple(float(v) for v in values)
+        except ValueError:
+            feats = None
+        if feats is None or len(feats) != len(FEATURE_NAMES):
+            raise ValueError(
+                f"features must be {len(FEATURE_NAMES)} space-separated numbers or null"
+            )
+    return PairCase(
+        id=str(record["id"]),
+        y=int(record["y"]),
+        split=str(record["split"]),
+        domain="",
+        label="",
+        family="",
+        settled=str(record["settled"]),
+        reason="",
+        cos_query=float(record["cos_query"]),
+        features=feats,
+    )
 
 
 def _lgb_version() -> str:

@@ -33,7 +33,8 @@ The package's modules, each one concern: :mod:`.lexicon` (word lists),
 :mod:`.canonical` (tokenisation and canonical forms), :mod:`.context` (prior
 turns, system prompt, tools), :mod:`.items` (operators, dates, direction roles,
 language of one side), :mod:`.side` (:func:`analyze`), :mod:`.alignment`
-(:func:`content_diff`), :mod:`.pair` (the extractors and the feature vector).
+(:func:`content_diff`), :mod:`.pair` (the extractors and the feature vector),
+:mod:`.precision` (the fixed precision the verifier reads features at).
 Import from the package: ``from adapters.verified_cache.features import analyze``.
 """
 
@@ -95,6 +96,11 @@ from .pair import (
     tool_features,
     unit_features,
 )
+from .precision import (
+    DECIMALS,
+    quantize,
+    quantize_features,
+)
 from .side import (
     Side,
     analyze,
@@ -102,6 +108,7 @@ from .side import (
 
 __all__ = [
     "CONTRAST_GROUPS",
+    "DECIMALS",
     "Diff",
     "EMBEDDING_FEATURES",
     "EXTRACTORS",
@@ -139,6 +146,8 @@ __all__ = [
     "operator_features",
     "order_features",
     "pair_features",
+    "quantize",
+    "quantize_features",
     "substitution_spans",
     "tokenize",
     "tool_defs",
