@@ -280,7 +280,9 @@ def test_server_never_computes_hidden_label_failures(tmp_path: Path) -> None:
     stored = grading.grade(upload, test, halves_of(test, "secret"), cache_name="x")
     text = json.dumps(stored)
     assert "failures" not in text and "Top 5 customers" not in text
-    assert "query" not in text
+    # no request text and no quoted field (the sub-score counts name a skill, "query")
+    assert '"query_a"' not in text and '"query_b"' not in text
+    assert not [r.id for r in test_rows if r.query_a in text or r.query_b in text]
 
 
 def test_round_pages_show_no_failures(tmp_path: Path, report: Report) -> None:
