@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import random
-import resource
 import subprocess
 import sys
 import tempfile
@@ -128,26 +127,49 @@ def browse(page: Path) -> int:
     return 0
 
 
+#: Runs the command and prints its own peak memory (kB) as the last stderr line.
+_MEASURED = (
+    "import resource, sys\n"
+    "from cacheeval.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--caches", type=int, default=5)
     parser.add_argument("--browser", action="store_true", help="also time the page in Chromium")
+    parser.add_argument("--write-case", type=Path, metavar="DIR", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.write_case is not None:  # the child that builds the case
+        write_case(args.write_case, args.rows, args.caches)
+        return 0
     with tempfile.TemporaryDirectory(prefix="cacheeval-bench-view-") as tmp:
         folder = Path(tmp)
-        bench, files = timed(
-            f"write {args.rows} rows x {args.caches} predictions files",
-            lambda: write_case(folder, args.rows, args.caches),
-        )
+        # Each step in a process of its own: a process's peak memory survives
+        # fork and exec, so the command must not start from the case builder.
+        build = [sys.executable, "-m", "scripts.bench_view", "--write-case", tmp]
+        build += ["--rows", str(args.rows), "--caches", str(args.caches)]
+        what = f"write {args.rows} rows x {args.caches} predictions files"
+        if timed(what, lambda: subprocess.run(build, check=False)).returncode:
+            return 1
+        files = sorted(folder.glob("cache-*.jsonl"))
         out = folder / "view.html"
-        # In a process of its own, so its peak memory is the command's alone.
-        argv = [sys.executable, "-m", "cacheeval", "view", *map(str, files)]
-        argv += ["--bench", str(bench), "--out", str(out)]
-        done = timed("cacheeval view", lambda: subprocess.run(argv, check=False))
+        argv = [sys.executable, "-c", _MEASURED, "view", *map(str, files)]
+        argv += ["--bench", str(folder / "bench.jsonl"), "--out", str(out)]
+        done = timed(
+            "cacheeval view",
+            lambda: subprocess.run(argv, check=False, stderr=subprocess.PIPE, text=True),
+        )
+        *messages, peak_kb = done.stderr.strip().splitlines() or ["0"]
+        for line in messages:
+            print(line, file=sys.stderr)
         if done.returncode:
             return int(done.returncode)
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        peak = int(peak_kb) / 1024
         print(f"page: {out.stat().st_size / 1e6:.1f} MB; peak memory of the command {peak:.0f} MB")
         if args.browser:
             return browse(out)

@@ -57,12 +57,14 @@ def run(args: argparse.Namespace) -> int:
         page, n_rows, n_caches, n_private = _make_page(args, prog)
         # A page showing hidden test labels is as private as the labels file.
         mode = PRIVATE_MODE if n_private else PUBLIC_MODE
-        write_bytes_atomic(args.out, page.encode("utf-8"), mode=mode)
+        body = page.encode("utf-8")
+        del page  # a long run's page is large: one copy at a time
+        write_bytes_atomic(args.out, body, mode=mode)
     except UsageError as e:
         return fail(prog, str(e))
     except OSError as e:
         return fail(prog, _one_line(e))
-    size = len(page.encode("utf-8"))
+    size = len(body)
     if n_private:
         print(
             f"{prog}: note: {args.out} shows the hidden labels of {n_private} test rows "

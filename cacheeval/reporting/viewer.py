@@ -2,8 +2,10 @@
 as one compact JSON object, and the per-cache summary its first screen shows.
 
 ``cacheeval view`` (:mod:`cacheeval.commands.view`) reads the rows and one
-predictions file per cache, builds :func:`view_data` and :func:`summarize`,
-and :mod:`cacheeval.reporting.viewer_page` renders them into one HTML file.
+predictions file per cache, feeds the rows to a :class:`ViewBuilder` one at
+a time (:func:`view_data` does it for a list), summarises each cache
+(:func:`summarize`), and :mod:`cacheeval.reporting.viewer_page` renders
+both into one HTML file.
 
 The JSON is column-oriented and dictionary-encoded: every text (queries,
 system prompts, turns, tool definitions, rationales, tiers, error messages)
