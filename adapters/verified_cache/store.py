@@ -66,6 +66,10 @@ if TYPE_CHECKING:
 STORE_FORMAT = 1
 #: Decoded entries kept in memory in path mode (the candidates of recent lookups).
 RECORD_MEMO = 4096
+#: Extra candidates an HNSW search returns, re-ranked by their exact float32
+#: cosines: float16 cosines swap near-ties (members of one paraphrase cluster
+#: differ by ~1e-3), so the exact top k must be picked from a few more.
+RERANK = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -622,15 +626,14 @@ class EntryStore:
             return None
         return rec
 
-    def nearest(
-        self, scope: str, vector: np.ndarray, k: int, *, oversample: int = 2
-    ) -> list[tuple[Record, float]]:
+    def nearest(self, scope: str, vector: np.ndarray, k: int) -> list[tuple[Record, float]]:
         """The (at most) ``k`` live entries of ``scope`` with the highest cosine to
         ``vector``, best first (ties: oldest first), with those cosines.
 
         A brute-force scope gives its own matrix-vector products. An HNSW scope is
-        asked for ``oversample * k`` (at least ``k + 8``) candidates, whose exact
-        float32 cosines then pick and order the ``k``."""
+        asked for :data:`RERANK` more candidates than ``k`` by its float16 cosines;
+        their exact float32 cosines (from the stored vectors, read alone) pick and
+        order the ``k``, whose whole records are then read."""
         import numpy as np
 
         with self._lock.read():
@@ -638,18 +641,38 @@ class EntryStore:
             index = self._indexes.get(number) if number is not None else None
             if index is None or not len(index) or k <= 0:
                 return []
-            approximate = index.approximate
-            want = max(oversample * k, k + 8) if approximate else k
-            ids, sims = index.search(vector, want)
-            records = self._fetch(ids.tolist())
-        live = [(r, s) for r, s in zip(records, sims, strict=True) if not self._expired(r)]
-        if not approximate:
-            return [(r, float(s)) for r, s in live[:k]]
-        if not live:
-            return []
-        exact = np.stack([r.vector for r, _ in live]) @ np.asarray(vector, dtype=np.float32)
-        order = sorted(range(len(live)), key=lambda i: (-float(exact[i]), live[i][0].id))[:k]
-        return [(live[i][0], float(exact[i])) for i in order]
+            if not index.approximate:
+                ids, sims = index.search(vector, k)
+                records = self._fetch(ids.tolist())
+                return [(r, float(s)) for r, s in zip(records, sims, strict=True)
+                        if not self._expired(r)]  # fmt: skip
+            ids, _ = index.search(vector, k + RERANK)
+            vectors = self._vectors(ids.tolist())
+            exact = np.stack([vectors[i] for i in ids.tolist()]) @ np.asarray(vector, np.float32)
+            order = sorted(range(len(ids)), key=lambda j: (-float(exact[j]), int(ids[j])))
+            best = [int(ids[j]) for j in order]
+            cos = {int(ids[j]): float(exact[j]) for j in order}
+            out: list[tuple[Record, float]] = []
+            while best and len(out) < k:  # expired ones give their place to the next
+                take, best = best[: k - len(out)], best[k - len(out) :]
+                out += [(r, cos[r.id]) for r in self._fetch(take) if not self._expired(r)]
+            return out
+
+    def _vectors(self, ids: list[int]) -> dict[int, np.ndarray]:
+        """The float32 vectors of ``ids`` (from the memo, else SQLite's vector column)."""
+        import numpy as np
+
+        with self._memo_lock:
+            out = {i: self._records[i].vector for i in ids if i in self._records}
+        missing = [i for i in ids if i not in out]
+        if missing:
+            assert self._db is not None, "memory mode keeps every record"
+            marks = ",".join("?" * len(missing))
+            rows = self._db.reader().execute(
+                f"SELECT id, vector FROM entries WHERE id IN ({marks})", missing
+            )
+            out.update((i, np.frombuffer(v, dtype="<f4")) for i, v in rows)
+        return out
 
     def touch(self, entry_id: int) -> None:
         """Mark an entry as just served (LRU order; stored at the next write)."""
