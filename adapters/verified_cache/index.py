@@ -27,6 +27,7 @@ nobody writes run concurrently).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -250,6 +251,59 @@ class ScopeIndex:
         self._alive[:] = False
         self._alive[:live] = True
         self._n = self._live = live
+
+    # -- saving ---------------------------------------------------------------------
+
+    def save(self, stem: Path) -> bool:
+        """Write an HNSW index to ``stem.faiss`` and its slots to ``stem.npz``; False
+        (nothing written) in the exact regime, which is rebuilt from its vectors."""
+        import faiss
+        import numpy as np
+
+        if self._hnsw is None:
+            return False
+        faiss.write_index(self._hnsw, str(stem.with_suffix(".faiss")))
+        with open(stem.with_suffix(".npz"), "wb") as f:
+            np.savez(f, ids=self._ids[: self._n], alive=self._alive[: self._n])
+        return True
+
+    @classmethod
+    def load(cls, stem: Path, dim: int, **kwargs: Any) -> ScopeIndex:
+        """An HNSW index written by :meth:`save` (raises when the files are unreadable)."""
+        import faiss
+        import numpy as np
+
+        hnsw: Any = faiss.read_index(str(stem.with_suffix(".faiss")))
+        with np.load(stem.with_suffix(".npz")) as saved:
+            ids, alive = saved["ids"], saved["alive"]
+        if hnsw.d != dim or hnsw.ntotal != len(ids) or len(alive) != len(ids):
+            raise ValueError(f"{stem}: index and slots disagree")
+        ix = cls(dim, **kwargs)
+        hnsw.hnsw.efSearch = ix.ef_search
+        hnsw.hnsw.efConstruction = ix.ef_construction
+        n = len(ids)
+        cap = max(64, n + n // 2)
+        ix._hnsw = hnsw
+        ix._ids = np.zeros(cap, dtype=np.int64)
+        ix._ids[:n] = ids
+        ix._alive = np.zeros(cap, dtype=bool)
+        ix._alive[:n] = alive
+        ix._new_bitmap(cap)
+        ix._set_bits(np.flatnonzero(alive))
+        ix._n, ix._live = n, int(alive.sum())
+        return ix
+
+    def keep_only(self, live: set[int]) -> None:
+        """Tombstone every entry whose id is not in ``live`` (entries deleted from
+        SQLite after the index was saved)."""
+        for entry_id in self.ids().tolist():
+            if entry_id not in live:
+                self.remove(entry_id)
+
+    @property
+    def last_id(self) -> int:
+        """The highest id ever added (0 when empty)."""
+        return int(self._ids[self._n - 1]) if self._n else 0
 
     # -- reading --------------------------------------------------------------------
 

@@ -21,9 +21,16 @@ and the last-used times of entries served since the previous one), so a crash
 loses at most the entry being added and never leaves a half-written one: SQLite
 rolls an unfinished transaction back on the next open (``durable=True``:
 ``synchronous=FULL``, an fsync per commit, so a power cut loses nothing
-committed either). The vector index is
-**rebuilt from SQLite on open** rather than stored beside it (so it can never
-disagree with the entries); see docs/verified_cache.md for what that costs.
+committed either).
+
+The HNSW indexes are saved beside the file (``<path>.index/``, faiss's own
+format, by ``close()`` or :meth:`EntryStore.save_index`) under the database's
+uuid. Opening reads them and brings them up to date from SQLite, the source of
+truth: entries added since the save are added, entries deleted since are
+tombstoned; an index that is missing, unreadable, from another database or
+inconsistent is rebuilt from the stored vectors (as are brute-force scopes,
+which are never saved). So a crash costs a longer open, never a wrong entry.
+Entry ids are never reused (a high-water mark in the meta table).
 ``synchronous=NORMAL`` (the default) survives a killed process; after a power
 cut the last few committed entries may be lost, never the database.
 
@@ -46,6 +53,7 @@ import json
 import sqlite3
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -247,6 +255,11 @@ class _Sqlite:
                 self.writer.execute("INSERT INTO meta VALUES ('format', ?)", (str(STORE_FORMAT),))
         elif int(row[0]) != STORE_FORMAT:
             raise ValueError(f"{path}: store format {row[0]}, this code reads {STORE_FORMAT}")
+        with self.writer:  # names this database: an index saved beside another is not its own
+            self.writer.execute(
+                "INSERT OR IGNORE INTO meta VALUES ('uuid', ?)", (uuid.uuid4().hex,)
+            )
+        self.uuid = self.writer.execute("SELECT value FROM meta WHERE key = 'uuid'").fetchone()[0]
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
@@ -343,7 +356,10 @@ class EntryStore:
     # -- opening --------------------------------------------------------------------
 
     def _load(self) -> None:
-        """Rebuild the in-memory maps and the indexes from SQLite, in id order."""
+        """Rebuild the in-memory maps from SQLite (one scan in id order); take the
+        HNSW indexes saved beside the file when they belong to it, bringing them up
+        to date (entries added since are added, entries deleted since tombstoned),
+        and build every other scope's index from the stored vectors."""
         import numpy as np
 
         assert self._db is not None
@@ -352,25 +368,100 @@ class EntryStore:
         if row is None:
             return
         self.dim = int(row[0])
-        batch: dict[int, tuple[list[int], list[bytes]]] = {}
+        saved = self._saved_indexes()
+        vectors: dict[str, tuple[list[int], list[bytes]]] = {}
+        live: dict[str, list[int]] = {}
         order: list[tuple[float, int, int]] = []
-        cur = con.execute("SELECT id, scope, key_digest, vector, used FROM entries ORDER BY id")
-        for entry_id, scope, digest, vector, used in cur:
+        cur = con.execute("SELECT id, scope, key_digest, used, vector FROM entries ORDER BY id")
+        for entry_id, scope, digest, used, vector in cur:
             number = self._scope_number(scope)
             self._exact.setdefault(digest, entry_id)
             order.append((used, entry_id, number))
-            ids, vecs = batch.setdefault(number, ([], []))
-            ids.append(entry_id)
-            vecs.append(vector)
-            self._next_id = entry_id + 1
-        for number, (ids, vecs) in batch.items():
+            have = saved.get(scope)
+            if have is not None:
+                live.setdefault(scope, []).append(entry_id)
+            if have is None or entry_id > have.last_id:
+                ids, vecs = vectors.setdefault(scope, ([], []))
+                ids.append(entry_id)
+                vecs.append(vector)
+        for scope, index in saved.items():
+            ids = live.get(scope, [])
+            index.keep_only(set(ids))
+            new = len(vectors.get(scope, ((), ()))[0])
+            if len(index) + new != len(ids):  # not the file's past: build it afresh
+                rows = con.execute(
+                    "SELECT id, vector FROM entries WHERE scope = ? ORDER BY id", (scope,)
+                ).fetchall()
+                vectors[scope] = ([r[0] for r in rows], [r[1] for r in rows])
+            else:
+                self._indexes[self._scope_number(scope)] = index
+        for scope, (ids, vecs) in vectors.items():
             matrix = np.frombuffer(b"".join(vecs), dtype="<f4").reshape(len(ids), self.dim)
-            self._index(number).add(np.asarray(ids, dtype=np.int64), matrix.astype(np.float32))
+            index = self._index(self._scope_number(scope))
+            index.add(np.asarray(ids, dtype=np.int64), matrix.astype(np.float32))
         order.sort()
         self._lru = OrderedDict((entry_id, number) for _, entry_id, number in order)
-        row = con.execute("SELECT MAX(id) FROM entries").fetchone()
-        if row[0] is not None:
-            self._next_id = max(self._next_id, row[0] + 1)
+        top = con.execute("SELECT MAX(id) FROM entries").fetchone()[0] or 0
+        mark = con.execute("SELECT value FROM meta WHERE key = 'next_id'").fetchone()
+        self._next_id = max(top + 1, int(mark[0]) if mark else 1)
+
+    @property
+    def index_dir(self) -> Path | None:
+        """Where the HNSW indexes are saved (beside the SQLite file), or None."""
+        return None if self.path is None else self.path.with_name(self.path.name + ".index")
+
+    def _saved_indexes(self) -> dict[str, ScopeIndex]:
+        """The saved HNSW indexes of this very database (checked by its uuid), by scope."""
+        assert self._db is not None and self.dim is not None
+        folder = self.index_dir
+        assert folder is not None
+        try:
+            manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        if (manifest.get("uuid"), manifest.get("format"), manifest.get("dim")) != (
+            self._db.uuid,
+            STORE_FORMAT,
+            self.dim,
+        ):
+            return {}
+        out = {}
+        for item in manifest.get("scopes", []):
+            try:
+                out[item["scope"]] = ScopeIndex.load(
+                    folder / item["stem"], self.dim, brute_force_max=self.brute_force_max
+                )
+            except Exception:  # unreadable: that scope is rebuilt from SQLite
+                continue
+        return out
+
+    def save_index(self) -> int:
+        """Write every HNSW index beside the SQLite file (a new folder swapped in
+        for the old), so the next open reads it instead of rebuilding; how many
+        were written. ``close()`` calls it. Brute-force scopes are not written."""
+        import shutil
+
+        with self._lock.write():
+            folder = self.index_dir
+            if folder is None or self._db is None:
+                return 0
+            tmp = folder.with_name(folder.name + ".tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir()
+            scopes = []
+            for number, index in self._indexes.items():
+                stem = f"scope{number}"
+                if index.save(tmp / stem):
+                    scopes.append({"scope": self._scope_names[number], "stem": stem})
+            manifest = {"uuid": self._db.uuid, "format": STORE_FORMAT, "dim": self.dim,
+                        "scopes": scopes}  # fmt: skip
+            (tmp / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+            shutil.rmtree(folder, ignore_errors=True)
+            if scopes:
+                tmp.rename(folder)
+            else:
+                shutil.rmtree(tmp)
+            return len(scopes)
 
     def _scope_number(self, scope: str) -> int:
         number = self._scope_numbers.get(scope)
@@ -451,8 +542,11 @@ class EntryStore:
             touched, self._touched = self._touched, {}
         try:
             con.execute("BEGIN IMMEDIATE")
-            if self.dim is not None:
-                con.execute("INSERT OR IGNORE INTO meta VALUES ('dim', ?)", (str(self.dim),))
+            con.execute("INSERT OR IGNORE INTO meta VALUES ('dim', ?)", (str(self.dim),))
+            # ids are never reused, even after the newest entries are deleted: a
+            # saved index names entries by id
+            top = records[-1].id + 1 if records else self._next_id
+            con.execute("INSERT OR REPLACE INTO meta VALUES ('next_id', ?)", (str(top),))
             con.executemany(
                 "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
@@ -578,17 +672,25 @@ class EntryStore:
             return len(evict)
 
     def clear(self) -> None:
-        """Delete every entry (in SQLite too)."""
+        """Delete every entry (in SQLite and the saved index too)."""
+        import shutil
+
         with self._lock.write():
             if self._db is not None:
                 with self._db.writer as con:
                     con.execute("DELETE FROM entries")
-            dim = self.dim
+            if self.index_dir is not None:
+                shutil.rmtree(self.index_dir, ignore_errors=True)
+            dim, next_id = self.dim, self._next_id
             self._init_state()
-            self.dim = dim
+            self.dim, self._next_id = dim, next_id  # ids are never reused
 
     def close(self) -> None:
-        """Write the pending last-used times and close SQLite (path mode)."""
+        """Save the HNSW indexes, write the pending last-used times and close
+        SQLite (path mode; a no-op in memory and when already closed)."""
+        if self._db is None:
+            return
+        self.save_index()
         with self._lock.write():
             if self._db is None:
                 return
