@@ -706,16 +706,18 @@ class EntryStore:
 
     def scope_size(self, scope: str) -> int:
         """Live entries stored under ``scope`` (expired ones not yet purged included)."""
-        number = self._scope_numbers.get(scope)
-        index = self._indexes.get(number) if number is not None else None
-        return len(index) if index is not None else 0
+        with self._lock.read():
+            number = self._scope_numbers.get(scope)
+            index = self._indexes.get(number) if number is not None else None
+            return len(index) if index is not None else 0
 
     def other_scope(self, scope: str) -> str | None:
         """Some scope other than ``scope`` that holds entries, or None."""
-        for number, index in self._indexes.items():
-            if len(index) and self._scope_names[number] != scope:
-                return self._scope_names[number]
-        return None
+        with self._lock.read():
+            for number, index in self._indexes.items():
+                if len(index) and self._scope_names[number] != scope:
+                    return self._scope_names[number]
+            return None
 
     def exact(self, scope: str, exact_key: str) -> Record | None:
         """The oldest live entry stored for this very request, or None."""
@@ -778,7 +780,9 @@ class EntryStore:
 
     def touch(self, entry_id: int) -> None:
         """Mark an entry as just served (LRU order; stored at the next write)."""
-        with self._lru_lock:
+        # the read side keeps writers (which walk the LRU order) out; the small
+        # lock orders the readers among themselves
+        with self._lock.read(), self._lru_lock:
             if entry_id in self._lru:
                 self._lru.move_to_end(entry_id)
                 if self._db is not None:
