@@ -360,8 +360,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         for kind in ("ours",) if args.no_gptcache else ("ours", "gptcache"):
             _progress(f"{kind} at {n:,} entries")
             t0 = time.perf_counter()
-            results.append(_spawn(kind, n, args))
-            _progress(f"{kind} at {n:,}: done in {time.perf_counter() - t0:.0f} s")
+            r = _spawn(kind, n, args)
+            results.append(r)
+            _progress(
+                f"{kind} at {n:,}: done in {time.perf_counter() - t0:.0f} s; get p50"
+                f" {r['get']['p50_ms']:.3f} ms, put p50 {r['put']['p50_ms']:.3f} ms,"
+                f" {r['memory_bytes_per_entry']:,.0f} B/entry"
+            )
     table = markdown(results, model, cpu_model())
     print(table)
     if args.json:
