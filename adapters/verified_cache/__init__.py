@@ -10,7 +10,10 @@ embedding unless a detected difference vetoes the hit - whose P(HIT) must clear
 a threshold certified so that the Clopper-Pearson 95% upper bound of the
 false-hit rate on held-out data is <= 5%.
 
-Modules: :mod:`.cache` (the cache: ``put``/``get``/``lookup``), :mod:`.policy`,
+Modules: :mod:`.cache` (the cache: ``put``/``get``/``lookup``), :mod:`.store`
+(its entries: exact map, LRU/TTL eviction, SQLite persistence, locking) and
+:mod:`.index` (per-scope nearest neighbours: brute force, then faiss HNSW; see
+docs/verified-cache.md), :mod:`.policy`,
 :mod:`.features` (pure feature extractors), :mod:`.model` (training, inference,
 Clopper-Pearson), :mod:`.adapter` (the ``Pair -> Verdict`` harness adapter),
 :mod:`.training` (the leakage-free training pipeline). ``model/`` holds the

@@ -28,6 +28,12 @@ decides:
 
 ``put`` refuses (stores nothing) a request the policy tier would never serve.
 
+Storage (:mod:`.store`, :mod:`.index`): the exact tier is one dict lookup, the
+embedding tier searches a per-scope index (brute force up to 8k entries, then
+HNSW), both updated on ``put``; ``path=`` keeps the entries in SQLite across
+restarts, ``max_entries`` bounds them (LRU) and ``ttl_seconds`` ages them out.
+``get`` may run from many threads at once; ``put`` is serialised.
+
 Embeddings: the query is embedded on every ``put`` and ``get``; prior-turn
 histories and differing spans are embedded through a small LRU memo keyed by
 text (system prompts and conversation histories repeat, and differing spans
@@ -38,10 +44,12 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cacheeval.metrics.sweep import OperatingPoint
 
@@ -60,6 +68,7 @@ from .features import (
 )
 from .model import decide, serving_threshold
 from .policy import PolicyVerdict, pair_policy, request_policy, scope_key
+from .store import EntryStore, Record
 
 if TYPE_CHECKING:
     import numpy as np
@@ -77,18 +86,6 @@ DEFAULT_EMBEDDER = "minilm-onnx"
 #: Intra-op threads for one query: both cores of the reference 2-core machine. A
 #: service answering many requests at once should pass ``threads=1`` instead.
 DEFAULT_THREADS = max(1, min(2, os.cpu_count() or 1))
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One stored answer with everything ``get`` needs about its request."""
-
-    request: Request
-    answer: str
-    side: Side
-    vector: np.ndarray
-    exact_key: str
-    tokens: WordPieces | None = None  # the query's word pieces (None: not available)
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,12 +375,22 @@ class VerifiedCache:
         cache.get("how can I reset my password")      # the stored answer
         cache.get("Write a poem about passwords")     # None (policy: creative)
 
+        # persistent, bounded: reopening the file serves the same answers
+        cache = VerifiedCache(path="cache/verified.sqlite", max_entries=100_000,
+                              ttl_seconds=7 * 86400)
+
     ``operating_point`` (serve when P(HIT) >= its threshold) and ``gate_threshold``
     default to the model's certified operating point and recall gate
     (``model/meta.json``). ``lazy_spans``: embed the differing
     spans only when the decision depends on them (exact: the verifier is
     monotone in that cosine); the reported score is then P(HIT) at the bound
     that decided (at most the true P(HIT) for a hit, at least it for a miss).
+
+    ``path``: an SQLite file holding the entries (None: in memory only);
+    ``max_entries``: evict the least recently used beyond it; ``ttl_seconds``:
+    never serve an entry older than that; ``clock``: the time source for both
+    (:mod:`.store`). ``close()`` (or ``with``) writes the last-used times and
+    closes the file.
     """
 
     resources: Resources = field(default_factory=Resources)
@@ -391,8 +398,58 @@ class VerifiedCache:
     gate_threshold: float | None = None
     top_k: int = 3
     lazy_spans: bool = True
-    _scopes: dict[str, list[Entry]] = field(default_factory=dict, init=False, repr=False)
-    _matrices: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
+    path: str | Path | None = None
+    max_entries: int | None = None
+    ttl_seconds: float | None = None
+    clock: Callable[[], float] = field(default=time.time, repr=False)
+    _store: EntryStore = field(init=False, repr=False)
+    _sides: OrderedDict[int, Side] = field(default_factory=OrderedDict, init=False, repr=False)
+    _sides_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _embedder_checked: bool = field(default=False, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._store = EntryStore(
+            self.path, max_entries=self.max_entries, ttl_seconds=self.ttl_seconds, clock=self.clock
+        )
+
+    def __enter__(self) -> VerifiedCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def store(self) -> EntryStore:
+        """The entry store (exact map, vector index, eviction, persistence)."""
+        return self._store
+
+    def close(self) -> None:
+        """Flush and close the store's file (path mode); a no-op in memory."""
+        self._store.close()
+
+    def _check_embedder(self) -> None:
+        # vectors of another model would make every stored cosine meaningless
+        if not self._embedder_checked:
+            self._store.claim("embedder", self.resources.embedder_name)
+            self._embedder_checked = True
+
+    def _side(self, rec: Record) -> Side:
+        """The analysis of a stored request: kept from ``put`` in memory, derived
+        again (and memoised) for entries read back from SQLite."""
+        if rec.side is not None:
+            side: Side = rec.side
+            return side
+        with self._sides_lock:
+            found = self._sides.get(rec.id)
+            if found is not None:
+                self._sides.move_to_end(rec.id)
+                return found
+        side = analyze(rec.request)
+        with self._sides_lock:
+            self._sides[rec.id] = side
+            while len(self._sides) > 4096:
+                self._sides.popitem(last=False)
+        return side
 
     # -- storing ------------------------------------------------------------------
 
@@ -405,26 +462,19 @@ class VerifiedCache:
         verdict = request_policy(req, side)
         if not verdict.allowed:
             return PutResult(False, f"{verdict.rule}: {verdict.reason}")
+        self._check_embedder()
         vector, tokens = self.resources.query_embedding(req.query)
-        entry = Entry(
-            request=req,
-            answer=answer,
-            side=side,
-            vector=vector,
-            exact_key=exact_key(req),
-            tokens=tokens,
-        )
-        scope = scope_key(req)
-        self._scopes.setdefault(scope, []).append(entry)
-        self._matrices.pop(scope, None)
+        self._store.add(scope_key(req), exact_key(req), req, answer, vector, tokens, side=side)
         return PutResult(True)
 
     def __len__(self) -> int:
-        return sum(len(v) for v in self._scopes.values())
+        return len(self._store)
 
     def clear(self) -> None:
-        self._scopes.clear()
-        self._matrices.clear()
+        """Delete every entry (from the file too, in path mode)."""
+        self._store.clear()
+        with self._sides_lock:
+            self._sides.clear()
 
     # -- looking up ----------------------------------------------------------------
 
@@ -442,24 +492,24 @@ class VerifiedCache:
         if not verdict.allowed:
             return _refused(verdict)
         scope = scope_key(req)
-        entries = self._scopes.get(scope, [])
-        if not entries:
-            if self._scopes:
-                # entries exist, but only under other system prompts
-                other = next(e for es in self._scopes.values() for e in es)
-                return _refused(pair_policy(other.request, req))
+        if not self._store.scope_size(scope):
+            other = self._store.other_scope(scope)
+            if other is not None:  # entries exist, but only under other system prompts
+                return _refused(pair_policy(Request("", system_prompt=other), req))
             return Decision(False, None, "embedding", 0.0, "the cache is empty")
-        key = exact_key(req)
-        for e in entries:
-            if e.exact_key == key:
-                return Decision(True, e.answer, "exact", 1.0, "identical request", cosine=1.0)
+        self._check_embedder()
+        rec = self._store.exact(scope, exact_key(req))
+        if rec is not None:
+            self._store.touch(rec.id)
+            return Decision(True, rec.answer, "exact", 1.0, "identical request", cosine=1.0)
         vector, tokens = self.resources.query_embedding(req.query)
-        sims = self._matrix(scope) @ vector
-        order = sorted(range(len(entries)), key=lambda i: (-float(sims[i]), i))[: self.top_k]
-        best_cos = float(sims[order[0]])
+        nearest = self._store.nearest(scope, vector, self.top_k)
+        if not nearest:  # every entry of the scope has expired
+            return Decision(False, None, "embedding", 0.0, "no live entry in scope")
+        best_cos = nearest[0][1]
         gate = self._gate_threshold()
         # the gate reads the cosine at the verifier's precision, as training does
-        candidates = [i for i in order if quantize(float(sims[i])) >= gate]
+        candidates = [(e, cos) for e, cos in nearest if quantize(cos) >= gate]
         if not candidates:
             _, score = decide("embedding", None, best_cos, self._threshold())
             return Decision(
@@ -476,10 +526,9 @@ class VerifiedCache:
         best: Decision | None = None
         lazy = self.lazy_spans and verifier.monotone_cos_diff
         memo = self.resources.memo
-        for i in candidates:
-            e = entries[i]
+        for e, cos in candidates:
             feats, pending = features_for(
-                e.side, e.vector, side, vector, memo, lazy=lazy,
+                self._side(e), e.vector, side, vector, memo, lazy=lazy,
                 stored_tokens=e.tokens, new_tokens=tokens,
             )  # fmt: skip
             if pending is None:
@@ -498,28 +547,20 @@ class VerifiedCache:
                     assert cos_diff is not None
                     feats = with_value(feats, COS_DIFF, cos_diff)
                     p = verifier.probability(feats)
-            hit, score = decide("verifier", p, float(sims[i]), threshold)
+            hit, score = decide("verifier", p, cos, threshold)
             if hit:
+                self._store.touch(e.id)
                 return Decision(
                     True, e.answer, "verifier", score, f"P(HIT) {p:.3f} >= {threshold:.3f}",
-                    cosine=float(sims[i]), features=feats,
+                    cosine=cos, features=feats,
                 )  # fmt: skip
             if best is None or score > best.score:
                 best = Decision(
                     False, None, "verifier", score, f"P(HIT) {p:.3f} < {threshold:.3f}",
-                    cosine=float(sims[i]), features=feats,
+                    cosine=cos, features=feats,
                 )  # fmt: skip
         assert best is not None
         return best
-
-    def _matrix(self, scope: str) -> np.ndarray:
-        m = self._matrices.get(scope)
-        if m is None:
-            import numpy as np
-
-            m = np.stack([e.vector for e in self._scopes[scope]])
-            self._matrices[scope] = m
-        return m
 
     @property
     def point(self) -> OperatingPoint:
