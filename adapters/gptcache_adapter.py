@@ -44,7 +44,9 @@ GPTCache's ``Onnx`` does, for users who have such a directory.
 
 from __future__ import annotations
 
+import math
 import shutil
+import struct
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -127,6 +129,52 @@ def gptcache_hit(rank: float, threshold: float, cache_factor: float = 1.0) -> bo
         else rank_threshold
     )
     return bool(rank_threshold <= rank)
+
+
+def _float32(x: float) -> float:
+    """``x`` rounded to float32, as numpy compares a Python float with GPTCache's
+    float32 rank (NEP 50: the Python float is cast to the rank's type)."""
+    return float(struct.unpack("f", struct.pack("f", x))[0])
+
+
+def similarity_setting(fires_from: float, stops_at: float | None) -> dict[str, Any]:
+    """GPTCache's own ``Config(similarity_threshold=t)`` for a certified threshold on
+    :class:`GPTCacheAdapter`'s score: it serves every pair scored ``>= fires_from``
+    and none scored ``<= stops_at`` (the highest score below it; None: none).
+
+    The score is ``rank / 4`` and GPTCache serves when ``4 t <= rank`` (module
+    docstring; ``cache_factor`` 1), so ``t = fires_from`` makes exactly the
+    certified decisions. A user wants a short number: this is the shortest decimal
+    in the upper half of ``(stops_at, fires_from]`` that gives the same decisions
+    on both sides under GPTCache's float32 comparison and under the fast path's
+    float64 one, else ``fires_from`` itself. ``cosine_at_least`` is ``2 t - 1``.
+
+    >>> similarity_setting(0.8312, 0.79)
+    {'similarity_threshold': 0.83, 'cosine_at_least': 0.66}
+    >>> similarity_setting(1.0, 0.9999999)["similarity_threshold"]
+    1.0
+    """
+    if not 0.0 <= fires_from <= 1.0:
+        raise ValueError(f"a GPTCache score lies in [0, 1], got {fires_from}")
+    low = max(0.0, fires_from - 0.02) if stops_at is None else stops_at
+    floor = low + (fires_from - low) / 2
+
+    def same(t: float) -> bool:
+        for four_t in (4.0 * t, _float32(4.0 * t)):
+            if not four_t <= 4.0 * fires_from:
+                return False
+            if stops_at is not None and four_t <= 4.0 * stops_at:
+                return False
+        return True
+
+    chosen = fires_from
+    for digits in range(1, 8):
+        scale = 10**digits
+        t = math.floor(fires_from * scale) / scale
+        if t > floor and same(t):
+            chosen = t
+            break
+    return {"similarity_threshold": chosen, "cosine_at_least": round(2 * chosen - 1, 12)}
 
 
 def _make_recording_evaluation() -> Any:

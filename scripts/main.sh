@@ -51,6 +51,9 @@ if [ -n "${CACHEEVAL_EXTERNAL_DIR:-}" ] && [ -d "$CACHEEVAL_EXTERNAL_DIR" ]; the
     $py -m scripts.run_validity --pairs "$CACHEEVAL_EXTERNAL_DIR"
 fi
 
+step "stress rows from the shipped prompts and the dev queries: the reference caches per perturbation kind (reports/STRESS.md)"
+$py -m scripts.run_stress
+
 step "test split vs private slice (demo seed): reports/SHIFT.md, reference predictions"
 $py -m scripts.run_shift
 

@@ -41,6 +41,10 @@ HAND_CHECKED: dict[str, str] = {
     "delta_cal": "test_metrics_ranking::test_hand_computed_six_rows",
     "best_operating_point": "test_metrics_ranking::test_best_operating_points_hand_computed",
     "subscore_best_operating_point": "test_report::test_subscore_operating_points_hand_counted",
+    **{
+        f"kind_{rate}": "test_report_kinds::test_per_kind_hand_counted"
+        for rate in ("accuracy", "precision", "recall", "f1", "fhr", "hit_rate")
+    },
     "ece": "test_curves::test_reliability_and_ece_hand_computed",
     "reliability": "test_curves::test_reliability_and_ece_hand_computed",
     "score_curve": "test_curves::test_score_curve_hand_computed",
@@ -100,16 +104,23 @@ def _full_report(rows: list[Row]) -> Report:
             k = int(pair.id[-1])
             return Verdict(is_hit=k % 2 == 1, confidence=0.8, tier_used=tier, score=k / 10)
 
-    return evaluate(Cache(), rows)
+    # two stress rows, so the per-kind slices are filled too
+    from tests.test_report_kinds import stress_row
+
+    stress = [stress_row(90, "typo_drop", "noise", "EQUIV", query_a="same", query_b="same"),
+              stress_row(91, "city", "identity", "ADVERSARIAL")]  # fmt: skip
+    return evaluate(Cache(), [*rows, *stress])
 
 
 #: Numbers of the report dict that are not metrics: what the metrics are over.
 NOT_METRICS: dict[str, str] = {
     "provenance": "the run's inputs (rows, cache arguments)",
-    **{f"per_{k}[].n": "slice sizes" for k in ("domain", "label", "difficulty", "subscore")},
+    **{
+        f"per_{k}[].n": "slice sizes" for k in ("domain", "label", "difficulty", "subscore", "kind")
+    },
     **{
         f"per_{k}[].confusion": "slice counts"
-        for k in ("domain", "label", "difficulty", "subscore")
+        for k in ("domain", "label", "difficulty", "subscore", "kind")
     },
     **{f"threshold_free.{f}": "rows scored" for f in ("n", "n_scored", "n_positive")},
     "threshold_free.n_distinct_scores": "distinct scores",

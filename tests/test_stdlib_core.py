@@ -36,6 +36,8 @@ CORE = [
     "cacheeval.reporting.viewer",
     "cacheeval.reporting.viewer_page",
     "cacheeval.commands.view",
+    "cacheeval.commands.tune",
+    "cacheeval.metrics.certify",
     "cacheeval.results.columns",
     "cacheeval.support.idset",
     "cacheeval.run.parallel",

@@ -8,31 +8,34 @@ training, in the training-data hash and at inference alike, so the floating-poin
 noise of another CPU does not reach the model.
 
 The operating threshold is *certified* on calibration data the model never saw:
-with ``n`` must-miss calibration rows of which ``x`` would be served, the exact
-(Clopper-Pearson) binomial bound caps the true false-hit rate; the threshold is
-the lowest score (most recall) whose bound is at most the FHR budget
-(:func:`certify_threshold`). The certificate uses the one-sided 95% upper
-bound - "FHR <= 5% with 95% confidence" - while :func:`clopper_pearson` gives
-the usual two-sided interval for reports:
-
-    upper_1sided(x, n) = BetaInv(confidence; x + 1, n - x)       (1 when x = n)
-    two-sided:  [BetaInv(alpha/2; x, n - x + 1), BetaInv(1 - alpha/2; x + 1, n - x)]
-
-``BetaInv`` is found by bisection on the regularized incomplete beta function
-``I_z(a, b)``, itself evaluated with its continued fraction (modified Lentz)
-and ``math.lgamma``: the standard library only, no scipy.
+the lowest score (most recall) whose one-sided Clopper-Pearson upper bound on
+the false-hit rate is at most the FHR budget (:func:`certify_threshold`). The
+certificate, the bound and its incomplete-beta arithmetic live in
+:mod:`cacheeval.metrics.certify` (``cacheeval tune`` uses the same one); they
+are imported here under their old names.
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cacheeval.metrics.sweep import OperatingPoint, best_operating_point, threshold_sweep
+# The certificate lives in the core (one certificate); its names stay importable from here.
+from cacheeval.metrics.certify import CONFIDENCE as CONFIDENCE
+from cacheeval.metrics.certify import MAX_FHR as MAX_FHR
+from cacheeval.metrics.certify import NEVER as NEVER
+from cacheeval.metrics.certify import Certificate as Certificate
+from cacheeval.metrics.certify import beta_ppf as beta_ppf
+from cacheeval.metrics.certify import betainc as betainc
+from cacheeval.metrics.certify import certify_threshold as certify_threshold
+from cacheeval.metrics.certify import clopper_pearson as clopper_pearson
+from cacheeval.metrics.certify import fhr_upper_bound as fhr_upper_bound
+from cacheeval.metrics.certify import max_false_hits as max_false_hits
+from cacheeval.metrics.certify import serving_threshold as serving_threshold
+from cacheeval.metrics.sweep import OperatingPoint
 from cacheeval.support.jsonio import dumps_pretty, write_bytes_atomic
 
 from .features import FEATURE_NAMES, direction, quantize_features
@@ -44,123 +47,6 @@ MODEL_DIR = Path(__file__).resolve().parent / "model"
 MODEL_FILE = "verifier.txt"
 META_FILE = "meta.json"
 META_FORMAT = "verified-cache-model/1"
-
-#: Default FHR budget and confidence of the certified operating point.
-MAX_FHR = 0.05
-CONFIDENCE = 0.95
-
-# --- Clopper-Pearson ------------------------------------------------------------------
-
-
-def _betacf(a: float, b: float, z: float) -> float:
-    """Continued fraction of the incomplete beta function (modified Lentz)."""
-    tiny = 1e-300
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c = 1.0
-    d = 1.0 - qab * z / qap
-    d = tiny if abs(d) < tiny else d
-    d = 1.0 / d
-    h = d
-    for m in range(1, 10_000):
-        m2 = 2 * m
-        # even step
-        aa = m * (b - m) * z / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = tiny if abs(d) < tiny else d
-        c = 1.0 + aa / c
-        c = tiny if abs(c) < tiny else c
-        d = 1.0 / d
-        h *= d * c
-        # odd step
-        aa = -(a + m) * (qab + m) * z / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = tiny if abs(d) < tiny else d
-        c = 1.0 + aa / c
-        c = tiny if abs(c) < tiny else c
-        d = 1.0 / d
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < 1e-15:
-            return h
-    raise ArithmeticError(f"incomplete beta continued fraction did not converge (a={a}, b={b})")
-
-
-def betainc(a: float, b: float, z: float) -> float:
-    """The regularized incomplete beta function ``I_z(a, b)`` for a, b > 0, z in [0, 1].
-
-    ``I_z(a,b) = z^a (1-z)^b / (a B(a,b)) * CF(a,b,z)``, using the symmetry
-    ``I_z(a,b) = 1 - I_{1-z}(b,a)`` where the continued fraction converges slowly.
-    """
-    if a <= 0 or b <= 0:
-        raise ValueError(f"betainc needs a, b > 0 (got a={a}, b={b})")
-    if not 0.0 <= z <= 1.0:
-        raise ValueError(f"betainc needs z in [0, 1] (got {z})")
-    if z == 0.0 or z == 1.0:
-        return z
-    log_front = (
-        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(z) + b * math.log1p(-z)
-    )
-    front = math.exp(log_front)
-    if z < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, z) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - z) / b
-
-
-def beta_ppf(q: float, a: float, b: float, *, tol: float = 1e-12) -> float:
-    """The ``q``-quantile of Beta(a, b): the z with ``I_z(a, b) = q``, by bisection
-    (I_z is increasing in z, so bisection always converges)."""
-    if not 0.0 <= q <= 1.0:
-        raise ValueError(f"quantile must be in [0, 1], got {q}")
-    if q == 0.0:
-        return 0.0
-    if q == 1.0:
-        return 1.0
-    lo, hi = 0.0, 1.0
-    while hi - lo > tol:
-        mid = (lo + hi) / 2.0
-        if betainc(a, b, mid) < q:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2.0
-
-
-def clopper_pearson(x: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """The two-sided Clopper-Pearson interval of a binomial proportion ``x / n``."""
-    if n <= 0 or not 0 <= x <= n:
-        raise ValueError(f"need 0 <= x <= n and n > 0 (got x={x}, n={n})")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    alpha = 1.0 - confidence
-    lower = 0.0 if x == 0 else beta_ppf(alpha / 2.0, x, n - x + 1)
-    upper = 1.0 if x == n else beta_ppf(1.0 - alpha / 2.0, x + 1, n - x)
-    return lower, upper
-
-
-def fhr_upper_bound(fp: int, n_negative: int, confidence: float = CONFIDENCE) -> float:
-    """The one-sided Clopper-Pearson upper confidence bound of FHR = fp / n_negative:
-    the true rate is below it with probability ``confidence``."""
-    if n_negative <= 0 or not 0 <= fp <= n_negative:
-        raise ValueError(f"need 0 <= fp <= n and n > 0 (got fp={fp}, n={n_negative})")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    if fp == n_negative:
-        return 1.0
-    return beta_ppf(confidence, fp + 1, n_negative - fp)
-
-
-def max_false_hits(
-    n_negative: int, max_fhr: float = MAX_FHR, confidence: float = CONFIDENCE
-) -> int:
-    """The most false hits ``x`` with ``fhr_upper_bound(x, n) <= max_fhr`` (-1 when even
-    x = 0 exceeds it: too few must-miss rows to certify anything)."""
-    best = -1
-    for x in range(n_negative + 1):
-        if fhr_upper_bound(x, n_negative, confidence) <= max_fhr:
-            best = x
-        else:
-            break
-    return best
 
 
 # --- the served score -----------------------------------------------------------------
@@ -214,137 +100,6 @@ def decide(tier: str, p: float | None, cosine: float, threshold: float) -> tuple
     if tier != "verifier" or p is None:
         raise ValueError(f"tier {tier!r} with P(HIT) {p!r}: expected the verifier's P(HIT)")
     return p >= threshold, served_score(p, cosine, threshold)
-
-
-# --- the operating point ----------------------------------------------------------------
-
-#: A threshold above every possible score: serve nothing.
-NEVER = 1.000001
-
-
-@dataclass(frozen=True, slots=True)
-class Certificate:
-    """A certified operating point: ``point`` (serve when ``score >= threshold``,
-    its counts over the calibration rows, ``point.alpha`` the FHR budget) and the
-    one-sided Clopper-Pearson upper bound ``fhr_upper`` of its FHR at
-    ``confidence``; ``certified`` says whether the bound is within the budget."""
-
-    point: OperatingPoint
-    confidence: float
-    n_positive: int
-    n_negative: int
-    fhr_upper: float
-    certified: bool
-
-    @property
-    def threshold(self) -> float:
-        """The threshold; :data:`NEVER` when no threshold can be certified."""
-        return serving_threshold(self.point)
-
-    @property
-    def max_fhr(self) -> float:
-        return self.point.alpha
-
-    @property
-    def tp(self) -> int:
-        return self.point.tp
-
-    @property
-    def fp(self) -> int:
-        return self.point.fp
-
-    @property
-    def fhr(self) -> float | None:
-        return self.point.fhr
-
-    @property
-    def recall(self) -> float | None:
-        return self.point.recall
-
-    def to_dict(self) -> dict[str, Any]:
-        """What ``meta.json`` records as ``operating_point``."""
-        return {
-            "threshold": self.threshold,
-            "max_fhr": self.max_fhr,
-            "confidence": self.confidence,
-            "bound": "one-sided Clopper-Pearson upper confidence bound",
-            "n_positive": self.n_positive,
-            "n_negative": self.n_negative,
-            "tp": self.tp,
-            "fp": self.fp,
-            "fhr": self.fhr,
-            "fhr_upper": self.fhr_upper,
-            "recall": self.recall,
-            "certified": self.certified,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Certificate:
-        """From :meth:`to_dict` output (``meta.json``): the point's precision is
-        ``tp / (tp + fp)``, its threshold None for :data:`NEVER`."""
-        tp, fp, threshold = int(data["tp"]), int(data["fp"]), float(data["threshold"])
-        point = OperatingPoint(
-            alpha=float(data["max_fhr"]),
-            threshold=None if threshold >= NEVER else threshold,
-            recall=data["recall"],
-            precision=tp / (tp + fp) if tp + fp else None,
-            fhr=data["fhr"],
-            n_fired=tp + fp,
-            tp=tp,
-            fp=fp,
-        )
-        return cls(
-            point=point,
-            confidence=float(data["confidence"]),
-            n_positive=int(data["n_positive"]),
-            n_negative=int(data["n_negative"]),
-            fhr_upper=float(data["fhr_upper"]),
-            certified=bool(data["certified"]),
-        )
-
-
-def serving_threshold(point: OperatingPoint) -> float:
-    """The threshold a cache applies at ``point``: :data:`NEVER` when the point
-    has none (serve nothing)."""
-    return NEVER if point.threshold is None else float(point.threshold)
-
-
-def certify_threshold(
-    scores: Sequence[float],
-    labels: Sequence[int],
-    *,
-    max_fhr: float = MAX_FHR,
-    confidence: float = CONFIDENCE,
-) -> Certificate:
-    """The lowest threshold whose FHR upper bound on (scores, labels) is <= max_fhr.
-
-    ``labels[i]`` is 1 for a HIT row. Rows the cache settles before the verifier
-    (policy, recall gate) take score 0 and are never served (the threshold is
-    always > 0). On the :func:`~cacheeval.metrics.sweep.threshold_sweep` of the
-    positive scores, lowering the threshold only adds served rows, so FP and its
-    bound only grow: the certified point is the last one of the sweep with
-    ``fhr_upper_bound(FP, Nn) <= max_fhr`` (``rule="lowest"``).
-    """
-    if len(scores) != len(labels):
-        raise ValueError(f"{len(scores)} scores but {len(labels)} labels")
-    sweep = threshold_sweep(labels, [s if s > 0.0 else None for s in scores])
-    n_neg = sweep.n_negative
-    if n_neg == 0:
-        raise ValueError("calibration data has no must-miss rows: nothing to certify")
-
-    def within_budget(fp: int, n_negative: int) -> bool:
-        return fhr_upper_bound(fp, n_negative, confidence) <= max_fhr
-
-    point = best_operating_point(sweep, within_budget, alpha=max_fhr, rule="lowest")
-    upper = fhr_upper_bound(point.fp, n_neg, confidence)
-    return Certificate(
-        point=point,
-        confidence=confidence,
-        n_positive=sweep.n_positive,
-        n_negative=n_neg,
-        fhr_upper=upper,
-        certified=upper <= max_fhr,
-    )
 
 
 # --- training --------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
+from ..results.columns import perturbation_kind
 from ..schema import Row, subscore_of
 
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -103,10 +104,15 @@ def add_label_arguments(parser: argparse.ArgumentParser | Any) -> None:
 
 
 def add_cache_arguments(
-    parser: argparse.ArgumentParser, *, shared: bool = False, several: bool = False
+    parser: argparse.ArgumentParser,
+    *,
+    shared: bool = False,
+    several: bool = False,
+    predictions: bool = False,
 ) -> None:
     """--baseline | --cache-module [--cache-class] [--cache-arg ...], --cache-name;
-    for a per-row cache also --on-error and --timeout-ms.
+    for a per-row cache also --on-error and --timeout-ms. ``predictions`` adds
+    ``--predictions FILE`` as a third way to name the cache: its saved run (``tune``).
 
     ``shared`` names a shared cache (``replay``): a baseline of
     :data:`~cacheeval.replay.shared_baselines.SHARED_BASELINES`, and no --on-error
@@ -114,7 +120,7 @@ def add_cache_arguments(
     leave out the options naming the cache, for a command that names several
     with :func:`._several.add_several_arguments`."""
     if not several:
-        _add_which_cache(parser, shared=shared)
+        _add_which_cache(parser, shared=shared, predictions=predictions)
     parser.add_argument(
         "--keyed",
         action="store_true",
@@ -137,7 +143,9 @@ def add_cache_arguments(
     )
 
 
-def _add_which_cache(parser: argparse.ArgumentParser, *, shared: bool) -> None:
+def _add_which_cache(
+    parser: argparse.ArgumentParser, *, shared: bool, predictions: bool = False
+) -> None:
     """--baseline | --cache-module [--cache-class] [--cache-arg ...], --cache-name."""
     if shared:
         from ..replay.shared_baselines import SHARED_BASELINES
@@ -154,6 +162,10 @@ def _add_which_cache(parser: argparse.ArgumentParser, *, shared: bool) -> None:
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--baseline", choices=baselines, help="a reference cache")
     which.add_argument("--cache-module", metavar="MOD", help=module_help)
+    if predictions:
+        which.add_argument("--predictions", type=Path, metavar="FILE",
+                           help="a saved predictions file (eval --predictions, predict) of the "
+                           "cache, instead of running it")  # fmt: skip
     parser.add_argument("--cache-class", metavar="CLS", help="class in the module to instantiate")
     parser.add_argument(
         "--cache-arg",
@@ -303,8 +315,9 @@ class SplitTracker:
 
 
 #: The truth of one row: id, 1 for HIT, label, domain, difficulty, sub-score,
-#: and the (frozen) row itself, for the report's failure lists.
-Truth = tuple[str, int, str | None, str, str | None, str, Row]
+#: perturbation kind (stress rows; else None) and the (frozen) row itself, for
+#: the report's failure lists.
+Truth = tuple[str, int, str | None, str, str | None, str, str | None, Row]
 
 
 class LabelledRows(SplitTracker):
@@ -333,7 +346,16 @@ class LabelledRows(SplitTracker):
                 self.hidden += 1
                 continue
             self.truth.append(
-                (row.id, row.y, row.label, row.domain, row.difficulty, subscore_of(row), row)
+                (
+                    row.id,
+                    row.y,
+                    row.label,
+                    row.domain,
+                    row.difficulty,
+                    subscore_of(row),
+                    perturbation_kind(row),
+                    row,
+                )
             )
             self.splits.add(row.split)
             yield row

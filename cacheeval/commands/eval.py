@@ -324,8 +324,8 @@ def _evaluate(args: argparse.Namespace, prog: str) -> Any:
                 truth = selected.truth.popleft()
                 if truth[0] != pred.id:
                     raise AssertionError(f"prediction {pred.id} came back for row {truth[0]}")
-                columns.add(*truth[1:5], pred, subscore=truth[5])
-                columns.failures.add(truth[6], pred)
+                columns.add(*truth[1:5], pred, subscore=truth[5], kind=truth[6])
+                columns.failures.add(truth[7], pred)
                 if writer is not None:
                     writer.write(pred)
     except KeyboardInterrupt as stop:

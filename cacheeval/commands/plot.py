@@ -7,6 +7,8 @@ reports from ``cacheeval eval --json``, replay reports from ``cacheeval replay
 * ``reliability_<cache>``: a reliability diagram per pair-mode report;
 * ``domain_fhr``: per-domain FHR with 95% Wilson intervals, side by side;
 * ``subscore_fhr``: the same per sub-score (query, context, policy), for reports that have them;
+* ``kind_results``: stress rows per perturbation kind (FHR of the edits that change
+  the answer, recall of the noise that keeps it), for reports of stress rows;
 * ``clq``: quality against p95 latency, cost as marker area, the Pareto front;
 * ``gptcache_sweep`` (with ``--sweep reports/gptcache_sweep.csv``): GPTCache's
   FHR and recall against its threshold.
@@ -23,7 +25,7 @@ from pathlib import Path
 
 NAME = "plot"
 HELP = "Draw PR/P-CHR, reliability, per-domain FHR and cost-latency-quality figures."
-FIGURES = ("pr_pchr", "reliability", "domain_fhr", "subscore_fhr", "clq", "sweep")
+FIGURES = ("pr_pchr", "reliability", "domain_fhr", "subscore_fhr", "kind_results", "clq", "sweep")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,6 +88,10 @@ def run(args: argparse.Namespace) -> int:
     if "subscore_fhr" in only and any(plotdata.subscore_fhr(s) for s in sources):
         written.append(
             plot.subscore_fhr(sources, args.out, stem=f"{pre}subscore_fhr", formats=formats)
+        )
+    if "kind_results" in only and any(any(plotdata.kind_rates(s)) for s in sources):
+        written.append(
+            plot.kind_results(sources, args.out, stem=f"{pre}kind_results", formats=formats)
         )
     if "clq" in only:
         written.append(plot.clq(sources, args.out, stem=f"{pre}clq", formats=formats))

@@ -1,5 +1,8 @@
 """``cacheeval verify``: re-derive every shard row's binary label with its
-checker and report the tier distribution and every disagreement."""
+checker and report the tier distribution and every disagreement.
+
+``--rows FILE`` verifies any rows file instead of the shards (rows made by
+``cacheeval stress``, a slice, the benchmark file's labelled rows)."""
 
 from __future__ import annotations
 
@@ -7,6 +10,10 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..schema import Row
 
 NAME = "verify"
 HELP = (
@@ -34,6 +41,12 @@ def add_shards_arguments(parser: argparse.ArgumentParser, domain_help: str) -> N
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_shards_arguments(parser, "only this domain (repeatable; default: every present shard)")
+    parser.add_argument(
+        "--rows",
+        type=Path,
+        help="verify the labelled rows of this JSONL file instead of the shards "
+        "(e.g. rows written by cacheeval stress)",
+    )
     parser.add_argument(
         "--allow-unisolated",
         action="store_true",
@@ -72,37 +85,41 @@ def run(args: argparse.Namespace) -> int:
 
     from ..dataset import row_problem
     from ..pipeline.shards import read_shards, to_row
-    from ..schema import Row
     from ..support.jsonio import JsonlError
     from ..verify.engine import format_report, problems, terminal_progress, verify_rows
 
     if args.jobs < 1:
         print(f"verify: --jobs must be >= 1, got {args.jobs}", file=sys.stderr)
         return 2
-    shards_dir: Path = args.shards
-    try:
-        shards = read_shards(shards_dir, args.domain)
-    except JsonlError as e:
-        print(f"verify: error: {e}", file=sys.stderr)
-        return 2
-    if not shards:
-        which = f" for {', '.join(args.domain)}" if args.domain else ""
-        print(f"verify: error: no shards{which} in {shards_dir}", file=sys.stderr)
-        return 2
     rows: list[Row] = []
     invalid: list[str] = []
-    for srows in shards.values():
-        for sr in srows:
-            data = sr.data
-            problem = (
-                row_problem({**data, "split": "train"}, require_labels=True)
-                if isinstance(data, dict)
-                else f"expected a JSON object, got {type(data).__name__}"
-            )
-            if problem:
-                invalid.append(f"{sr.where}: {problem}")
-            else:
-                rows.append(to_row(data))
+    if args.rows is not None:
+        code = _read_rows_file(args, rows, invalid)
+        if code:
+            return code
+    else:
+        shards_dir: Path = args.shards
+        try:
+            shards = read_shards(shards_dir, args.domain)
+        except JsonlError as e:
+            print(f"verify: error: {e}", file=sys.stderr)
+            return 2
+        if not shards:
+            which = f" for {', '.join(args.domain)}" if args.domain else ""
+            print(f"verify: error: no shards{which} in {shards_dir}", file=sys.stderr)
+            return 2
+        for srows in shards.values():
+            for sr in srows:
+                data = sr.data
+                problem = (
+                    row_problem({**data, "split": "train"}, require_labels=True)
+                    if isinstance(data, dict)
+                    else f"expected a JSON object, got {type(data).__name__}"
+                )
+                if problem:
+                    invalid.append(f"{sr.where}: {problem}")
+                else:
+                    rows.append(to_row(data))
     if any((r.verification_payload or {}).get("kind") == "code" for r in rows):
         problem = _sandbox_problem(args)
         if problem is not None:
@@ -119,3 +136,43 @@ def run(args: argparse.Namespace) -> int:
         for line in invalid:
             print(f"  {line}")
     return 1 if invalid or problems(results) else 0
+
+
+def _read_rows_file(args: argparse.Namespace, rows: list[Row], invalid: list[str]) -> int:
+    """Read ``--rows``: valid labelled rows into ``rows`` (of ``--domain`` when given),
+    each invalid one as ``path:LINE: problem`` into ``invalid``; 2 when the file
+    cannot be read at all, else 0."""
+    from ..dataset import SLICE_HEADER_KEY, row_problem
+    from ..schema import Row
+    from ..support.jsonio import JsonlError, iter_jsonl
+
+    path: Path = args.rows
+    if not path.is_file():
+        print(f"verify: error: {path}: no such file", file=sys.stderr)
+        return 2
+    n = hidden = 0
+    try:
+        for lineno, data in iter_jsonl(path):
+            if lineno == 1 and isinstance(data, dict) and SLICE_HEADER_KEY in data:
+                continue
+            n += 1
+            if isinstance(data, dict) and data.get("label") is None and row_problem(data) is None:
+                hidden += 1  # a public test row: its label is withheld, nothing to re-derive
+                continue
+            problem = row_problem(data, require_labels=True)
+            if problem:
+                invalid.append(f"{path}:{lineno}: {problem}")
+            elif not args.domain or data["domain"] in args.domain:
+                rows.append(Row.from_dict(data))
+    except JsonlError as e:
+        print(f"verify: error: {e}", file=sys.stderr)
+        return 2
+    if n == 0:
+        print(f"verify: error: {path}:1: no rows in the file", file=sys.stderr)
+        return 2
+    if hidden:
+        print(f"{path}: {hidden} hidden test rows skipped (labels withheld)", file=sys.stderr)
+    if hidden == n:
+        print(f"verify: error: {path}: every row is a hidden test row", file=sys.stderr)
+        return 2
+    return 0

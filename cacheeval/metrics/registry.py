@@ -183,6 +183,7 @@ _PATHS = {
     "Per label": "per_label",
     "Per difficulty": "per_difficulty",
     "Per sub-score": "per_subscore",
+    "Per perturbation kind": "per_kind",
 }
 
 # fmt: off
@@ -248,6 +249,8 @@ _slice_rates("domain", "Per domain", "domain", ["f1", "fhr", "precision", "recal
 _slice_rates("label", "Per label", "label", ["hit_rate", "fhr", "recall"])
 _slice_rates("difficulty", "Per difficulty", "difficulty", ["fhr", "recall", "f1"])
 _slice_rates("subscore", "Per sub-score", "sub-score", ["fhr", "recall", "precision", "f1"])
+# shown by the section's own columns, with "-" where a kind has no rows to rate
+_slice_rates("kind", "Per perturbation kind", "perturbation kind", [])
 
 _LAT_S = "Latency"
 _m("latency_n", "Timed calls", "neither", "latency.n", _LAT_S, latency_stats, None,

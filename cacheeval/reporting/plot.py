@@ -12,6 +12,8 @@ series.
 * :func:`reliability` - one cache's reliability diagram with bin counts;
 * :func:`domain_fhr` - per-domain FHR with 95% Wilson intervals, caches side by side;
 * :func:`subscore_fhr` - the same per sub-score (query, context, policy);
+* :func:`kind_results` - stress rows per perturbation kind: FHR of the edits
+  that change the answer, recall of those that keep it, caches side by side;
 * :func:`threshold_sweep` - GPTCache's FHR and recall against its threshold;
 * :func:`clq` - the cost-latency-quality view: F1 and the false-hit rate
   against p95 latency (pair and replay reports), marker area by cost per 1k
@@ -31,6 +33,7 @@ from .plotdata import (
     ceiling,
     clq_point,
     curve,
+    kind_rates,
     pareto_front,
     perfect_ranker,
     read_sweep,
@@ -275,6 +278,61 @@ def _fhr_bars(
     ax.grid(axis="x", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return Figure(stem, _save(fig, out_dir, stem, formats), len(sources))
+
+
+def kind_results(
+    sources: Sequence[Source], out_dir: Path, *, stem: str = "kind_results",
+    formats: Sequence[str] = FORMATS, max_fhr: float = 0.05, min_recall: float = 0.90,
+) -> Figure:  # fmt: skip
+    """Stress rows per perturbation kind, one figure: left the FHR of every kind
+    that changes the answer (identity, context, policy; dotted: ``max_fhr``),
+    right the recall of every noise kind (dotted: ``min_recall``), 95% Wilson
+    whiskers, caches side by side. Sources without stress rows are left out."""
+    plt = pyplot()
+    kept = [(s, kind_rates(s)) for s in sources]
+    kept = [(s, rates) for s, rates in kept if rates[0] or rates[1]]
+    panels = []
+    for side in (0, 1):
+        keys: list[str] = []
+        for _, rates in kept:
+            keys += [k for k, *_ in rates[side] if k not in keys]
+        panels.append(keys)
+    rows = max(1, len(panels[0]), len(panels[1]))
+    tall = 0.3 * rows * max(1, len(kept)) ** 0.5 + 1.6
+    fig, axes = plt.subplots(1, 2, figsize=(12, tall))
+    # room on top for the legend and the titles; between the panels for the right labels
+    fig.subplots_adjust(top=1 - 1.1 / tall, wspace=0.55)
+    height = 0.8 / max(1, len(kept))
+    for side, (ax, keys) in enumerate(zip(axes, panels, strict=True)):
+        for k, (src, rates) in enumerate(kept):
+            by = {key: (v, lo, hi) for key, v, lo, hi, _ in rates[side]}
+            ys = [i + (k - (len(kept) - 1) / 2) * height for i in range(len(keys))]
+            vals, lows, highs = [], [], []
+            for key in keys:
+                v, lo, hi = by.get(key, (None, None, None))
+                vals.append(v or 0.0)
+                lows.append(0.0 if v is None or lo is None else v - lo)
+                highs.append(0.0 if v is None or hi is None else hi - v)
+            bars = ax.barh(ys, vals, height=height, color=PALETTE[k % len(PALETTE)],
+                           label=src.name if side == 0 else None, xerr=[lows, highs],
+                           error_kw={"elinewidth": 0.8, "capsize": 2})  # fmt: skip
+            for j, patch in enumerate(bars.patches):
+                _tag(patch, k, f"{'fhr' if side == 0 else 'recall'}-{j}")
+        ax.set_yticks(range(len(keys)), keys)
+        ax.invert_yaxis()
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].axvline(max_fhr, color="black", linestyle=":", linewidth=1)
+    axes[1].axvline(min_recall, color="black", linestyle=":", linewidth=1)
+    axes[0].set(xlabel=f"False-hit rate (95% Wilson); dotted: {max_fhr:g}", xlim=(0, 1),
+                title="Edits that change the answer: FHR")  # fmt: skip
+    axes[1].set(xlabel=f"Recall (95% Wilson); dotted: {min_recall:g}", xlim=(0, 1),
+                title="Noise that keeps the answer: recall")  # fmt: skip
+    if kept:
+        fig.legend(*axes[0].get_legend_handles_labels(), loc="upper center", fontsize=7,
+                   ncol=min(4, len(kept)), frameon=False, bbox_to_anchor=(0.5, 1.0))  # fmt: skip
+    notes = tuple(f"{s.name}: no stress rows in this report" for s in sources
+                  if all(s is not t for t, _ in kept))  # fmt: skip
+    return Figure(stem, _save(fig, out_dir, stem, formats), len(kept), notes)
 
 
 def threshold_sweep(

@@ -161,6 +161,34 @@ def subscore_fhr(src: Source) -> list[tuple[str, float | None, float | None, flo
     return out
 
 
+#: One bar of the per-kind figure: (kind key, value, ci_low, ci_high, rows).
+KindBar = tuple[str, float | None, float | None, float | None, int]
+
+
+def kind_rates(src: Source) -> tuple[list[KindBar], list[KindBar]]:
+    """A pair report's per-kind results (stress rows): FHR of every kind with
+    MISS rows (identity, context, policy) and recall of every kind with HIT
+    rows (noise); ([], []) for a replay report or one without stress rows.
+
+    >>> e = lambda v, d: {"value": v, "ci_low": v, "ci_high": v, "denominator": d}
+    >>> none = {"value": None, "ci_low": None, "ci_high": None, "denominator": 0}
+    >>> data = {"per_kind": [{"key": "noise/typo", "fhr": none, "recall": e(0.5, 4)},
+    ...                      {"key": "identity/city", "fhr": e(0.25, 4), "recall": none}]}
+    >>> kind_rates(Source("x", PAIR, data))
+    ([('identity/city', 0.25, 0.25, 0.25, 4)], [('noise/typo', 0.5, 0.5, 0.5, 4)])
+    """
+    fhrs: list[KindBar] = []
+    recalls: list[KindBar] = []
+    if src.kind != PAIR:
+        return fhrs, recalls
+    for s in src.data.get("per_kind") or []:
+        for rate, out in (("fhr", fhrs), ("recall", recalls)):
+            e = s[rate]
+            if int(e["denominator"]):
+                out.append((s["key"], e["value"], e["ci_low"], e["ci_high"], int(e["denominator"])))
+    return fhrs, recalls
+
+
 def domain_fhr(src: Source) -> list[tuple[str, float | None, float | None, float | None, int]]:
     """Per-domain FHR as (domain, value, ci_low, ci_high, MISS rows)."""
     out = []

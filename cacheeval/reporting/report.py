@@ -25,7 +25,7 @@ from ..metrics.ranking import DEFAULT_ALPHAS, ThresholdFree
 from ..metrics.registry import METRICS, section_compute, section_metrics
 from ..metrics.slices import Slice, SliceOperatingPoint, slice_order
 from ..metrics.usage import ErrorStats, TierUsage
-from ..results.columns import ScoreColumns
+from ..results.columns import KIND_FAMILIES, ScoreColumns
 from ..results.failures import Failures
 from ..results.predictions import Prediction
 from ..schema import DIFFICULTIES, DOMAINS, LABELS, SCHEMA_VERSION, SUBSCORES, Row, subscore_of
@@ -138,6 +138,10 @@ class Report:
     #: differs (:mod:`cacheeval.results.failures`); None when the rows were not
     #: at hand (and in reports written before it existed).
     failures: Failures | None = None
+    #: One slice per perturbation kind of the stress rows (``cacheeval stress``;
+    #: :func:`~cacheeval.results.columns.perturbation_kind`): FHR on identity,
+    #: context and policy kinds, recall on noise kinds. None without stress rows.
+    per_kind: tuple[Slice, ...] | None = None
 
     # -- serialisation ----------------------------------------------------------
 
@@ -325,6 +329,7 @@ def build_report_from_columns(
         if failures is None
         else verdict_lines(c, headline.fhr, headline.recall, tf, failures),
         failures=failures,
+        per_kind=_kind_slices(columns),
     )
 
 
@@ -334,6 +339,7 @@ _SLICED_BY: dict[str, tuple[str, Sequence[str]]] = {
     "Per label": ("label", LABELS),
     "Per difficulty": ("difficulty", DIFFICULTIES),
     "Per sub-score": ("subscore", SUBSCORES),
+    "Per perturbation kind": ("kind", ()),
 }
 
 
@@ -350,15 +356,29 @@ def _headline(c: Confusion, per_label: Sequence[Slice]) -> Headline:
     )
 
 
-def _slices(columns: ScoreColumns, section: str) -> tuple[Slice, ...]:
+def _slices(
+    columns: ScoreColumns, section: str, order: Sequence[str] | None = None
+) -> tuple[Slice, ...]:
     """One Slice per key present: every rate the registry declares for ``section``."""
-    column, order = _SLICED_BY[section]
+    column, default_order = _SLICED_BY[section]
+    order = default_order if order is None else order
     counts = columns.confusions(column)
     rates = [(m.field, m.compute) for m in section_metrics(section) if m.compute is not None]
     return tuple(
         Slice(key=k, n=counts[k].n, confusion=counts[k], **{f: fn(counts[k]) for f, fn in rates})
         for k in slice_order(counts, order)
     )
+
+
+def _kind_slices(columns: ScoreColumns) -> tuple[Slice, ...] | None:
+    """The per-kind slices of the stress rows, families in :data:`KIND_FAMILIES`
+    order and kinds A-Z in each; None when no row is a stress row."""
+    present = columns.kinds.names
+    if not present:
+        return None
+    rank = {f: i for i, f in enumerate(KIND_FAMILIES)}
+    order = sorted(present, key=lambda k: (rank.get(k.split("/")[0], len(rank)), k))
+    return _slices(columns, "Per perturbation kind", order)
 
 
 def _threshold_free(

@@ -46,6 +46,7 @@ FORMATS: dict[str, Callable[[Any], str]] = {
     "failure": lambda x: f"- `{x.id}`: {cell(x.error)}",
     "prepare": prepare_sentence,
     "cold_probe": probe_sentence,
+    "rate": lambda e: "-" if e.value is None else estimate(e),  # "-": no rows to rate
 }
 #: The Count cell of a metric row, by the metric's format.
 COUNTS: dict[str, Callable[[Any], str]] = {
@@ -185,6 +186,18 @@ SECTIONS: tuple[Section, ...] = (
             _c("FHR", "fhr", "estimate"),
         ), when="subscore_operating_points"),
     ), requires="per_subscore"),
+    Section("Per perturbation kind", (
+        Text("Stress rows (cacheeval stress), one row per perturbation kind: FHR on the edits"
+             " that change the answer (identity: a detail swapped; context: the same query"
+             " under another user's system prompt or other turns; policy: a never-cache"
+             " request), recall on the noise edits that keep it (case, typos, greetings)."),
+        Table("per_kind[]", (
+            _c("Kind", "key", "text"),
+            _c("n", "n", "int"),
+            _c("FHR [95% CI]", "fhr", "rate"),
+            _c("Recall [95% CI]", "recall", "rate"),
+        )),
+    ), requires="per_kind"),
     Section("Per domain", (
         Table("per_domain[]", (_c("Domain", "key", "text"), _c("n", "n", "int"))),
     )),

@@ -4,7 +4,8 @@ with memory that does not grow with per-row Python objects.
 
 Per row :class:`ScoreColumns` keeps the truth (HIT/MISS, the five-way label,
 the domain and the difficulty, as small codes), the decision, the score, the
-confidence, the latency and the tier: 38 bytes a row, 38 MB for a million
+confidence, the latency and the tier, with the sub-score and (stress rows)
+the perturbation kind: 42 bytes a row, 42 MB for a million
 rows. Errors are
 tallied as they arrive (:class:`~cacheeval.metrics.usage.ErrorTally`), and so
 are the failures when the rows themselves are given (:meth:`ScoreColumns.add_row`,
@@ -33,10 +34,40 @@ from typing import TypeVar, overload
 from ..metrics.classification import Confusion
 from ..metrics.curves import p_hit
 from ..metrics.usage import ErrorTally
-from ..schema import Row, subscore_of
+from ..schema import HIT, POLICY_NO_CACHE, Row, subscore_of
 from ..support.idset import IdSet
 from .failures import Failures, FailureTally
 from .predictions import Prediction
+
+#: The ``construction_method`` of the rows ``cacheeval stress`` makes.
+STRESS_PERTURBATION = "stress_perturbation"
+#: The families of perturbation kinds, in report order (``policy``: a never-cache source).
+KIND_FAMILIES: tuple[str, ...] = ("noise", "identity", "context", "policy")
+
+
+def perturbation_kind(row: Row) -> str | None:
+    """The per-kind key of a stress row, ``family/kind`` (``noise/typo_drop``,
+    ``identity/city``, ``context/system_prompt_other``; the kind is the row's
+    subcategory, the family its payload's), or ``policy`` for a row made from a
+    never-cache prompt (a MISS whatever its edit); None for any other row.
+
+    >>> from cacheeval.schema import ROW_FIELDS
+    >>> r = Row.from_dict({f: None for f in ROW_FIELDS} | {"split": "dev",
+    ...     "construction_method": "stress_perturbation", "subcategory": "city",
+    ...     "binary_label": "MISS", "verification_payload": {"family": "identity"}})
+    >>> perturbation_kind(r)
+    'identity/city'
+    """
+    if row.construction_method != STRESS_PERTURBATION:
+        return None
+    if row.verification_method == POLICY_NO_CACHE:
+        return "policy"
+    payload = row.verification_payload if isinstance(row.verification_payload, dict) else {}
+    family = payload.get("family")
+    if not isinstance(family, str) or not family:
+        family = "noise" if row.binary_label == HIT else "identity"
+    return f"{family}/{row.subcategory}"
+
 
 #: How many missing/extra/hidden ids a join keeps (the report lists 10).
 KEEP_IDS = 10
@@ -157,6 +188,7 @@ class ScoreColumns:
         "domain",
         "difficulty",
         "subscore",
+        "kind",
         "score",
         "scored",
         "confidence",
@@ -169,6 +201,7 @@ class ScoreColumns:
         "domains",
         "difficulties",
         "subscores",
+        "kinds",
         "tiers",
         "errors",
         "failures",
@@ -183,6 +216,7 @@ class ScoreColumns:
         self.domain = array("h")
         self.difficulty = array("h")
         self.subscore = array("h")  # codes into self.subscores (schema.SUBSCORES)
+        self.kind = array("h")  # codes into self.kinds (stress rows' perturbation_kind)
         self.score = array("d")
         self.scored = array("b")  # the score is not None
         self.confidence = array("d")
@@ -195,6 +229,7 @@ class ScoreColumns:
         self.domains = _Codes()
         self.difficulties = _Codes()
         self.subscores = _Codes()
+        self.kinds = _Codes()
         self.tiers = _Codes()
         self.errors = ErrorTally()
         # fed by add_row only (it needs the row); test-split rows listed only when asked
@@ -214,11 +249,13 @@ class ScoreColumns:
         prediction: Prediction,
         called: bool = True,
         subscore: str | None = None,
+        kind: str | None = None,
     ) -> None:
         """Add one row: its truth (``y`` 1 for HIT), its prediction, whether
         that prediction came from a call (False for a missing one: left out of
         latency and cost), and the skill it tests
-        (:func:`~cacheeval.schema.subscore_of`)."""
+        (:func:`~cacheeval.schema.subscore_of`) and, for a stress row, its
+        :func:`perturbation_kind`."""
         if y not in (0, 1) or prediction.is_hit not in (0, 1):
             raise ValueError(
                 f"labels must be 0/1 or bool, got y_true={y!r}, y_pred={prediction.is_hit!r}"
@@ -229,6 +266,7 @@ class ScoreColumns:
         self.domain.append(self.domains.code(domain))
         self.difficulty.append(self.difficulties.code(difficulty))
         self.subscore.append(self.subscores.code(subscore))
+        self.kind.append(self.kinds.code(kind))
         score = prediction.score
         self.score.append(0.0 if score is None else score)
         self.scored.append(score is not None)
@@ -250,7 +288,8 @@ class ScoreColumns:
     def add_row(self, row: Row, prediction: Prediction, called: bool = True) -> None:
         """:meth:`add` with the truth read from a labelled row, and the row
         noted in :attr:`failures` when the cache got it wrong."""
-        self.add(row.y, row.label, row.domain, row.difficulty, prediction, called, subscore_of(row))
+        self.add(row.y, row.label, row.domain, row.difficulty, prediction, called,
+                 subscore_of(row), perturbation_kind(row))  # fmt: skip
         self.failures.add(row, prediction)
 
     def collected_failures(self) -> Failures | None:
@@ -264,7 +303,7 @@ class ScoreColumns:
 
     def confusions(self, column: str) -> dict[str, Confusion]:
         """The confusion counts of each value of ``label``, ``domain``,
-        ``difficulty`` or ``subscore`` (rows where it is None left out)."""
+        ``difficulty``, ``subscore`` or ``kind`` (rows where it is None left out)."""
         codes: array[int] = getattr(self, column)
         names = getattr(self, f"{column}s" if column != "difficulty" else "difficulties").names
         counts = Counter(zip(codes, self.y, self.hit, strict=True))

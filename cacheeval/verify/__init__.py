@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..schema import DETERMINISTIC_METHODS, JUDGE_METHODS, RUBRIC_METHODS, Row
-from . import alias, code, math, multi_turn, policy, rubric, tool
+from . import alias, code, math, multi_turn, perturbation, policy, rubric, tool
 from .result import Check
 
 #: A checker: one row in, its re-derived label out.
@@ -29,6 +29,7 @@ CHECKERS: dict[str, Checker] = {
     "code": code.check,  # sandboxed tests + AST comparison (code)
     "tool_call": tool.check,  # JSON-schema validation + canonical call forms (tool)
     "multi_turn": multi_turn.check,  # final message + context-equivalence (multi_turn)
+    "perturbation": perturbation.check,  # stress rows: a recorded edit of a user request
 }
 
 __all__ = ["CHECKERS", "Check", "Checker", "check_row", "tier_of"]

@@ -1,0 +1,102 @@
+"""One controlled edit of a request, and the helpers every family's proposers share."""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...verify.perturbation import VALIDATORS
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """Side b = side a's ``field`` with ``original`` at [start, end) replaced by
+    ``replacement``; a context edit carries side b's system prompt or turns
+    instead (``turn``/``inner``: the prior turn a turns_edit changed, and the
+    identity kind applied to it)."""
+
+    kind: str
+    start: int
+    end: int
+    original: str
+    replacement: str
+    field: str = "query"
+    turn: int | None = None
+    inner: str | None = None
+    system_prompt_b: str | None = None
+    turns_b: tuple[dict[str, Any], ...] | None = None
+
+    def apply(self, text: str) -> str:
+        """``text`` with the span replaced."""
+        return text[: self.start] + self.replacement + text[self.end :]
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """One unlabelled request: its query, optional system prompt and prior turns,
+    and where it was read (``line`` of ``source``)."""
+
+    query: str
+    system_prompt: str | None
+    turns: tuple[dict[str, Any], ...] | None
+    source: str
+    line: int
+
+
+#: A proposer: a text and a seeded generator in, one edit of its kind out (None
+#: when the kind cannot apply cleanly).
+Proposer = Callable[[str, random.Random], Edit | None]
+
+#: Characters that make a text look like code or carry quoted literals: a whole-
+#: text rewrite (case) could change what it asks.
+CODE_CHARS = re.compile(r"[\"`'(){}\[\]<>=_/\\|*^~]")
+
+
+def first_valid(
+    kind: str,
+    text: str,
+    rng: random.Random,
+    candidates: Sequence[tuple[int, int, Sequence[str]]],
+) -> Edit | None:
+    """The first candidate (in a seeded order) whose replacement the checker's
+    validator accepts: each candidate is (start, end, replacements to try)."""
+    if not candidates:
+        return None
+    validator = VALIDATORS[kind]
+    order = list(range(len(candidates)))
+    rng.shuffle(order)
+    for i in order:
+        start, end, options = candidates[i]
+        original = text[start:end]
+        opts = list(options)
+        rng.shuffle(opts)
+        for replacement in opts:
+            if (
+                replacement != original
+                and validator(text, start, end, original, replacement) is None
+            ):
+                return Edit(kind, start, end, original, replacement)
+    return None
+
+
+def alternation(words: Sequence[str], *, ignore_case: bool = False) -> re.Pattern[str]:
+    """A regex matching any of ``words`` as a whole word (longest first)."""
+    body = "|".join(re.escape(w) for w in sorted(set(words), key=lambda w: (-len(w), w)))
+    flags = re.IGNORECASE if ignore_case else 0
+    return re.compile(rf"(?<![\w+#])(?:{body})(?![\w+#])", flags)
+
+
+def case_like(template: str, word: str) -> str:
+    """``word`` in ``template``'s case form (lower, Capitalised, or as written).
+
+    >>> case_like("Increase", "decrease"), case_like("increase", "decrease")
+    ('Decrease', 'decrease')
+    """
+    if template[:1].isupper() and not template.isupper():
+        return word[:1].upper() + word[1:]
+    if template.islower():
+        return word[:1].lower() + word[1:] if word[:1].isupper() and word[1:].islower() else word
+    return word

@@ -1,0 +1,168 @@
+"""Turning a stream of prompts into stress rows, deterministically for a seed.
+
+Each prompt gets up to ``per_prompt`` edits: first one identity edit, one noise
+edit and one context edit (in that order, each the first kind that applies in
+an order drawn from the prompt's own seeded generator), then noise and identity
+edits in turn until the count is reached or nothing more applies. A kind that
+cannot apply cleanly yields nothing. The generator of prompt ``line`` is
+``random.Random(f"{seed}:{line}")``, so a prompt's rows do not depend on the
+prompts before it, and the same file and seed give byte-identical output.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...verify.never_cache import PolicyVerdict, request_policy
+from ...verify.perturbation import FAMILIES, KINDS
+from .context import CONTEXT
+from .edits import Edit, Prompt
+from .identity import IDENTITY
+from .noise import NOISE
+from .rows import guess_domain, stress_row
+from .triggers import candidate_kinds
+
+DEFAULT_PER_PROMPT = 4
+#: The order in which a prompt's rows draw their family.
+SLOTS: tuple[str, ...] = ("identity", "noise", "context")
+
+_TEXT_PROPOSERS = {**NOISE, **IDENTITY}
+_BY_FAMILY = {fam: [k for k in KINDS if KINDS[k][0] == fam] for fam in FAMILIES}
+assert set(NOISE) | set(IDENTITY) | set(CONTEXT) == set(KINDS)
+
+
+@dataclass
+class StressStats:
+    """What a run made: prompts read, prompts that yielded rows (per family and
+    overall), rows per kind, never-cache prompts per rule."""
+
+    prompts: int = 0
+    prompts_with_rows: int = 0
+    prompts_by_family: Counter[str] = field(default_factory=Counter)
+    prompts_with_noise_and_identity: int = 0
+    rows_by_kind: Counter[str] = field(default_factory=Counter)
+    policy_prompts: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def rows(self) -> int:
+        return sum(self.rows_by_kind.values())
+
+    def summary(self) -> str:
+        """The lines ``cacheeval stress`` prints."""
+        n = max(self.prompts, 1)
+        lines = [
+            f"{self.prompts} prompts -> {self.rows} rows; {self.prompts_with_rows} prompts "
+            f"yielded rows ({100 * self.prompts_with_rows / n:.1f}%)",
+            "prompts yielding a row of each family: "
+            + ", ".join(f"{f} {self.prompts_by_family[f]}" for f in FAMILIES)
+            + f"; noise and identity both: {self.prompts_with_noise_and_identity} "
+            f"({100 * self.prompts_with_noise_and_identity / n:.1f}%)",
+        ]
+        if self.policy_prompts:
+            rules = ", ".join(f"{r} {c}" for r, c in sorted(self.policy_prompts.items()))
+            lines.append(f"never-cache prompts (every row MISS by policy): {rules}")
+        lines.append("rows per kind:")
+        for fam in FAMILIES:
+            kinds = [k for k in KINDS if KINDS[k][0] == fam]
+            cells = ", ".join(f"{k} {self.rows_by_kind[k]}" for k in kinds)
+            lines.append(f"  {fam}: {cells}")
+        return "\n".join(lines)
+
+
+def _propose(kind: str, prompt: Prompt, rng: random.Random) -> Edit | None:
+    if kind in CONTEXT:  # a proposer that reads the system prompt and turns
+        return CONTEXT[kind](prompt, rng)
+    return _TEXT_PROPOSERS[kind](prompt.query, rng)
+
+
+def edits_for(prompt: Prompt, rng: random.Random, per_prompt: int) -> list[Edit]:
+    """Up to ``per_prompt`` edits of ``prompt`` of distinct kinds and distinct
+    results (module docstring)."""
+    candidates = candidate_kinds(prompt)
+    queues: dict[str, list[str]] = {}
+    for fam in FAMILIES:
+        kinds = [k for k in _BY_FAMILY[fam] if k in candidates]
+        rng.shuffle(kinds)
+        queues[fam] = kinds
+    out: list[Edit] = []
+    seen: set[tuple[Any, ...]] = set()
+    order = [*SLOTS]
+    turn = 0
+    while len(out) < per_prompt and any(queues.values()):
+        if turn < len(order):
+            fam = order[turn]
+        else:
+            fam = ("noise", "identity")[(turn - len(order)) % 2]
+            if not queues[fam]:
+                fam = "identity" if fam == "noise" else "noise"
+            if not queues[fam]:
+                fam = "context"
+        turn += 1
+        queue = queues[fam]
+        while queue:
+            kind = queue.pop()
+            edit = _propose(kind, prompt, rng)
+            if edit is None:
+                continue
+            key = (
+                edit.field,
+                edit.turn,
+                edit.start,
+                edit.end,
+                edit.replacement,
+                edit.system_prompt_b,
+            )
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(edit)
+            break
+    return out
+
+
+def stress_rows(
+    prompts: Iterable[Prompt],
+    *,
+    seed: int,
+    per_prompt: int = DEFAULT_PER_PROMPT,
+    split: str = "test",
+    domain: str | None = None,
+    stats: StressStats | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """The stress rows of ``prompts``, one at a time (memory stays flat). Ids are
+    ``cb-<domain>-NNNN`` numbered per domain in output order; ``domain`` fixes
+    the domain of every row (default: guessed per prompt, :func:`guess_domain`)."""
+    if per_prompt < 1:
+        raise ValueError(f"per_prompt must be >= 1, got {per_prompt}")
+    stats = stats if stats is not None else StressStats()
+    numbers: Counter[str] = Counter()
+    for prompt in prompts:
+        stats.prompts += 1
+        rng = random.Random(f"{seed}:{prompt.line}")
+        from ...schema import Request
+
+        policy: PolicyVerdict = request_policy(
+            Request(prompt.query, prompt.turns, prompt.system_prompt)
+        )
+        edits = edits_for(prompt, rng, per_prompt)
+        if edits:
+            stats.prompts_with_rows += 1
+            fams = {KINDS[e.kind][0] for e in edits}
+            for fam in fams:
+                stats.prompts_by_family[fam] += 1
+            if {"noise", "identity"} <= fams:
+                stats.prompts_with_noise_and_identity += 1
+            if not policy.allowed:
+                stats.policy_prompts[policy.rule] += 1
+        dom = domain or guess_domain(prompt, policy)
+        for edit in edits:
+            numbers[dom] += 1
+            stats.rows_by_kind[edit.kind] += 1
+            yield stress_row(prompt, edit, policy, f"cb-{dom}-{numbers[dom]:04d}", dom, split)
+        if progress is not None:
+            progress(stats.prompts, 0)

@@ -1,0 +1,335 @@
+"""Identity edits: one answer-determining detail changed (MISS, ADVERSARIAL).
+
+Every proposal passes the checker's validator for its kind
+(:data:`cacheeval.verify.perturbation.VALIDATORS`) before it is used, so the
+generator and ``cacheeval verify`` agree by construction on what an edit may do.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+from ...verify import stress_lexicon as lex
+from ...verify.perturbation import ENTITY_KINDS, FRAME_SLOT, is_year, number_shape
+from .edits import Edit, Proposer, alternation, first_valid
+from .pairs import PairSwap
+
+_NUMBER = re.compile(r"\d+/\d+|[$€£]?\d[\d,]*(?:\.\d+)?")
+_YEAR = re.compile(r"(?<![\w.])(?:18|19|20)\d\d(?![\w.])")
+
+
+def _new_digits(digits: str, rng: random.Random) -> list[str]:
+    """Other values with as many digits (trailing zeros kept: 250 -> 350, 40 -> 70),
+    never 0 or 1."""
+    sig = digits.rstrip("0") or "0"
+    zeros = len(digits) - len(sig)
+    value = int(sig)
+    low = 10 ** (len(sig) - 1) if len(sig) > 1 else 2
+    high = 10 ** len(sig) - 1
+    out = []
+    for delta in rng.sample([1, 2, 3, -1, -2, -3, 4, 5], 8):
+        new = value + delta
+        if low <= new <= high and new != value:
+            text = str(new) + "0" * zeros
+            if text.lstrip("0") not in ("", "1") and len(text) == len(digits):
+                out.append(text)
+    return out
+
+
+def _reshaped(token: str, digits: str) -> str:
+    """``digits`` written in ``token``'s shape (symbol, commas, decimal point)."""
+    it = iter(digits)
+    return "".join(next(it) if c.isdigit() else c for c in token)
+
+
+def number(text: str, rng: random.Random) -> Edit | None:
+    """A number changed to another in the same format."""
+    candidates = []
+    for m in _NUMBER.finditer(text):
+        token = m.group().rstrip(",.")
+        if is_year(token.lstrip("$€£")):
+            continue
+        start, end = m.start(), m.start() + len(token)
+        if "/" in token:
+            num, den = (int(x) for x in token.split("/"))
+            fractions = [f"{n}/{den}" for n in range(1, min(den, 30)) if n != num]
+            candidates.append((start, end, rng.sample(fractions, min(4, len(fractions)))))
+            continue
+        digits = re.sub(r"\D", "", token)
+        if "." in token:
+            whole, frac = token.lstrip("$€£").replace(",", "").split(".")
+            if whole.strip("0"):
+                news = [n + frac for n in _new_digits(whole, rng)]
+            else:
+                news = [whole + f for f in _new_digits(frac, rng)]
+        else:
+            news = _new_digits(digits, rng)
+        options = [_reshaped(token, d) for d in news if len(d) == len(digits)]
+        options = [o for o in options if number_shape(o) == number_shape(token)]
+        candidates.append((start, end, options))
+    return first_valid("number", text, rng, candidates)
+
+
+def year(text: str, rng: random.Random) -> Edit | None:
+    """A year moved by four or eight years (never past 2099)."""
+    candidates = []
+    for m in _YEAR.finditer(text):
+        y = int(m.group())
+        # four-year steps keep a periodic event real (Olympics, World Cups, elections)
+        options = [str(y + d) for d in (-8, -4, 4, 8) if 1800 <= y + d <= 2099]
+        candidates.append((m.start(), m.end(), options))
+    return first_valid("year", text, rng, candidates)
+
+
+class EntitySwap:
+    """A member of a curated entity class swapped for another not in the text (in
+    an all-lower-case text, lower-case members too, written in lower case)."""
+
+    def __init__(self, kind: str, cls: str) -> None:
+        self.kind = kind
+        self.cls = cls
+        self.members = lex.ENTITIES[cls]
+        self.pattern = alternation(self.members)
+        self.lower = cls in lex.LOWERCASE_CLASSES
+        lowered = [m.lower() for m in self.members if m.lower() not in lex.LOWERCASE_AMBIGUOUS]
+        self.lower_pattern = alternation(lowered)
+
+    def __call__(self, text: str, rng: random.Random) -> Edit | None:
+        lower = self.lower and text == text.lower()
+        pattern = self.lower_pattern if lower else self.pattern
+        found = list(pattern.finditer(text))
+        if not found:
+            return None
+        others = [w for w in self.members if w.lower() not in text.lower()]
+        if lower:
+            others = [w.lower() for w in others if w.lower() not in lex.LOWERCASE_AMBIGUOUS]
+        picks = rng.sample(others, min(8, len(others)))
+        if self.cls == "software":  # the same kind of software: an OS for an OS
+            groups = [g for g in lex.SOFTWARE_GROUPS if any(m.group() in g for m in found)]
+            picks = sorted({w for g in groups for w in g} - {m.group() for m in found})
+        candidates = [(m.start(), m.end(), picks) for m in found]
+        return first_valid(self.kind, text, rng, candidates)
+
+
+_CJK_ELEMENT = re.compile("[" + "".join(sorted(lex.CJK_ELEMENTS)) + "](?=的)")
+_COMPARISON = re.compile(r"(?<=[\w)] )(?:<=|>=|<|>|≤|≥)(?= [\w(-])")
+_TURNED = {a: b for x, y in lex.COMPARISONS for a, b in ((x, y), (y, x))}
+
+
+def comparison(text: str, rng: random.Random) -> Edit | None:
+    """A comparison operator turned round ("2k + 5 > 17" -> "2k + 5 < 17")."""
+    candidates = [(m.start(), m.end(), [_TURNED[m.group()]]) for m in _COMPARISON.finditer(text)]
+    return first_valid("comparison", text, rng, candidates)
+
+
+class NounSwap:
+    """A common noun of a curated kind swapped for another of the kind, same number."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        forms: dict[str, list[str]] = {}
+        pairs = lex.NOUNS[kind]
+        for singular, plural in pairs:
+            forms.setdefault(singular, []).extend(s for s, _ in pairs if s != singular)
+            if plural and plural != singular:
+                forms.setdefault(plural, []).extend(p for _, p in pairs if p and p != plural)
+        self.forms = forms
+        words = [*forms, *(w.capitalize() for w in forms if w not in lex.CAPITALISED_NOUNS)]
+        self.pattern = alternation(words)
+
+    def __call__(self, text: str, rng: random.Random) -> Edit | None:
+        candidates = []
+        if self.kind == "element":  # Chinese has no word boundaries
+            for m in _CJK_ELEMENT.finditer(text):
+                candidates.append((m.start(), m.end(), sorted(lex.CJK_ELEMENTS - {m.group()})))
+        for m in self.pattern.finditer(text):
+            word = m.group()
+            key = word if word in self.forms else word.lower()
+            options = sorted(set(self.forms[key]))
+            if word[:1].isupper() and word not in lex.CAPITALISED_NOUNS:
+                options = [o.capitalize() for o in options]
+            candidates.append((m.start(), m.end(), options))
+        return first_valid(self.kind, text, rng, candidates)
+
+
+_WORKS = {
+    medium: alternation([*(t for t, _ in works), *(t.lower() for t, _ in works)])
+    for medium, works in lex.WORKS.items()
+}
+
+
+def work(text: str, rng: random.Random) -> Edit | None:
+    """A famous work swapped for one of its medium by someone else, in a question
+    about its maker or date."""
+    candidates = []
+    for medium, pattern in _WORKS.items():
+        titles = [t for t, _ in lex.WORKS[medium]]
+        for m in pattern.finditer(text):
+            options = [t.lower() for t in titles] if text == text.lower() else titles
+            candidates.append((m.start(), m.end(), options))
+    return first_valid("work", text, rng, candidates)
+
+
+_AUDIENCE = re.compile(
+    r"\b(?:to|for|like) (" + "|".join(re.escape(a) for a in lex.AUDIENCES) + r")\b",
+    re.IGNORECASE,
+)
+
+
+def audience(text: str, rng: random.Random) -> Edit | None:
+    """The reader an explanation is for changed ("to a medical student" -> "to a child")."""
+    candidates = [(m.start(1), m.end(1), list(lex.AUDIENCES)) for m in _AUDIENCE.finditer(text)]
+    return first_valid("audience", text, rng, candidates)
+
+
+_EVENTS = alternation([name for name, _ in lex.EVENTS])
+_ACRONYMS = alternation([a for group in lex.ACRONYM_GROUPS for a in group])
+_EXTENSION = re.compile(r"(?<=[\w *]\.)(?:" + "|".join(lex.FILE_EXTENSIONS) + r")\b")
+
+
+def event(text: str, rng: random.Random) -> Edit | None:
+    """A historical event swapped for another ("World War I" -> "the Cold War")."""
+    names = [n for n, _ in lex.EVENTS]
+    candidates = []
+    for m in _EVENTS.finditer(text):
+        word = m.group()
+        options = [n for n in names if n.islower() == word.islower()]
+        if word.startswith("the ") or word.startswith("The "):
+            options = [n for n in options if n.startswith("the ")]
+        candidates.append((m.start(), m.end(), options))
+    return first_valid("event", text, rng, candidates)
+
+
+def acronym(text: str, rng: random.Random) -> Edit | None:
+    """An acronym swapped for another of its group ("APR" -> "APY")."""
+    candidates = []
+    for m in _ACRONYMS.finditer(text):
+        group = next(g for g in lex.ACRONYM_GROUPS if m.group() in g)
+        candidates.append((m.start(), m.end(), [a for a in group if a != m.group()]))
+    return first_valid("acronym", text, rng, candidates)
+
+
+def file_type(text: str, rng: random.Random) -> Edit | None:
+    """A file extension swapped (".py files" -> ".js files")."""
+    candidates = [
+        (m.start(), m.end(), list(lex.FILE_EXTENSIONS)) for m in _EXTENSION.finditer(text)
+    ]
+    return first_valid("file_type", text, rng, candidates)
+
+
+_ORDINALS = alternation([*lex.ORDINALS, *(w.capitalize() for w in lex.ORDINALS)])
+
+
+def ordinal(text: str, rng: random.Random) -> Edit | None:
+    """An ordinal that picks a thing changed ("the Second World War" -> "First")."""
+    candidates = []
+    for m in _ORDINALS.finditer(text):
+        word = m.group()
+        options = [w if word.islower() else w.capitalize() for w in lex.ORDINALS]
+        candidates.append((m.start(), m.end(), [o for o in options if o.lower() != word.lower()]))
+    return first_valid("ordinal", text, rng, candidates)
+
+
+def _number_word(text: str, rng: random.Random) -> Edit | None:
+    pattern = _NUMBER_WORDS
+    candidates = []
+    for m in pattern.finditer(text):
+        w = m.group()
+        options = [x if w.islower() else x.capitalize() for x in lex.NUMBER_WORDS]
+        candidates.append((m.start(), m.end(), [o for o in options if o.lower() != w.lower()]))
+    return first_valid("number_word", text, rng, candidates)
+
+
+_NUMBER_WORDS = alternation([*lex.NUMBER_WORDS, *(w.capitalize() for w in lex.NUMBER_WORDS)])
+
+_UNIT_FORMS: dict[str, list[str]] = {}
+for _dim, _units in lex.UNITS.items():
+    for _i, (_s, _p) in enumerate(_units):
+        _UNIT_FORMS[_s] = [s for s, _ in _units if s != _s]
+        _UNIT_FORMS[_p] = [p for _, p in _units if p != _p]
+for _dim, _abbreviations in lex.UNIT_ABBREVIATIONS.items():
+    for _a in _abbreviations:
+        _UNIT_FORMS[_a] = [x for x in _abbreviations if x != _a]
+_UNIT = alternation(list(_UNIT_FORMS))
+
+
+def unit(text: str, rng: random.Random) -> Edit | None:
+    """A unit swapped for another of its dimension, in the same form."""
+    candidates = [(m.start(), m.end(), _UNIT_FORMS[m.group()]) for m in _UNIT.finditer(text)]
+    return first_valid("unit", text, rng, candidates)
+
+
+_ENDPOINT_WORDS = [
+    *(w for members in lex.ENTITIES.values() for w in members),
+    *(w for units in lex.UNITS.values() for pair in units for w in pair),
+]
+_ENDPOINT = "|".join(re.escape(w) for w in sorted(set(_ENDPOINT_WORDS), key=lambda w: -len(w)))
+_DIRECTION = re.compile(
+    rf"(?<![\w+#])(from )?({_ENDPOINT}) (to|into) ({_ENDPOINT})(?![\w+#])", re.IGNORECASE
+)
+
+
+def direction(text: str, rng: random.Random) -> Edit | None:
+    """``from A to B`` / ``A to B`` turned round, where the direction decides the answer."""
+    candidates = []
+    for m in _DIRECTION.finditer(text):
+        frm, a, to, b = m.groups()
+        swapped = f"{frm or ''}{b} {to} {a}"
+        candidates.append((m.start(), m.end(), [swapped]))
+    return first_valid("direction", text, rng, candidates)
+
+
+def _frame_table() -> list[tuple[re.Pattern[str], str]]:
+    out = []
+    for x, y in lex.FRAME_SWAPS:
+        for a, b in ((x, y), (y, x)):
+            pattern = re.escape(a).replace(r"\{X\}", FRAME_SLOT)
+            out.append((re.compile(rf"\b{pattern}\b", re.IGNORECASE), b))
+    return out
+
+
+_FRAMES = _frame_table()
+
+
+def operator_frame(text: str, rng: random.Random) -> Edit | None:
+    """A curated two-sided frame swapped: "remove X from" <-> "add X to"."""
+    candidates = []
+    for pattern, target in _FRAMES:
+        for m in pattern.finditer(text):
+            want = target.replace("{X}", m.group(1))
+            if m.group()[:1].isupper():
+                want = want[:1].upper() + want[1:]
+            candidates.append((m.start(), m.end(), [want]))
+    return first_valid("operator_frame", text, rng, candidates)
+
+
+def _entity_swaps() -> dict[str, Proposer]:
+    out: dict[str, Proposer] = {}
+    for kind, cls in ENTITY_KINDS.items():
+        out[kind] = EntitySwap(kind, cls)
+    for noun in lex.NOUNS:
+        out[noun] = NounSwap(noun)
+    out["ordinal"] = ordinal
+    out["work"] = work
+    out["event"] = event
+    out["acronym"] = acronym
+    out["file_type"] = file_type
+    out["comparison"] = comparison
+    out["audience"] = audience
+    return out
+
+
+IDENTITY: dict[str, Proposer] = {
+    "number": number,
+    "year": year,
+    "number_word": _number_word,
+    **_entity_swaps(),
+    "unit": unit,
+    "direction": direction,
+    "antonym": PairSwap("antonym", lex.ANTONYMS),
+    "operator_frame": operator_frame,
+    "negation_remove": PairSwap("negation_remove", (*lex.NEGATIONS, *lex.NEGATED_PREFERENCES), +1),
+    "negation_add": PairSwap("negation_add", lex.NEGATABLE, +1),
+    "with_without": PairSwap("with_without", (*lex.WITH_WITHOUT, ("without", "with")), +0),
+}

@@ -1,0 +1,141 @@
+"""Noise edits: the same request typed differently. The answer is kept (HIT)."""
+
+from __future__ import annotations
+
+import random
+import re
+
+from ...verify import stress_lexicon as lex
+from ...verify.perturbation import LOWERABLE_OPENERS, VALIDATORS, typo_target
+from ...verify.perturbation_text import is_request
+from .edits import CODE_CHARS, Edit, Proposer, first_valid
+from .pairs import PairSwap
+
+_WORD = re.compile(r"[a-z]{5,}")
+_QUESTION_START = re.compile(
+    r"\A(?:how|what|why|when|where|which|who|can|could|is|are|do|does|should|would|will)\b",
+    re.IGNORECASE,
+)
+_GREETING_START = re.compile(r"\A(?:hi|hey|hello|good (?:morning|evening|afternoon))\b", re.I)
+
+
+def case_lower(text: str, rng: random.Random) -> Edit | None:
+    """The whole request in lower case (never one with quotes or code)."""
+    low = text.lower()
+    if low == text or CODE_CHARS.search(text):
+        return None
+    return Edit("case_lower", 0, len(text), text, low)
+
+
+def case_upper(text: str, rng: random.Random) -> Edit | None:
+    """The whole request in capitals (short requests, no quotes or code)."""
+    up = text.upper()
+    if up == text or CODE_CHARS.search(text) or len(text.split()) > 14:
+        return None
+    return Edit("case_upper", 0, len(text), text, up)
+
+
+def spacing(text: str, rng: random.Random) -> Edit | None:
+    """One space doubled, or a space put before the final question mark."""
+    spaces = [m.start() for m in re.finditer(r"(?<=\w) (?=\w)", text)]
+    options: list[tuple[int, int, str]] = []
+    if spaces:
+        i = spaces[rng.randrange(len(spaces))]
+        if text[:i].count('"') % 2 == 0 and text[:i].count("`") % 2 == 0:
+            options.append((i, i + 1, "  "))
+    if text.endswith("?") and len(text) > 1 and text[-2].isalnum():
+        options.append((len(text) - 1, len(text) - 1, " "))
+    if not options:
+        return None
+    start, end, repl = options[rng.randrange(len(options))]
+    return Edit("spacing", start, end, text[start:end], repl)
+
+
+def punct_end(text: str, rng: random.Random) -> Edit | None:
+    """The final punctuation dropped, doubled, or added when missing."""
+    m = re.search(r"[?.!]*\Z", text)
+    assert m is not None
+    tail = m.group()
+    if text[: m.start()].rstrip() != text[: m.start()] or not text[: m.start()]:
+        return None
+    if not tail:
+        repl = "?" if _QUESTION_START.match(text) else "."
+    elif tail in ("?", "!"):
+        repl = rng.choice(["", tail * 2])
+    elif tail == ".":
+        repl = ""
+    else:
+        repl = tail[0]
+    if VALIDATORS["punct_end"](text, m.start(), len(text), tail, repl) is not None:
+        return None
+    return Edit("punct_end", m.start(), len(text), tail, repl)
+
+
+def punct_comma(text: str, rng: random.Random) -> Edit | None:
+    """One comma before a space dropped (never one inside a number)."""
+    candidates = [(m.start(), m.start() + 1, [""]) for m in re.finditer(r",(?= )", text)]
+    return first_valid("punct_comma", text, rng, candidates)
+
+
+def _typo(kind: str) -> Proposer:
+    def propose(text: str, rng: random.Random) -> Edit | None:
+        words = list(_WORD.finditer(text))
+        rng.shuffle(words)  # try words in a seeded order; the first fit is typed wrong
+        m = next((w for w in words if typo_target(text, w.start(), w.end()) is None), None)
+        if m is None:
+            return None
+        w = m.group()
+        i = rng.randrange(1, len(w) - 1)
+        if kind == "typo_transpose":
+            if w[i] == w[i + 1]:
+                return None
+            typo = w[:i] + w[i + 1] + w[i] + w[i + 2 :]
+        elif kind == "typo_drop":
+            typo = w[:i] + w[i + 1 :]
+        elif kind == "typo_double":
+            typo = w[: i + 1] + w[i:]
+        else:
+            typo = w[:i] + rng.choice(lex.KEY_NEIGHBOURS[w[i]]) + w[i + 1 :]
+        return first_valid(kind, text, rng, [(m.start(), m.end(), [typo])])
+
+    return propose
+
+
+def greeting(text: str, rng: random.Random) -> Edit | None:
+    """A greeting or politeness opener before the request."""
+    m = re.match(r"[A-Za-z']+", text)
+    if m is None or _GREETING_START.match(text):
+        return None
+    word = m.group()
+    g = rng.choice(lex.GREETINGS)
+    lowered = g.endswith((", ", ": ")) and word in LOWERABLE_OPENERS
+    edit = Edit("greeting", 0, m.end(), word, g + (word.lower() if lowered else word))
+    return (
+        edit if VALIDATORS["greeting"](text, 0, m.end(), word, edit.replacement) is None else None
+    )
+
+
+def closer(text: str, rng: random.Random) -> Edit | None:
+    """A thanks after a finished request."""
+    if not text.endswith(("?", ".", "!")) or "thank" in text.lower() or not is_request(text):
+        return None
+    return Edit("closer", len(text), len(text), "", rng.choice(lex.CLOSERS))
+
+
+NOISE: dict[str, Proposer] = {
+    "case_lower": case_lower,
+    "case_upper": case_upper,
+    "spacing": spacing,
+    "punct_end": punct_end,
+    "punct_comma": punct_comma,
+    "typo_transpose": _typo("typo_transpose"),
+    "typo_drop": _typo("typo_drop"),
+    "typo_double": _typo("typo_double"),
+    "typo_adjacent": _typo("typo_adjacent"),
+    "greeting": greeting,
+    "closer": closer,
+    "contraction": PairSwap("contraction", lex.CONTRACTIONS, +1),
+    "expansion": PairSwap("expansion", lex.CONTRACTIONS, -1),
+    "modal_swap": PairSwap("modal_swap", lex.MODAL_SWAPS),
+    "spelling_variant": PairSwap("spelling_variant", lex.SPELLINGS),
+}

@@ -1,0 +1,362 @@
+"""Requests a cache must never answer from memory: the never-cache rules on one
+request, whatever the similarity of a stored one.
+
+Deterministic rules on the request itself (query, system prompt, offered tools),
+never on labels or benchmark metadata. This module is the one detector: the
+verified cache (:mod:`adapters.verified_cache.policy`) and ``cacheeval stress``
+both ask it.
+
+``mutation``
+    A tool with side effects on other people, money or external records is
+    offered (its name carries a verb such as send, transfer, pay, delete,
+    cancel, book, reserve, buy, order, post, share) *and* the query asks for that
+    action ("Email Dana...", "Text Marco...", "Send $50 to Ana", "Cancel my
+    reservation"). Replaying a cached call would repeat the effect, or skip it.
+    Without tools nothing can be mutated (the model can only draft text), and
+    tools that set the user's own device state (alarms, timers, lights,
+    reminders, calendar entries) are not mutating by name alone: replaying the
+    same call leaves the same state.
+``time_sensitive``
+    Live data whose answer changes by the minute: weather and forecasts, stock
+    prices and quotes, exchange rates (a conversion between two currencies),
+    news and headlines, live scores and traffic.
+``creative``
+    A request for a new piece of creative writing (poem, haiku, story, joke,
+    slogan, tagline, toast, caption, name ideas...): the user expects a fresh
+    piece, and a second request deserves a different one.
+``personal_data``
+    The system prompt carries a signed-in user's profile or records ("Member:
+    Chloe Dubois", "talking with Priya Raman"): whatever the query, the answer
+    may draw on that user's own, changing records (a balance, a schedule).
+
+A rule that needs a model of the request (the verified cache's ``declared``
+rule reads which offered tool the query calls) lives with that model and is
+passed to :func:`request_policy` as an extra rule, in its place.
+
+Every rule returns a :class:`PolicyVerdict` whose ``reason`` names what fired.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..schema import Request
+
+RULES: tuple[str, ...] = ("mutation", "time_sensitive", "creative", "personal_data")
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyVerdict:
+    """``allowed`` False means: never serve (``rule`` and ``reason`` say why)."""
+
+    allowed: bool
+    rule: str = ""
+    reason: str = ""
+
+
+ALLOWED = PolicyVerdict(True)
+
+_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
+
+
+def normalise_text(text: str) -> str:
+    """Superscript powers as ``^n``, NFKC, straight quotes and hyphens, "π" as "pi",
+    no zero-width characters (the rules read the text in this form).
+
+    >>> normalise_text("x² – it’s")
+    "x^2 - it's"
+    """
+    if text.isascii() and "w/" not in text.lower():
+        return text  # every step below changes only non-ASCII text or "w/"
+    text = re.sub(r"[⁰¹²³⁴⁵⁶⁷⁸⁹]+", lambda m: "^" + m.group().translate(_SUPERSCRIPTS), text)
+    text = unicodedata.normalize("NFKC", text).replace("π", " pi ")
+    text = re.sub(r"\bw/o\b", "without", text, flags=re.IGNORECASE)
+    text = re.sub(r"\bw/(?=\s)", "with", text, flags=re.IGNORECASE)
+    for src, dst in (("’", "'"), ("‘", "'"), ("–", "-"), ("—", " - "), ("−", "-"), ("\u200b", "")):
+        text = text.replace(src, dst)
+    return text
+
+
+def _words(pattern: str) -> re.Pattern[str]:
+    return re.compile(rf"\b(?:{pattern})\b", re.IGNORECASE)
+
+
+# --- mutation -----------------------------------------------------------------------
+
+#: Verbs in a tool name that make the tool mutating.
+MUTATING_VERBS = frozenset(
+    """send transfer pay delete remove cancel book reserve buy purchase order post publish
+    submit wire withdraw deposit refund share invite reply forward sell trade unsubscribe
+    subscribe donate tip charge""".split()
+)
+#: Words in a query that ask for the action of a tool-name word (the word itself
+#: always counts).
+_ACTION_WORDS: dict[str, str] = {
+    "email": r"e-?mails?|mail",
+    "mail": r"e-?mails?|mail",
+    "message": r"text|texts|message|sms|dm|whatsapp",
+    "sms": r"text|texts|sms",
+    "transfer": r"transfer|wire",
+    "money": r"transfer|wire",
+    "pay": r"pay|payment",
+    "delete": r"delete|erase|wipe",
+    "remove": r"remove|delete",
+    "cancel": r"cancel|cancell?ation",
+    "book": r"book|reserve|reservation",
+    "booking": r"book|booking|reserve|reservation",
+    "reserve": r"reserve|reservation|book",
+    "table": r"book|reserve",
+    "buy": r"buy|purchase",
+    "purchase": r"buy|purchase",
+    "order": r"order",
+    "post": r"post|tweet|publish",
+    "publish": r"publish|post",
+    "share": r"share",
+    "invite": r"invite",
+    "reply": r"reply|respond",
+    "forward": r"forward",
+    "sell": r"sell",
+    "trade": r"trade|sell|buy",
+}
+#: Moving money: a send/move/pay verb with an amount of money.
+_MONEY_MOVE = re.compile(
+    r"\b(?:send|move|transfer|wire|pay|give)\b.{0,40}?(?:[$€£¥₹]\s?\d|\b\d[\d,.]*\s?"
+    r"(?:dollars?|euros?|pounds?|bucks|usd|eur|gbp)\b|\b(?:fifty|hundred|thousand)\b.{0,12}"
+    r"(?:dollars?|euros?|pounds?|bucks))",
+    re.IGNORECASE,
+)
+
+
+def tool_name(tool: Mapping[str, Any]) -> str:
+    fn = tool.get("function")
+    name = tool.get("name")
+    if not isinstance(name, str) and isinstance(fn, Mapping):
+        name = fn.get("name")
+    return name if isinstance(name, str) else ""
+
+
+def declared_policy(tool: Mapping[str, Any]) -> str:
+    """The cache policy a tool definition declares (``policy`` beside ``name``, or in
+    ``function``), "" when it declares none."""
+    fn = tool.get("function")
+    policy = tool.get("policy")
+    if not isinstance(policy, str) and isinstance(fn, Mapping):
+        policy = fn.get("policy")
+    return policy if isinstance(policy, str) else ""
+
+
+def mutating_tools(request: Request) -> tuple[str, ...]:
+    """Names of the offered tools whose name carries a mutating verb, sorted. A tool
+    its definition declares ``"policy": "cacheable"`` (a pure function of its
+    arguments) is never one, whatever its name says ("calculate_tip" computes a
+    tip, it does not give one)."""
+    out = []
+    for tool in request.tools or ():
+        if declared_policy(tool) == "cacheable":
+            continue
+        name = tool_name(tool)
+        parts = set(re.split(r"[_\W]+", name.lower()))
+        if parts & MUTATING_VERBS:
+            out.append(name)
+    return tuple(sorted(out))
+
+
+def mutation(request: Request) -> PolicyVerdict:
+    """Never serve a request that asks an offered mutating tool to act."""
+    query = normalise_text(request.query)
+    for name in mutating_tools(request):
+        parts = [p for p in re.split(r"[_\W]+", name.lower()) if p]
+        alternatives = [re.escape(p) for p in parts] + [
+            _ACTION_WORDS[p] for p in parts if p in _ACTION_WORDS
+        ]
+        if _words("|".join(alternatives)).search(query):
+            return PolicyVerdict(False, "mutation", f"asks the mutating tool {name} to act")
+        if parts[0] in {"transfer", "pay", "send", "wire"} and _MONEY_MOVE.search(query):
+            if {"money", "payment", "funds", "transfer", "pay"} & set(parts):
+                return PolicyVerdict(False, "mutation", f"moves money with {name}")
+    return ALLOWED
+
+
+# --- time-sensitive ----------------------------------------------------------------
+
+_LIVE_MARKER = r"now|right now|at the moment|currently|today|tonight|tomorrow|this (?:morning|afternoon|evening|week|weekend)|day after tomorrow|next few days"  # noqa: E501
+_WEATHER = _words(r"weather|forecast|humidity|uv index|pollen count|air quality|wind chill")
+_WEATHER_STATE = re.compile(
+    rf"\b(?:rain|raining|rainy|snow|snowing|sunny|windy|storm|stormy|hot|cold|warm|chilly|"
+    rf"temperature)\b.{{0,60}}\b(?:{_LIVE_MARKER})\b|\b(?:{_LIVE_MARKER})\b.{{0,60}}\b(?:rain|"
+    rf"raining|snow|snowing|sunny|windy|storm|temperature)\b",
+    re.IGNORECASE,
+)
+_MARKET = _words(
+    r"stock price|share price|stock quote|ticker|quote for|nasdaq|dow jones|s&p 500|market cap|"
+    r"exchange rate|forex|crypto(?:currency)? price|bitcoin price|trading at|"
+    r"stocks? (?:is |are )?trading|stocks? (?:today|right now|now)|stock market today"
+)
+_NEWS = _words(r"news|headlines?|breaking news|top stories")
+_LIVE_EVENTS = re.compile(
+    rf"\b(?:score|scores|traffic|delays?|queue|wait time|open right now)\b.{{0,40}}"
+    rf"\b(?:{_LIVE_MARKER})\b|\bwho(?:'s| is) winning\b|\blive (?:score|results)\b",
+    re.IGNORECASE,
+)
+#: A currency: a symbol before an amount, or a currency word or code.
+_CURRENCY_NAMES = re.compile(
+    r"[$€£¥₹](?=\s?\d)|\b(?:usd|eur|gbp|jpy|inr|cad|aud|chf|cny|mxn|dollars?|euros?|yen|"
+    r"rupees?|francs?|pesos?|yuan|sterling|bitcoin|btc)\b",
+    re.IGNORECASE,
+)
+_MONEY_AMOUNT = re.compile(
+    r"[$€£¥₹]\s?\d|\b\d[\d,.]*\s?(?:usd|eur|gbp|jpy|inr|cad|aud|chf|dollars?|euros?|yen|"
+    r"rupees?|francs?|pesos?|pounds)\b",
+    re.IGNORECASE,
+)
+_CURRENCY_CANON = {
+    "$": "usd", "dollar": "usd", "dollars": "usd", "usd": "usd", "€": "eur", "euro": "eur",
+    "euros": "eur", "eur": "eur", "£": "gbp", "gbp": "gbp", "sterling": "gbp", "¥": "jpy",
+    "yen": "jpy", "jpy": "jpy", "₹": "inr", "rupee": "inr", "rupees": "inr", "inr": "inr",
+}  # fmt: skip
+
+
+def _currencies(text: str) -> set[str]:
+    found = set()
+    for m in _CURRENCY_NAMES.finditer(text):
+        word = m.group().lower()
+        found.add(_CURRENCY_CANON.get(word, word.rstrip("s")))
+    return found
+
+
+#: First words of a request that asks for something: question words, auxiliaries
+#: opening a yes/no question, and imperative verbs.
+ASKING_START = frozenset(
+    """what what's whats which who who's whom whose when where where's why how how's is are
+    was were will would can could should shall do does did has have may might any show get
+    give tell find check convert look fetch list give pull bring display send read let
+    please""".split()
+)
+#: A bare keyword request ("Top headlines in Canada", "AAPL stock price").
+_SHORT_REQUEST_WORDS = 6
+
+
+def asks(query: str) -> bool:
+    """Whether ``query`` asks for something (a question, an imperative, or a short
+    keyword request) rather than reporting it: "What's the Nasdaq at?", "Latest
+    news about Apple" ask; "The Nasdaq closed 10.73 points higher on Friday." does
+    not (a statement about a past figure needs no live data)."""
+    words = re.findall(r"[^\W_]+(?:'[^\W_]+)?", query.lower())
+    if "?" in query or len(words) <= _SHORT_REQUEST_WORDS:
+        return True
+    return bool(words) and words[0] in ASKING_START
+
+
+def time_sensitive(request: Request) -> PolicyVerdict:
+    """Never serve a request for live data: weather, markets, exchange rates, news,
+    live events. A statement that reports such a figure (a past market close, a
+    forecast someone made) asks for nothing live and is left to the other tiers."""
+    q = normalise_text(request.query)
+    if not asks(q):
+        return ALLOWED
+    if _WEATHER.search(q) or _WEATHER_STATE.search(q):
+        return PolicyVerdict(False, "time_sensitive", "weather changes by the hour")
+    if _MARKET.search(q):
+        return PolicyVerdict(False, "time_sensitive", "market prices change by the minute")
+    if len(_currencies(q)) >= 2 or (
+        re.search(r"\b(?:convert|exchange)\b", q, re.I) and _MONEY_AMOUNT.search(q)
+    ):
+        return PolicyVerdict(False, "time_sensitive", "exchange rates change daily")
+    if _NEWS.search(q):
+        return PolicyVerdict(False, "time_sensitive", "news is new every hour")
+    if _LIVE_EVENTS.search(q):
+        return PolicyVerdict(False, "time_sensitive", "a live event or status")
+    return ALLOWED
+
+
+# --- creative ------------------------------------------------------------------------
+
+#: Forms that are creative writing on their own.
+_CREATIVE_FORMS = _words(
+    r"poems?|poetry|haikus?|limericks?|sonnets?|verses?|free verse|lullab(?:y|ies)|acrostic|"
+    r"lyrics|jingles?|raps?|rap lines|chants?|slogans?|taglines?|catchphrases?|mottos?|"
+    r"jokes?|knock[- ]knock|puns?|riddles?|fables?|fairy tales?|bedtime stor(?:y|ies)|"
+    r"short stor(?:y|ies)|comic strip|screenplay"
+)
+#: Forms that are creative writing when the user asks for one to be written.
+_SOFT_FORMS = _words(
+    r"stor(?:y|ies)|tales?|songs?|chorus|toasts?|speech|captions?|tweets?|bios?|blurbs?|"
+    r"ad script|radio ad|commercial|name ideas|product names|names? for (?:a|an|my|our|the|this)|"
+    r"(?:\d+|a few|some|ten|five|three|good|catchy) (?:\w+ )?names|pep talk|"
+    r"motivational (?:message|words)|encouraging words|card message|message for a .{0,30}card|"
+    r"something funny|wedding card|greeting card|birthday card|retirement card"
+)
+_GENERATE = _words(
+    r"write|compose|make up|make me|make an?|come up with|give me|tell me|suggest|brainstorm|"
+    r"draft|create|can you do|could you do|i need|i'd like|i want|help me with|help me write|"
+    r"any ideas|ideas\?|what could|what's something"
+)
+
+
+def creative(request: Request) -> PolicyVerdict:
+    """Never serve a request for a new piece of creative writing."""
+    q = normalise_text(request.query)
+    m = _CREATIVE_FORMS.search(q)
+    if m:
+        return PolicyVerdict(False, "creative", f"asks for creative writing ({m.group().lower()})")
+    m = _SOFT_FORMS.search(q)
+    if m and _GENERATE.search(q):
+        return PolicyVerdict(False, "creative", f"asks for creative writing ({m.group().lower()})")
+    return ALLOWED
+
+
+# --- personal data -------------------------------------------------------------------
+
+_PROFILE = re.compile(
+    r"\b(?i:member|patron|cardholder|customer|customer contact|employee|signed-in user|user|"
+    r"traveller|traveler|runner|learner|student|patient|resident|owner|client|parent|"
+    r"account holder|policyholder|subscriber|player|guest)\s*:\s*[A-Z]"
+    r"|\b(?i:talking|speaking|chatting) (?i:with|to) (?i:verified |the )?(?i:member |customer |"
+    r"user |patient )?[A-Z][\w'-]+"
+    r"|\bassistant\b[^.]{0,80}?\bfor [A-Z][\w'-]+ [A-Z][\w'-]+",
+)
+
+
+def personal_data(request: Request) -> PolicyVerdict:
+    """Never serve a request made under a signed-in user's profile: the answer
+    draws on that user's own, changing records."""
+    system = request.system_prompt or ""
+    if system and _PROFILE.search(system):
+        return PolicyVerdict(
+            False, "personal_data", "made under a signed-in user's profile and records"
+        )
+    return ALLOWED
+
+
+# --- entry points -----------------------------------------------------------------------
+
+#: A rule about one request.
+RequestRule = Callable[[Request], PolicyVerdict]
+
+#: The rules in the order they are asked; the first that refuses names the verdict.
+REQUEST_RULES: tuple[RequestRule, ...] = (mutation, time_sensitive, creative, personal_data)
+
+
+def request_policy(
+    request: Request | str, rules: Sequence[RequestRule] = REQUEST_RULES
+) -> PolicyVerdict:
+    """May this request be answered from (or stored in) a cache at all?
+    ``rules``: the rules to ask, in order (default :data:`REQUEST_RULES`).
+
+    >>> request_policy("Write a haiku about rain").rule
+    'creative'
+    >>> request_policy("What's the weather in Oslo right now?").rule
+    'time_sensitive'
+    >>> request_policy("How do I reverse a list in Python?").allowed
+    True
+    """
+    req = Request.of(request)
+    for rule in rules:
+        verdict = rule(req)
+        if not verdict.allowed:
+            return verdict
+    return ALLOWED

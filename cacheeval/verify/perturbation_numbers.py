@@ -1,0 +1,167 @@
+"""The number rules of stress edits (see :mod:`cacheeval.verify.perturbation_rules`):
+which numbers, years and number words may change, and into what."""
+
+from __future__ import annotations
+
+import re
+
+from . import stress_lexicon as lex
+from .perturbation_text import at_word_boundary, inside_quotes_or_code, next_word, part_of_name
+
+_NUMBER = re.compile(
+    r"\A[$€£]?\d{1,3}(?:,\d{3})*(?:\.\d+)?\Z"  # 1,200.50
+    r"|\A[$€£]?\d+(?:\.\d+)?\Z"  # 1200
+    r"|\A\d+/\d+\Z"  # 3/8
+)
+
+
+def number_value(token: str) -> float:
+    """The value of a number token ("$1,200" is 1200.0, "3/8" is 0.375)."""
+    if "/" in token:
+        num, den = token.split("/")
+        return int(num) / int(den) if int(den) else float("inf")
+    return float(token.lstrip("$€£").replace(",", ""))
+
+
+def is_year(token: str) -> bool:
+    """A four-digit year between 1800 and 2099."""
+    return bool(re.fullmatch(r"(18|19|20)\d\d", token))
+
+
+def number_shape(token: str) -> str:
+    return re.sub(r"\d", "9", token)
+
+
+_MONTH_WORDS = frozenset(
+    """jan feb mar apr jun jul aug sep sept oct nov dec january february march april may
+    june july august september october november december""".split()
+)
+_SERIES_AFTER = re.compile(r"\s+(?:series|model|edition|index)\b", re.IGNORECASE)
+
+
+def number_target(text: str, start: int, end: int) -> str | None:
+    """Why the number at [start, end) may not change (None when it may): a whole
+    token, not part of a version, a hyphenated compound, an ordinal or an id,
+    not 0 or 1 (a noun after it would change number)."""
+    token = text[start:end]
+    if not _NUMBER.match(token):
+        return f"{token!r} is not a number"
+    before = text[start - 1] if start else " "
+    after = text[end] if end < len(text) else " "
+    after2 = text[end + 1] if end + 1 < len(text) else " "
+    coefficient = after.islower() and not after2.isalpha() and "/" not in token
+    if before.isalnum() or before in "#.-_/:" or (after.isalnum() and not coefficient):
+        return f"{token!r} is part of a longer token"
+    if after in "-_/:%":
+        return f"{token!r} is part of a longer token"
+    if after == "." and end + 1 < len(text) and text[end + 1].isdigit():
+        return f"{token!r} is part of a version or a date"
+    raw = re.search(r"([A-Za-z][\w'&.]*)\s+\Z", text[:start])
+    head = text[: raw.start()] if raw else ""
+    opens = not head.strip() or head.rstrip()[-1:] in '.?!:;"('
+    if raw and raw.group(1)[:1].isupper() and not opens:
+        return f"{token!r} follows a name (a version, a model, an index: S&P 500)"
+    if raw and raw.group(1).rstrip(".").lower() in _MONTH_WORDS:
+        return f"{token!r} is a day of a date"
+    if re.match(r",?\s+(?:18|19|20)\d\d\b", text[end:]):
+        return f"{token!r} is a day of a date"
+    if re.search(r"[A-Z][A-Za-z]*\s*\Z", text[:start]) and not re.search(
+        r"(?:^|[.?!]\s+)[A-Z][a-z]*\s*\Z", text[:start]
+    ):
+        return f"{token!r} follows a capitalised name (a version or model number)"
+    if _SERIES_AFTER.match(text, end):
+        return f"{token!r} names a series or a model"
+    if number_value(token) in (0.0, 1.0) and "/" not in token:
+        return f"{token!r} is 0 or 1"
+    if inside_quotes_or_code(text, start):
+        return f"{token!r} is quoted"
+    return None
+
+
+_TIME_AFTER = re.compile(r"\s*(?:a\.?m\b|p\.?m\b|o'clock)", re.IGNORECASE)
+_RANGE_AFTER = re.compile(r"\s*(?:-|–|to|and)\s*\$?(\d[\d,]*(?:\.\d+)?|[a-z]+)", re.IGNORECASE)
+_RANGE_BEFORE = re.compile(r"(\d[\d,]*(?:\.\d+)?|[a-z]+)\s*(?:-|–|to|and)\s*\$?\Z", re.IGNORECASE)
+_WORD_VALUES = {w: v for v, w in enumerate(("zero", "one", *lex.NUMBER_WORDS[:11]))} | {
+    "fifteen": 15, "twenty": 20, "thirty": 30, "fifty": 50,
+}  # fmt: skip
+
+
+def _value(token: str) -> float | None:
+    token = token.lower().lstrip("$€£")
+    if token in _WORD_VALUES:
+        return float(_WORD_VALUES[token])
+    try:
+        return float(token.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def range_or_time_problem(text: str, start: int, end: int, replacement: str = "") -> str | None:
+    """Why a number at [start, end) may not become ``replacement`` (None when it
+    may): a clock time ("11 p.m."), or one end of a range the change would turn
+    round or collapse ("5 to 30 years" never becomes "30 to 30")."""
+    if _TIME_AFTER.match(text, end):
+        return "a clock time"
+    new = _value(replacement) if replacement else None
+    after, before = _RANGE_AFTER.match(text, end), _RANGE_BEFORE.search(text, 0, start)
+    if after is not None and (other := _value(after.group(1))) is not None:
+        if new is None or new >= other:
+            return "one end of a range the change would turn round"
+    if before is not None and (other := _value(before.group(1))) is not None:
+        if new is None or new <= other:
+            return "one end of a range the change would turn round"
+    return None
+
+
+def number_rule(text: str, start: int, end: int, o: str, r: str) -> str | None:
+    why = number_target(text, start, end)
+    if why:
+        return why
+    if is_year(o) or is_year(r):
+        return "a year (kind 'year')"
+    if not _NUMBER.match(r) or number_shape(o) != number_shape(r):
+        return f"{r!r} is not a number in the format of {o!r}"
+    if "/" in o:
+        if (
+            o.split("/")[1] != r.split("/")[1]
+            or number_value(r) >= 1
+            or number_value(r) == number_value(o)
+        ):
+            return f"{r!r} is not another proper fraction over the same denominator"
+        return None
+    if number_value(r) in (0.0, 1.0) or number_value(o) == number_value(r):
+        return f"{r!r} does not change the value to another one above 1"
+    if "/" not in o:
+        return range_or_time_problem(text, start, end, r)
+    return None
+
+
+def year_rule(text: str, start: int, end: int, o: str, r: str) -> str | None:
+    if not (is_year(o) and is_year(r) and o != r and at_word_boundary(text, start, end)):
+        return "not one year changed to another"
+    if text[end : end + 1] in ("-", "–", "/") or text[start - 1 : start] in ("-", "–", "/"):
+        return "a year inside a range or a date"
+    head = text[:start]
+    if re.search(r"[A-Z][\w.&+-]*\s+\Z", head) and not re.search(r"(?:^|[.?!]\s+)\S+\s+\Z", head):
+        return "a year in a product's name (Office 2003)"
+    return range_or_time_problem(text, start, end, r)
+
+
+def number_word_rule(text: str, start: int, end: int, o: str, r: str) -> str | None:
+    words = set(lex.NUMBER_WORDS)
+    if o.lower() not in words or r.lower() not in words or o.lower() == r.lower():
+        return "not one number word changed to another"
+    order = list(lex.NUMBER_WORDS)
+    if abs(order.index(o.lower()) - order.index(r.lower())) > 3:
+        return "a number word moved too far to keep the sentence sensible"
+    if len(re.findall(rf"\b{o.lower()}\b", text.lower())) > 1:
+        return f"{o} counts two things in the text"
+    if o[:1].isupper() and part_of_name(text, start, end):
+        return "a number word inside a name (the Ten Commandments)"
+    if next_word(text, end) in ("dozen", "hundred", "thousand", "million", "billion"):
+        return "a number word counting dozens or thousands"
+    if re.search(r"\b(?:both|either|neither|each other|pair|couple)\b", text, re.IGNORECASE):
+        return "the text counts the same things again (both, either, pair)"
+    if not at_word_boundary(text, start, end):
+        return "not a whole word"
+    return range_or_time_problem(text, start, end, r)

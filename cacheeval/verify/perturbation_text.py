@@ -1,0 +1,144 @@
+"""Text helpers of the stress-edit rules: word boundaries, neighbouring words,
+case forms, proper names, requests."""
+
+from __future__ import annotations
+
+import re
+
+from .never_cache import ASKING_START
+
+_WORD_CHAR = re.compile(r"[\w+#]")
+_NEXT_WORD = re.compile(r"\s+([A-Za-z']+)")
+_PREVIOUS_WORD = re.compile(r"([A-Za-z']+)\s+\Z")
+
+
+def at_word_boundary(text: str, start: int, end: int) -> bool:
+    """The span starts and ends at word boundaries (letters, digits, ``_+#`` are word).
+
+    >>> at_word_boundary("a C++ b", 2, 5), at_word_boundary("cats", 0, 3)
+    (True, False)
+    """
+    before = text[start - 1] if start > 0 else " "
+    after = text[end] if end < len(text) else " "
+    return not _WORD_CHAR.match(before) and not _WORD_CHAR.match(after)
+
+
+def inside_quotes_or_code(text: str, start: int) -> bool:
+    """Whether ``start`` lies inside "...", `...` or a code-looking token."""
+    head = text[:start]
+    return head.count('"') % 2 == 1 or head.count("`") % 2 == 1
+
+
+def same_case_form(original: str, replacement: str, a: str, b: str) -> bool:
+    """``original``/``replacement`` are ``a``/``b`` in one case form: as written,
+    lower case, or with a capital first letter."""
+    return any(
+        (original, replacement) == (f(a), f(b))
+        for f in (str, str.lower, lambda s: s[:1].upper() + s[1:])
+    )
+
+
+_CASE_FORMS = (str, str.lower, lambda s: s[:1].upper() + s[1:])
+_PAIR_SETS: dict[tuple[int, int], frozenset[tuple[str, str]]] = {}
+
+
+def pair_set(pairs: tuple[tuple[str, str], ...], direction: int = 0) -> frozenset[tuple[str, str]]:
+    """Every (original, replacement) ``pairs`` allow, in each case form: forward
+    (``direction`` +1), backward (-1) or both (0). Built once per table."""
+    key = (id(pairs), direction)
+    found = _PAIR_SETS.get(key)
+    if found is None:
+        ways = [(x, y) for x, y in pairs] if direction >= 0 else []
+        ways += [(y, x) for x, y in pairs] if direction <= 0 else []
+        found = frozenset((f(a), f(b)) for a, b in ways for f in _CASE_FORMS)
+        _PAIR_SETS[key] = found
+    return found
+
+
+def pair_in(original: str, replacement: str, pairs: tuple[tuple[str, str], ...]) -> bool:
+    """(original, replacement) is one of ``pairs``, read either way, in one case form."""
+    return (original, replacement) in pair_set(pairs)
+
+
+def next_word(text: str, end: int) -> str:
+    """The lower-cased word right after ``end`` ("" at the end or before punctuation)."""
+    m = _NEXT_WORD.match(text, end)
+    return m.group(1).lower() if m else ""
+
+
+def previous_word(text: str, start: int) -> str:
+    """The lower-cased word right before ``start`` ("" at the start)."""
+    m = _PREVIOUS_WORD.search(text, 0, start)
+    return m.group(1).lower() if m else ""
+
+
+_NAME_AFTER = re.compile(r"(?:'s)?\s+[A-Z]")
+NAME_BEFORE = re.compile(r"[A-Z][\w.&+-]*\s+(?:of\s+(?:the\s+)?)?\Z")
+_PLACE_AFTER = re.compile(r",\s+[A-Z][a-z]")
+_PLACE_BEFORE = re.compile(r"[A-Z][a-z]+,\s+\Z")
+
+
+def part_of_name(text: str, start: int, end: int) -> bool:
+    """Whether the span sits inside a longer proper name: a capitalised word right
+    after it ("Sun Microsystems", "Sweden's Karolinska") or right before it, not
+    opening a sentence ("Transport Canada", "Bank of England", "Gulf of Mexico"),
+    or a hyphen on either side ("Windows-loaded").
+
+    >>> part_of_name("He works at Transport Canada now.", 22, 28)
+    True
+    >>> part_of_name("Flights from Paris to Rome?", 13, 18)
+    False
+    """
+    if _NAME_AFTER.match(text, end) or text[end : end + 1] == "-" or text[start - 1 : start] == "-":
+        return True
+    if _PLACE_AFTER.match(text, end) or _PLACE_BEFORE.search(text, 0, start):
+        return True  # "Bologna, Italy", "Munich, Germany": a place named with its region
+    m = NAME_BEFORE.search(text, 0, start)
+    if m is None:
+        return False
+    head = text[: m.start()].rstrip()
+    opens_sentence = not head or head[-1] in ".?!:;\"'(" or head.endswith((" -", "--"))
+    return not opens_sentence or " " in m.group().strip()
+
+
+#: First words of an imperative request.
+REQUEST_VERBS = frozenset(
+    """explain write show give tell help make create list describe find convert translate
+    sort suggest compare summarize summarise draft fix recommend teach calculate compute
+    solve plan name define pretend set text send remind book play call open turn add
+    remove delete schedule check get buy order walk recommend""".split()
+)
+#: A question asked inside a longer line ("... fireworks how can i help him").
+_EMBEDDED_QUESTION = re.compile(
+    r"\b(?:how|what|where|when|why|which) (?:can|could|should|do|does|would|is|are) "
+    r"(?:i|we|you|my|it)\b",
+    re.IGNORECASE,
+)
+
+
+def is_request(text: str) -> bool:
+    """Whether ``text`` asks for something (a question, an imperative, a short
+    keyword request) rather than reporting something.
+
+    >>> is_request("Explain compound interest with an example."), is_request(
+    ...     "Police said they will conduct tests to confirm the man's identity.")
+    (True, False)
+    """
+    stripped = text.strip()
+    first = re.match(r"[A-Za-z']+", stripped)
+    word = first.group().lower() if first else ""
+    if "?" in stripped or word in ASKING_START or word in REQUEST_VERBS:
+        return True
+    if _EMBEDDED_QUESTION.search(stripped):
+        return True
+    # typed requests often lack a full stop; reports end with one
+    return not stripped.endswith((".", '."', ".'", "!")) and len(stripped.split()) <= 15
+
+
+def names(text: str, word: str) -> bool:
+    """Whether ``text`` already holds ``word`` as a whole word (any case).
+
+    >>> names("TCP and UDP", "udp"), names("Pythonic", "Python")
+    (True, False)
+    """
+    return re.search(rf"(?<![\w+#]){re.escape(word)}(?![\w+#])", text, re.IGNORECASE) is not None

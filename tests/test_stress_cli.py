@@ -1,0 +1,242 @@
+"""``cacheeval stress`` end to end on files the tests write: determinism, the
+rows load and verify (``cacheeval verify --rows``), policy prompts, JSONL and
+CSV inputs, the blind audit sheet, and bad input (``path:LINE``, exit 2, no
+traceback)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cacheeval.cli import main
+from cacheeval.dataset import load_bench
+from cacheeval.schema import MISS, subscore_of
+from cacheeval.verify.perturbation import KINDS
+
+PROMPTS = [
+    "How do I reverse a list in Python?",
+    "What's the difference between TCP and UDP?",
+    "How many miles is it from Paris to London?",
+    "Convert 25 degrees Celsius to Fahrenheit.",
+    "My order hasn't arrived after 10 days, what should I do?",
+    "Write a short poem about the ocean at night.",
+    "What's the weather in Oslo right now?",
+    "How do I sort a list in ascending order?",
+    "",
+    "Who wrote Pride and Prejudice?",
+]
+
+
+def _prompts(tmp_path: Path, lines: list[str] = PROMPTS) -> Path:
+    path = tmp_path / "prompts.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _stress(*args: str) -> int:
+    return main(["stress", *args])
+
+
+def _error(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def test_same_seed_same_bytes_other_seed_other_rows(tmp_path: Path) -> None:
+    src = _prompts(tmp_path)
+    outs = [tmp_path / f"{name}.jsonl" for name in ("a", "b", "c")]
+    assert _stress(str(src), "--out", str(outs[0]), "--seed", "5") == 0
+    assert _stress(str(src), "--out", str(outs[1]), "--seed", "5") == 0
+    assert _stress(str(src), "--out", str(outs[2]), "--seed", "6") == 0
+    assert outs[0].read_bytes() == outs[1].read_bytes()
+    assert outs[0].read_bytes() != outs[2].read_bytes()
+
+
+def test_rows_load_verify_and_say_how_they_were_made(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src, out = _prompts(tmp_path), tmp_path / "rows.jsonl"
+    assert _stress(str(src), "--out", str(out), "--per-prompt", "3") == 0
+    summary = capsys.readouterr().out
+    assert "9 prompts -> " in summary and "rows per kind:" in summary
+    rows = load_bench(out)
+    assert 9 <= len(rows) <= 27
+    assert len({r.id for r in rows}) == len(rows)
+    for row in rows:
+        assert row.subcategory in KINDS
+        assert row.construction_method == "stress_perturbation"
+        assert row.source is not None and row.source.startswith("prompts.txt:")
+        assert row.split == "test"
+    lines = {int(r.source.split(":")[1]) for r in rows if r.source}
+    assert 9 not in lines  # the blank line yields nothing
+    # the poem and the live weather are never cached: every row of them is MISS
+    for row in rows:
+        if row.source in ("prompts.txt:6", "prompts.txt:7"):
+            assert row.binary_label == MISS
+            assert row.verification_method == "policy_no_cache"
+            assert subscore_of(row) == "policy"
+    assert main(["verify", "--rows", str(out), "--jobs", "1"]) == 0
+    assert "disagreements: 0" in capsys.readouterr().out
+
+
+def test_verify_rows_reports_a_tampered_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src, out = _prompts(tmp_path), tmp_path / "rows.jsonl"
+    assert _stress(str(src), "--out", str(out)) == 0
+    lines = out.read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    first["query_b"] = first["query_b"] + " please"
+    lines[0] = json.dumps(first, ensure_ascii=False)
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["verify", "--rows", str(out), "--jobs", "1"]) == 1
+    assert "disagreements: 1" in capsys.readouterr().out
+
+
+def test_jsonl_with_system_prompt_and_turns(tmp_path: Path) -> None:
+    src = tmp_path / "chats.jsonl"
+    records = [
+        {"msg": "What should I pack?", "sys": None,
+         "turns": [{"role": "user", "content": "I'm flying to Rome on Monday."},
+                   {"role": "assistant", "content": "Nice! How can I help?"}]},
+        {"msg": "What's my balance?", "sys": "You help the member. Member: Chloe Dubois",
+         "turns": None},
+        {"msg": "skip me", "sys": None, "turns": None, "split": "train"},
+    ]  # fmt: skip
+    records[0]["split"] = records[1]["split"] = "dev"
+    src.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    out = tmp_path / "rows.jsonl"
+    fields = ["--field", "msg", "--system-field", "sys", "--turns-field", "turns"]
+    code = _stress(
+        str(src), *fields, "--where", "split=dev", "--out", str(out), "--per-prompt", "6"
+    )
+    assert code == 0
+    rows = load_bench(out)
+    assert {r.source for r in rows} == {"chats.jsonl:1", "chats.jsonl:2"}
+    turn_rows = [r for r in rows if r.source == "chats.jsonl:1"]
+    assert any(r.subcategory in ("turns_other", "turns_edit") for r in turn_rows)
+    assert all(r.context_a for r in turn_rows)
+    member = [r for r in rows if r.source == "chats.jsonl:2"]
+    assert member and all(r.verification_method == "policy_no_cache" for r in member)
+    assert all((r.verification_payload or {})["policy"]["rule"] == "personal_data" for r in member)
+    assert main(["verify", "--rows", str(out), "--jobs", "1"]) == 0
+
+
+def test_csv_column(tmp_path: Path) -> None:
+    src = tmp_path / "tickets.csv"
+    src.write_text('id,text\n1,"How do I reset my router, step by step?"\n2,Is 91 prime?\n')
+    out = tmp_path / "rows.jsonl"
+    assert _stress(str(src), "--column", "text", "--out", str(out)) == 0
+    assert {r.source for r in load_bench(out)} == {"tickets.csv:2", "tickets.csv:3"}
+
+
+def test_audit_sheet_and_score(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src, rows = _prompts(tmp_path), tmp_path / "rows.jsonl"
+    assert _stress(str(src), "--out", str(rows)) == 0
+    sheet = tmp_path / "sheet.jsonl"
+    assert _stress(str(rows), "--audit", "12", "--out", str(sheet)) == 0
+    items = [json.loads(line) for line in sheet.read_text().splitlines()]
+    assert len(items) == 12
+    for item in items:  # blind: the two requests and two blanks, nothing else
+        assert set(item) == {"item", "a", "b", "same_answer", "natural"}
+    key = {
+        json.loads(line)["item"]: json.loads(line)
+        for line in (tmp_path / "sheet.key.jsonl").read_text().splitlines()
+    }
+    # a reader who agrees on every item but calls the first one unnatural and
+    # gets the second one wrong
+    for i, item in enumerate(items):
+        label = key[item["item"]]["edit_label"]
+        item["same_answer"] = label if i != 1 else ("MISS" if label == "HIT" else "HIT")
+        item["natural"] = i != 0
+    sheet.write_text("".join(json.dumps(item) + "\n" for item in items))
+    capsys.readouterr()
+    assert _stress("--audit-score", str(sheet)) == 0
+    table = capsys.readouterr().out
+    last = table.splitlines()[-1].split()
+    assert last[:2] == ["all", "12"]
+    assert last[2] == "0.917"  # agreement 11/12
+    assert last[5] == "0.917"  # natural 11/12
+    assert last[8] == "0.833"  # pass 10/12
+
+
+def test_audit_score_needs_every_answer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src, rows = _prompts(tmp_path), tmp_path / "rows.jsonl"
+    assert _stress(str(src), "--out", str(rows)) == 0
+    sheet = tmp_path / "sheet.jsonl"
+    assert _stress(str(rows), "--audit", "3", "--out", str(sheet)) == 0
+    capsys.readouterr()
+    assert _stress("--audit-score", str(sheet)) == 2
+    assert _error(capsys).startswith(f"stress: {sheet}:1: same_answer is None")
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "args", "message"),
+    [
+        ("empty.txt", b"", [], "empty.txt:1: no prompts in the file"),
+        ("blank.txt", b"\n  \n", [], "blank.txt:1: no prompts in the file"),
+        ("binary.txt", b"hello\nab\x00\x01cd\n", [], "binary.txt:2: binary data"),
+        ("latin1.txt", b"fine\ncaf\xe9 au lait\n", [], "latin1.txt:2: not UTF-8 text"),
+        ("missing.csv", b"id,body\n1,hi\n", ["--column", "text"],
+         "missing.csv:1: no column 'text'"),
+        ("nocol.csv", b"id,text\n1,hi\n", [], "nocol.csv:1: a CSV file needs --column"),
+        ("field.jsonl", b'{"text": "hi"}\n{"body": "x"}\n', ["--field", "text"],
+         "field.jsonl:2: no field 'text'"),
+        ("notjson.jsonl", b'{"text": "hi"}\n{oops\n', ["--field", "text"],
+         "notjson.jsonl:2: not valid JSON"),
+        ("binary.jsonl", b'{"text": "hi"}\n\x00\x00\n', ["--field", "text"],
+         "binary.jsonl:2: binary data"),
+        ("badutf.csv", b"text\nok\n\xff\xfe\n", ["--column", "text"],
+         "badutf.csv:3: not UTF-8 text"),
+    ],
+)  # fmt: skip
+def test_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    data: bytes,
+    args: list[str],
+    message: str,
+) -> None:
+    src = tmp_path / name
+    src.write_bytes(data)
+    out = tmp_path / "rows.jsonl"
+    assert _stress(str(src), *args, "--out", str(out)) == 2
+    line = _error(capsys)
+    assert line.startswith(f"stress: {tmp_path / message}"), line
+    assert not out.exists()  # no half-written output
+
+
+def test_missing_file_and_bad_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _stress(str(tmp_path / "nope.txt"), "--out", str(tmp_path / "o.jsonl")) == 2
+    assert "no such file" in _error(capsys)
+    src = _prompts(tmp_path)
+    assert _stress(str(src), "--out", str(tmp_path / "o.jsonl"), "--per-prompt", "0") == 2
+    assert "--per-prompt" in _error(capsys)
+
+
+def test_verify_rows_skips_hidden_test_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cacheeval.schema import HIDDEN_TEST_FIELDS
+
+    src, out = _prompts(tmp_path, PROMPTS[:2]), tmp_path / "rows.jsonl"
+    assert _stress(str(src), "--out", str(out)) == 0
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    hidden = {**rows[0], **dict.fromkeys(HIDDEN_TEST_FIELDS), "id": "cb-code-9999"}
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text("".join(json.dumps(r) + "\n" for r in [hidden, *rows[1:]]))
+    capsys.readouterr()
+    assert main(["verify", "--rows", str(mixed), "--jobs", "1"]) == 0
+    captured = capsys.readouterr()
+    assert f"verified {len(rows) - 1} rows" in captured.out
+    assert "1 hidden test rows skipped" in captured.err
+    only_hidden = tmp_path / "hidden.jsonl"
+    only_hidden.write_text(json.dumps(hidden) + "\n")
+    assert main(["verify", "--rows", str(only_hidden), "--jobs", "1"]) == 2
