@@ -7,29 +7,9 @@ never on labels or benchmark metadata. The rules on one request are the core's
 ``cacheeval stress`` asks too); this module adds ``declared`` (it needs the
 request's analysis) and the pair rule ``cross_user``:
 
-``mutation``
-    A tool with side effects on other people, money or external records is
-    offered (its name carries a verb such as send, transfer, pay, delete,
-    cancel, book, reserve, buy, order, post, share) *and* the query asks for that
-    action ("Email Dana...", "Text Marco...", "Send $50 to Ana", "Cancel my
-    reservation"). Replaying a cached call would repeat the effect, or skip it.
-    Without tools nothing can be mutated (the model can only draft text), and
-    tools that set the user's own device state (alarms, timers, lights,
-    reminders, calendar entries) are not mutating by name alone: replaying the
-    same call leaves the same state - unless the definition says otherwise (see
-    ``declared``).
-``time_sensitive``
-    Live data whose answer changes by the minute: weather and forecasts, stock
-    prices and quotes, exchange rates (a conversion between two currencies),
-    news and headlines, live scores and traffic.
-``creative``
-    A request for a new piece of creative writing (poem, haiku, story, joke,
-    slogan, tagline, toast, caption, name ideas...): the user expects a fresh
-    piece, and a second request deserves a different one.
-``personal_data``
-    The system prompt carries a signed-in user's profile or records ("Member:
-    Chloe Dubois", "talking with Priya Raman"): whatever the query, the answer
-    may draw on that user's own, changing records (a balance, a schedule).
+``mutation``, ``time_sensitive``, ``creative``, ``personal_data``
+    The core's rules on one request, as :mod:`cacheeval.verify.never_cache`
+    defines them.
 ``declared``
     The offered tool the query most plausibly calls (the one whose definition
     shares most content words with it, :func:`~.features.tool_intent`) declares

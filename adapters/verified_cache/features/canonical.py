@@ -13,6 +13,9 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+# One text normalisation for the core's never-cache rules and the features.
+from cacheeval.verify.never_cache import normalise_text
+
 from .lexicon import (
     _ABBREVIATIONS,
     _CONTRACTIONS,
@@ -60,21 +63,6 @@ class Token:
     canon: str
     start: int
     end: int
-
-
-_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
-
-
-def normalise_text(text: str) -> str:
-    """Superscript powers as ``^n``, NFKC, straight quotes and hyphens, "π" as "pi",
-    no zero-width characters."""
-    text = re.sub(r"[⁰¹²³⁴⁵⁶⁷⁸⁹]+", lambda m: "^" + m.group().translate(_SUPERSCRIPTS), text)
-    text = unicodedata.normalize("NFKC", text).replace("π", " pi ")
-    text = re.sub(r"\bw/o\b", "without", text, flags=re.IGNORECASE)
-    text = re.sub(r"\bw/(?=\s)", "with", text, flags=re.IGNORECASE)
-    for src, dst in (("’", "'"), ("‘", "'"), ("–", "-"), ("—", " - "), ("−", "-"), ("\u200b", "")):
-        text = text.replace(src, dst)
-    return text
 
 
 _CODE_FENCE_RE = re.compile(r"```.*?(?:```|$)", re.S)
