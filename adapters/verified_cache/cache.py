@@ -389,8 +389,9 @@ class VerifiedCache:
     ``path``: an SQLite file holding the entries (None: in memory only);
     ``max_entries``: evict the least recently used beyond it; ``ttl_seconds``:
     never serve an entry older than that; ``clock``: the time source for both
-    (:mod:`.store`). ``close()`` (or ``with``) writes the last-used times and
-    closes the file.
+    (:mod:`.store`); ``index_options``: HNSW settings for scopes beyond 8,192
+    entries (``hnsw_m``, ``ef_construction``, ``ef_search``). ``close()`` (or
+    ``with``) saves the index, writes the last-used times and closes the file.
     """
 
     resources: Resources = field(default_factory=Resources)
@@ -402,6 +403,7 @@ class VerifiedCache:
     max_entries: int | None = None
     ttl_seconds: float | None = None
     clock: Callable[[], float] = field(default=time.time, repr=False)
+    index_options: dict[str, int] | None = None
     _store: EntryStore = field(init=False, repr=False)
     _sides: OrderedDict[int, Side] = field(default_factory=OrderedDict, init=False, repr=False)
     _sides_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
@@ -409,7 +411,11 @@ class VerifiedCache:
 
     def __post_init__(self) -> None:
         self._store = EntryStore(
-            self.path, max_entries=self.max_entries, ttl_seconds=self.ttl_seconds, clock=self.clock
+            self.path,
+            max_entries=self.max_entries,
+            ttl_seconds=self.ttl_seconds,
+            clock=self.clock,
+            index_options=self.index_options,
         )
 
     def __enter__(self) -> VerifiedCache:

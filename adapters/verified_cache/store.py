@@ -323,6 +323,7 @@ class EntryStore:
         clock: Callable[[], float] = time.time,
         brute_force_max: int = BRUTE_FORCE_MAX,
         durable: bool = False,
+        index_options: dict[str, int] | None = None,
     ) -> None:
         if max_entries is not None and max_entries < 1:
             raise ValueError(f"max_entries must be >= 1, got {max_entries}")
@@ -333,6 +334,10 @@ class EntryStore:
         self.ttl_seconds = ttl_seconds
         self.clock = clock
         self.brute_force_max = brute_force_max
+        #: HNSW settings passed to every :class:`~.index.ScopeIndex` (``hnsw_m``,
+        #: ``ef_construction``, ``ef_search``; see docs/verified_cache.md for the
+        #: recall they buy at 1M entries)
+        self.index_options = dict(index_options or {})
         self._lock = RWLock()
         self._lru_lock = threading.Lock()
         self._memo_lock = threading.Lock()
@@ -429,7 +434,10 @@ class EntryStore:
         for item in manifest.get("scopes", []):
             try:
                 out[item["scope"]] = ScopeIndex.load(
-                    folder / item["stem"], self.dim, brute_force_max=self.brute_force_max
+                    folder / item["stem"],
+                    self.dim,
+                    brute_force_max=self.brute_force_max,
+                    **self.index_options,
                 )
             except Exception:  # unreadable: that scope is rebuilt from SQLite
                 continue
@@ -475,7 +483,7 @@ class EntryStore:
         index = self._indexes.get(number)
         if index is None:
             assert self.dim is not None
-            index = ScopeIndex(self.dim, brute_force_max=self.brute_force_max)
+            index = ScopeIndex(self.dim, brute_force_max=self.brute_force_max, **self.index_options)
             self._indexes[number] = index
         return index
 

@@ -451,3 +451,16 @@ def test_an_index_saved_beside_another_database_is_ignored(tmp_path: Path) -> No
     again = EntryStore(tmp_path / "a.sqlite", brute_force_max=50)
     assert len(again._indexes[0]) == 300
     assert again.nearest("", x[7], 1)[0][0].exact_key == "q7"
+
+
+def test_index_options_reach_every_scope_index(tmp_path: Path) -> None:
+    opts = {"hnsw_m": 8, "ef_construction": 20, "ef_search": 16}
+    x = unit_vectors(200, 16, seed=15)
+    store = EntryStore(tmp_path / "o.sqlite", brute_force_max=50, index_options=opts)
+    _fill(store, x, 0, 200)
+    ix = store._indexes[0]
+    assert (ix.hnsw_m, ix.ef_construction, ix.ef_search) == (8, 20, 16)
+    assert ix._hnsw.hnsw.efSearch == 16
+    store.close()
+    again = EntryStore(tmp_path / "o.sqlite", brute_force_max=50, index_options=opts)
+    assert again._indexes[0].ef_search == 16 and again._indexes[0]._hnsw.hnsw.efSearch == 16
