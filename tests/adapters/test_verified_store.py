@@ -4,9 +4,7 @@ and a ``kill -9``, LRU and TTL eviction leaving the index, and 8 threads at once
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
 import signal
 import sqlite3
 import subprocess
@@ -30,28 +28,19 @@ from adapters.verified_cache.model import Verifier  # noqa: E402
 from adapters.verified_cache.policy import scope_key  # noqa: E402
 from adapters.verified_cache.store import EntryStore, Record  # noqa: E402
 from cacheeval.schema import Request  # noqa: E402
+from tests.adapters.test_verified_cache import (  # noqa: E402
+    HashEmbedder as VerifiedCacheTestEmbedder,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-class HashEmbedder:
-    """Bag of words hashed into 32 dimensions (sha256), L2-normalised: few
+class HashEmbedder(VerifiedCacheTestEmbedder):
+    """The verified-cache tests' hashed bag of words in 32 dimensions: few
     dimensions, so equal and near-equal cosines are common."""
 
     name = "hash32"
     dim = 32
-    version = "test"
-
-    def encode(self, texts: list[str]) -> Any:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, text in enumerate(texts):
-            for tok in re.findall(r"\w+", text.lower()):
-                h = hashlib.sha256(tok.encode()).digest()
-                out[i, h[0] % self.dim] += 1.0 if h[1] % 2 else -1.0
-            n = float(np.linalg.norm(out[i]))
-            if n:
-                out[i] /= n
-        return out
 
 
 @pytest.fixture(scope="module")
