@@ -42,6 +42,7 @@ from typing import Any
 from ..schema import ADVERSARIAL, EQUIV, HIT, MISS, PARA_SAFE, POLICY_NO_CACHE, Row
 from . import stress_lexicon as lex
 from .never_cache import request_policy
+from .perturbation_guards import later_turn_problem
 from .perturbation_numbers import is_year, number_shape
 from .perturbation_rules import (
     ENTITY_KINDS,
@@ -121,6 +122,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "negation_remove": ("identity", ADVERSARIAL),
     "negation_add": ("identity", ADVERSARIAL),
     "comparison": ("identity", ADVERSARIAL),
+    "question_focus": ("identity", ADVERSARIAL),
     "with_without": ("identity", ADVERSARIAL),
     # context: the same query under another user or after other turns (MISS by the
     # key, as in the benchmark: a prior turn's detail need not change every answer)
@@ -225,7 +227,9 @@ def _turn_edit_problem(row: Row, p: dict[str, Any]) -> str | None:
     problem = _span_problem(ta, tb, p)
     if problem:
         return problem
-    return VALIDATORS[edit](ta, p["start"], p["end"], p["original"], p["replacement"])
+    return VALIDATORS[edit](
+        ta, p["start"], p["end"], p["original"], p["replacement"]
+    ) or later_turn_problem(a, turn, edit, p["original"])
 
 
 def check(row: Row) -> Check:

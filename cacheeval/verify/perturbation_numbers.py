@@ -3,9 +3,11 @@ which numbers, years and number words may change, and into what."""
 
 from __future__ import annotations
 
+import math
 import re
 
 from . import stress_lexicon as lex
+from .perturbation_guards import fixed_number_problem
 from .perturbation_text import at_word_boundary, inside_quotes_or_code, next_word, part_of_name
 
 _NUMBER = re.compile(
@@ -128,6 +130,9 @@ def number_rule(text: str, start: int, end: int, o: str, r: str) -> str | None:
             or number_value(r) == number_value(o)
         ):
             return f"{r!r} is not another proper fraction over the same denominator"
+        num, den = (int(x) for x in r.split("/"))
+        if math.gcd(num, den) != 1 and math.gcd(*(int(x) for x in o.split("/"))) == 1:
+            return f"{r!r} is not in lowest terms (nobody writes 4/8)"
         return None
     if number_value(r) in (0.0, 1.0) or number_value(o) == number_value(r):
         return f"{r!r} does not change the value to another one above 1"
@@ -164,4 +169,4 @@ def number_word_rule(text: str, start: int, end: int, o: str, r: str) -> str | N
         return "the text counts the same things again (both, either, pair)"
     if not at_word_boundary(text, start, end):
         return "not a whole word"
-    return range_or_time_problem(text, start, end, r)
+    return fixed_number_problem(text, start, end) or range_or_time_problem(text, start, end, r)

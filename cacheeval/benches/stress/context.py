@@ -7,6 +7,7 @@ import random
 from collections.abc import Callable
 
 from ...verify import stress_lexicon as lex
+from ...verify.perturbation_guards import later_turn_problem
 from .edits import Edit, Prompt
 from .identity import IDENTITY
 
@@ -46,7 +47,7 @@ def turns_edit(prompt: Prompt, rng: random.Random) -> Edit | None:
         content = str(prompt.turns[i].get("content", ""))
         for kind in kinds:
             edit = IDENTITY[kind](content, rng)
-            if edit is None:
+            if edit is None or later_turn_problem(list(prompt.turns), i, kind, edit.original):
                 continue
             turns = list(prompt.turns)
             turns[i] = {**turns[i], "content": edit.apply(content)}

@@ -7,7 +7,6 @@ import re
 
 from ...verify import stress_lexicon as lex
 from ...verify.perturbation import LOWERABLE_OPENERS, VALIDATORS, typo_target
-from ...verify.perturbation_text import is_request
 from .edits import CODE_CHARS, Edit, Proposer, first_valid
 from .pairs import PairSwap
 
@@ -117,9 +116,12 @@ def greeting(text: str, rng: random.Random) -> Edit | None:
 
 def closer(text: str, rng: random.Random) -> Edit | None:
     """A thanks after a finished request."""
-    if not text.endswith(("?", ".", "!")) or "thank" in text.lower() or not is_request(text):
+    if not text.endswith(("?", ".", "!")) or "thank" in text.lower():
         return None
-    return Edit("closer", len(text), len(text), "", rng.choice(lex.CLOSERS))
+    thanks = rng.choice(lex.CLOSERS)
+    if VALIDATORS["closer"](text, len(text), len(text), "", thanks) is not None:
+        return None
+    return Edit("closer", len(text), len(text), "", thanks)
 
 
 NOISE: dict[str, Proposer] = {

@@ -1,0 +1,176 @@
+"""Guards every identity edit of a stress row passes (see
+:mod:`cacheeval.verify.perturbation_rules`): where the text around a swap would
+make the variant read as something no person sends.
+
+A blind audit of rows made from real forum sentences found the unnatural
+identity variants in three places, each guarded here:
+
+* **statements of fact**: a swapped year, place or opposite turns a claim about
+  the world into a false one ("X's election in 1960" -> "in 1956"). A statement
+  is edited only when it speaks of the writer's own life, and never by a kind
+  that reverses what it says (an antonym, an added negation, with/without);
+* **a word that repeats the swapped one**: the same name elsewhere in the text
+  (a link, an alias) or a word of its family ("Ukrainian ... eastern Ukraine");
+* **fixed phrases and neighbours** a kind's own rule does not see: "the lesser
+  of two evils", "Red October", "eclipse glasses ... the Sun", "$50 to euros".
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import stress_guard_words as gw
+from .perturbation_text import asks_for_something, is_personal, previous_word
+
+#: Kinds that reverse what a statement says: only ever applied to a request.
+REQUEST_ONLY = frozenset(
+    {"antonym", "negation_add", "negation_remove", "with_without", "operator_frame",
+     "comparison", "direction", "question_focus"}
+)  # fmt: skip
+#: Kinds whose span names a thing by its name: a word of its family elsewhere
+#: in the text ties the text to it.
+NAMED_KINDS = frozenset(
+    {"city", "country", "us_state", "continent", "language", "translate_target", "cuisine",
+     "company", "landmark", "celestial", "software", "proglang"}
+)  # fmt: skip
+
+
+def statement_problem(kind: str, text: str) -> str | None:
+    """Why an identity edit of ``kind`` may not touch ``text`` because the text is
+    a statement (None for a request, or a statement about the writer's own life
+    that the kind does not reverse)."""
+    if asks_for_something(text):
+        return None
+    if kind in REQUEST_ONLY:
+        return f"a {kind} edit of a statement contradicts the rest of it"
+    if not is_personal(text):
+        return "a statement of fact about the world: the swap makes it false, not another request"
+    return None
+
+
+def repeat_problem(kind: str, text: str, start: int, end: int, o: str) -> str | None:
+    """Why the span may not change because the text repeats it: the same token
+    again (a link, an alias, a second mention) or, for a name, a word of its
+    family ("Ukrainian" beside "Ukraine")."""
+    token = re.escape(o)
+    if len(re.findall(rf"(?<![^\W_]){token}(?![^\W_])", text)) > 1:
+        return f"{o!r} occurs again in the text: one swap would leave the other"
+    if kind not in NAMED_KINDS or not o[:1].isupper():
+        return None
+    rest = text[:start] + " " + text[end:]
+    family = {w.lower() for w in gw.DEMONYMS.get(o, ())}
+    for word in re.findall(r"[A-Z][a-z]+", rest):
+        low = word.lower()
+        if low in family or (len(o) >= 5 and len(word) >= 5 and low[:4] == o[:4].lower()):
+            return f"{word} names the family of {o}"
+    return None
+
+
+#: Number words inside fixed expressions ("the lesser of two evils").
+_FIXED_NUMBER_PHRASES = re.compile(
+    r"\b(?:lesser of two evils|two cents|two birds|two sides of the same coin|two left feet|"
+    r"two peas in a pod|two's company|three's a crowd|two wrongs|takes two to tango|"
+    r"two heads are better|seven seas|nine lives|cloud nine|six feet under|"
+    r"at sixes and sevens|high five|take five|twenty questions|ten to one|"
+    r"catch twenty-two|in two minds|two-faced|one or two|two or three)\b",
+    re.IGNORECASE,
+)
+
+
+def fixed_number_problem(text: str, start: int, end: int) -> str | None:
+    for m in _FIXED_NUMBER_PHRASES.finditer(text):
+        if m.start() <= start and end <= m.end():
+            return f"{m.group()!r} is a fixed expression"
+    return None
+
+
+#: Words that may stand before a month or weekday opening a sentence ("In May",
+#: "On Friday"); any other capitalised word there makes a name ("Red October").
+_DATE_OPENERS = frozenset(
+    """in on by since until till from to every next last this each early late mid before
+    after during through around about and or for of the a is are was what which when how
+    does do did will can could should why where who""".split()
+)
+
+
+def date_name_problem(text: str, start: int, end: int) -> str | None:
+    """A month or weekday inside a name: a capitalised word before it that does
+    not open a date ("Red October"), or one right after it ("October Revolution")."""
+    m = re.search(r"([A-Z][A-Za-z']*)\s+\Z", text[:start])
+    if m is not None and m.group(1).lower() not in _DATE_OPENERS:
+        return f"{m.group(1)} {text[start:end]} is a name"
+    if re.match(r"\s+(?!I\b)[A-Z][a-z]", text[end:]):
+        return f"{text[start:end]} opens a longer name"
+    return None
+
+
+def company_problem(text: str, end: int) -> str | None:
+    """A company named for one of its products ("Google search", "Apple Watch")."""
+    nxt = re.match(r"\s+([A-Za-z]+)", text[end:])
+    if nxt is not None and nxt.group(1).lower() in gw.COMPANY_PRODUCT_NEXT:
+        return f"{text[:end].split()[-1]} {nxt.group(1)} is a product"
+    return None
+
+
+def celestial_problem(text: str, start: int, o: str, r: str) -> str | None:
+    """ "the Sun"/"the Moon" keep their article, planets take none ("on Earth" may
+    become "on Mars", never "on Sun"); eclipses and orbits tie a body to the text."""
+    the = previous_word(text, start) == "the"
+    with_article = gw.CELESTIAL_WITH_ARTICLE
+    if the and not (o in with_article or o == "Earth") or the and r not in with_article:
+        return f"'the {r}' is not how the body is named"
+    if not the and (o in with_article or r in with_article):
+        return f"{o if o in with_article else r} needs 'the'"
+    words = set(re.findall(r"[a-z]+", text.lower()))
+    if words & gw.CELESTIAL_TIED:
+        return "the text ties the body to its role (an eclipse, an orbit)"
+    return None
+
+
+#: Currency symbols and the currency words and codes each may stand for.
+_SYMBOL_CURRENCIES = {
+    "$": {"dollars", "USD", "CAD", "AUD"},
+    "€": {"euros", "EUR"},
+    "£": {"GBP"},
+    "¥": {"yen", "JPY"},
+    "₹": {"rupees", "INR"},
+}
+
+
+def currency_problem(text: str, r: str) -> str | None:
+    """A conversion into the currency a symbol in the text already names ("$50
+    to euros" never becomes "$50 to dollars")."""
+    for symbol, currencies in _SYMBOL_CURRENCIES.items():
+        if symbol in text and r in currencies:
+            return f"the text already names {r} by its symbol {symbol}"
+    return None
+
+
+def negation_add_problem(text: str, start: int) -> str | None:
+    """ "that are"/"who is" must open a relative clause after a noun, not ask a
+    question ("Who is the author of ...?") or follow a verb or a comma."""
+    head = text[:start].rstrip()
+    prev = previous_word(text, start)
+    if not head or head[-1:] in ",;:.?!(" or not prev:
+        return "not a relative clause after a noun"
+    if prev in gw.NOT_BEFORE_RELATIVE:
+        return f"'{prev}' before it: not a relative clause after a noun"
+    return None
+
+
+#: Identity kinds whose value a later reply may have computed with.
+_NUMERIC_KINDS = frozenset({"number", "year", "number_word", "unit", "currency"})
+
+
+def later_turn_problem(turns: list[dict[str, object]], turn: int, inner: str, o: str) -> str | None:
+    """Why a prior user turn may not be edited: a later turn repeats the detail
+    (the assistant's "Got it - 8 hours to New York") or, for a number, works with
+    numbers (the reply computed from the old value), so the conversation would
+    contradict itself."""
+    for later in turns[turn + 1 :]:
+        content = str(later.get("content", ""))
+        if re.search(rf"(?<![^\W_]){re.escape(o)}(?![^\W_])", content, re.IGNORECASE):
+            return f"a later turn repeats {o!r}"
+        if inner in _NUMERIC_KINDS and re.search(r"\d", content):
+            return "a later turn works with the numbers of the edited one"
+    return None

@@ -1,0 +1,64 @@
+"""Word lists of the context guards of stress edits
+(:mod:`cacheeval.verify.perturbation_guards` and the entity and noun rules of
+:mod:`cacheeval.verify.perturbation_rules`): the facts and neighbours that decide
+whether a swap still reads as a person's request and still changes the answer.
+Every list was written for CacheEval, from the failures of a blind audit.
+"""
+
+from __future__ import annotations
+
+#: Countries that drive on the left: a question of which side of the road swaps
+#: a country only for one that drives on the other side, so the answer changes.
+LEFT_DRIVING = frozenset(
+    """Ireland Japan Australia India Kenya Tanzania Jamaica Thailand Malaysia Indonesia
+    Singapore Pakistan Bangladesh Nepal Scotland Wales""".split()
+    + ["New Zealand", "South Africa", "Sri Lanka"]
+)
+#: Landmarks in the United States: only these answer "which US state is X in?".
+US_LANDMARKS = frozenset(
+    {"the Grand Canyon", "Yellowstone", "Yosemite", "Denali", "Mount Rushmore", "Niagara Falls",
+     "the Statue of Liberty", "the Golden Gate Bridge"}
+)  # fmt: skip
+#: Superlatives of height, depth and length: the nature nouns each fits.
+NATURE_SUPERLATIVES: dict[str, frozenset[str]] = {
+    "highest": frozenset({"mountain", "volcano"}), "tallest": frozenset({"mountain", "volcano"}),
+    "deepest": frozenset({"ocean", "lake"}), "longest": frozenset({"river", "glacier"}),
+    "widest": frozenset({"river"}), "lowest": frozenset(),
+}  # fmt: skip
+#: Bodies named with "the" ("the Sun"); the planets take none (Earth both ways).
+CELESTIAL_WITH_ARTICLE = frozenset({"Sun", "Moon"})
+#: Words that tie a body to its role in the text: an eclipse is of the Sun or the
+#: Moon, an orbit is around another body.
+CELESTIAL_TIED = frozenset(
+    """eclipse eclipses solar lunar sunlight moonlight sunrise sunset sunburn sunscreen orbit
+    orbits orbiting revolve revolves tide tides ocean oceans sea seas continent continents
+    country countries mountain mountains river rivers""".split()
+)
+#: Words after a company that make it one of its products ("Google search").
+COMPANY_PRODUCT_NEXT = frozenset(
+    """search maps drive docs sheets slides translate play store music tv pay prime watch
+    cloud assistant account phone pixel glasses card earth home photos ads analytics fonts
+    scholar books news shopping flights meet classroom forms calendar keep lens buds galaxy
+    office word teams xbox surface kindle echo alexa fire""".split()
+)
+#: Words of a place's family its first four letters do not show ("French" for
+#: France): a text that uses one is tied to the place.
+DEMONYMS: dict[str, tuple[str, ...]] = {
+    "France": ("French",), "Spain": ("Spanish", "Spaniard"), "Netherlands": ("Dutch",),
+    "Switzerland": ("Swiss",), "Greece": ("Greek",), "Ireland": ("Irish",),
+    "Scotland": ("Scottish", "Scots"), "Wales": ("Welsh",), "Denmark": ("Danish", "Dane"),
+    "Finland": ("Finnish", "Finn"), "Poland": ("Polish", "Pole"), "Thailand": ("Thai",),
+    "Philippines": ("Filipino", "Filipina"), "Peru": ("Peruvian",), "Cuba": ("Cuban",),
+    "Iceland": ("Icelandic",), "Norway": ("Norwegian",), "Sweden": ("Swedish", "Swede"),
+    "Turkey": ("Turkish",), "Wellington": ("Kiwi",), "Manchester": ("Mancunian",),
+}  # fmt: skip
+
+#: Words before "that"/"which"/"who" showing it does not open a relative clause
+#: after a noun ("I know that is ...", "so that are", "and who is").
+NOT_BEFORE_RELATIVE = frozenset(
+    """know knew think thought say says said believe sure so is are was were be mean means
+    show shows prove claim claims hope realize realise notice agree doubt heard read see
+    tell told feel guess assume suppose understand find found note and but or if because
+    than like such all what how why now just only it this of to in on for with from by
+    about at as ask asked wonder""".split()
+)
