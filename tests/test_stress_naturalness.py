@@ -116,9 +116,22 @@ def test_a_thanks_follows_only_a_request_for_help() -> None:
         "Do you notice what you are saying?",
         "any child that wants a pet can get one.",
         "The shop opens at nine.",
+        "What makes you think the cat did it?",
+        "What if the bus is late?",
+        "Buy a cheap lamp and put it by the door.",
     ):
         assert _results("closer", text) == set(), text
+        assert _results("greeting", text) == set(), text
     assert _results("closer", "How do I reverse a list?")
+
+
+def test_a_greeting_fits_what_follows() -> None:
+    made = _results("greeting", "Write a haiku about rain.", seeds=120)
+    assert made
+    # no capital after a comma, no "Quick question:" before an instruction
+    assert not any(", Write" in b or ": Write" in b or "question" in b for b in made)
+    assert any(b.startswith("Quick question: how") for b in _results(
+        "greeting", "How do I reverse a list?", seeds=200))  # fmt: skip
 
 
 def test_the_sun_and_the_moon_keep_their_article() -> None:

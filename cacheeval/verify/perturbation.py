@@ -42,12 +42,12 @@ from typing import Any
 from ..schema import ADVERSARIAL, EQUIV, HIT, MISS, PARA_SAFE, POLICY_NO_CACHE, Row
 from . import stress_lexicon as lex
 from .never_cache import request_policy
+from .perturbation_greetings import LOWERABLE_OPENERS
 from .perturbation_guards import later_turn_problem
 from .perturbation_numbers import is_year, number_shape
 from .perturbation_rules import (
     ENTITY_KINDS,
     FRAME_SLOT,
-    LOWERABLE_OPENERS,
     VALIDATORS,
     typo_target,
 )

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 
 from . import stress_guard_words as gw
+from . import stress_lexicon as lex
 from .perturbation_text import asks_for_something, is_personal, previous_word
 
 #: Kinds that reverse what a statement says: only ever applied to a request.
@@ -78,9 +79,42 @@ _FIXED_NUMBER_PHRASES = re.compile(
 
 
 def fixed_number_problem(text: str, start: int, end: int) -> str | None:
+    """A number word in a fixed expression, or counting things the text goes on
+    to list ("two suspicions: one, ...", "two of them, X and Y")."""
     for m in _FIXED_NUMBER_PHRASES.finditer(text):
         if m.start() <= start and end <= m.end():
             return f"{m.group()!r} is a fixed expression"
+    after = text[end:]
+    if ":" in after or re.search(r"\b[A-Z]\w+ (?:and|or) [A-Z]\w+", after):
+        return "the text goes on to list what the number counts"
+    return None
+
+
+#: Places, languages and peoples: a statement naming one is tied to it.
+_PLACE_WORDS = frozenset(
+    w for cls in ("city", "country", "us_state", "continent", "language") for w in lex.ENTITIES[cls]
+) | frozenset(w for words in gw.DEMONYMS.values() for w in words)
+_PLACE_PATTERN = re.compile(
+    r"(?<![\w-])(?:"
+    + "|".join(re.escape(w) for w in sorted(_PLACE_WORDS, key=len, reverse=True))
+    + r")(?![\w-])"
+)
+_REGIONS = frozenset(lex.ENTITIES["country"]) | frozenset(lex.ENTITIES["us_state"])
+
+
+def place_problem(cls: str, text: str, start: int, end: int) -> str | None:
+    """A named place, language or people swapped beside another that anchors it:
+    any other in a statement ("being Danish and living in Austria"), a country
+    or state beside a city in any text ("Kyoto, in Japan")."""
+    if cls not in NAMED_KINDS:
+        return None
+    others = [
+        m.group() for m in _PLACE_PATTERN.finditer(text) if m.end() <= start or m.start() >= end
+    ]
+    if others and not asks_for_something(text):
+        return f"a statement that also names {others[0]}: the swap breaks what it says"
+    if cls == "city" and any(o in _REGIONS for o in others):
+        return "a city beside the country or state it is in"
     return None
 
 

@@ -77,7 +77,14 @@ def number_target(text: str, start: int, end: int) -> str | None:
         return f"{token!r} is 0 or 1"
     if inside_quotes_or_code(text, start):
         return f"{token!r} is quoted"
+    for m in _CITATION.finditer(text):
+        if m.start() < start and end < m.end():
+            return f"{token!r} is a reference number ({m.group()})"
     return None
+
+
+#: A parenthesised list of reference numbers ("(1, 2)", "[3]").
+_CITATION = re.compile(r"(?<!\w)[(\[]\s*\d+(?:\s*,\s*\d+)*\s*[)\]]")
 
 
 _TIME_AFTER = re.compile(r"\s*(?:a\.?m\b|p\.?m\b|o'clock)", re.IGNORECASE)

@@ -12,12 +12,14 @@ from collections.abc import Callable
 
 from . import stress_guard_words as gw
 from . import stress_lexicon as lex
+from .perturbation_greetings import closer_validator, greeting_validator
 from .perturbation_guards import (
     celestial_problem,
     company_problem,
     currency_problem,
     date_name_problem,
     negation_add_problem,
+    place_problem,
     repeat_problem,
     statement_problem,
 )
@@ -29,7 +31,6 @@ from .perturbation_numbers import (
 from .perturbation_questions import question_focus_problem
 from .perturbation_text import (
     NAME_BEFORE,
-    REQUEST_VERBS,
     at_word_boundary,
     inside_quotes_or_code,
     is_request,
@@ -195,59 +196,6 @@ def _adjacent(o: str, r: str) -> bool:
     return len(diff) == 1 and diff[0] >= 1 and r[diff[0]] in lex.KEY_NEIGHBOURS.get(o[diff[0]], "")
 
 
-#: Question words a greeting ending in ", " or ": " may lower-case.
-LOWERABLE_OPENERS = frozenset(
-    "How What Why When Where Which Who Can Could Is Are Do Does Should Would Will".split()
-)
-
-
-def _greeting(text: str, start: int, end: int, o: str, r: str) -> str | None:
-    if not is_request(text):
-        return "a greeting before a report, not a request"
-    if start != 0 or not at_word_boundary(text, start, end) or not o:
-        return "the span is not the first word"
-    for g in lex.GREETINGS:
-        if r == g + o:
-            return None
-        if g.endswith((", ", ": ")) and o in LOWERABLE_OPENERS and r == g + o.lower():
-            return None
-    return "not a curated greeting before the first word"
-
-
-#: A question that argues with its reader rather than asking for help.
-_RHETORICAL = re.compile(
-    r"\b(?:you (?:are|were) saying|you(?:'re| are) (?:saying|claiming|asking me)|you said|"
-    r"you (?:really|even|actually) (?:believe|think|know)|do you (?:notice|realize|realise|"
-    r"not|even|really|seriously)|are you (?:serious|kidding|joking)|how dare)\b",
-    re.IGNORECASE,
-)
-
-
-def closer_problem(text: str) -> str | None:
-    """Why a thanks may not follow ``text``: it is no request for help (a
-    statement, a rhetorical question), or its last sentence is no question or
-    instruction."""
-    if not is_request(text):
-        return "a thanks after a report, not a request"
-    last = re.split(r"(?<=[.!?])\s+", text.strip())[-1]
-    first = re.match(r"[A-Za-z']+", last)
-    word = first.group().lower() if first else ""
-    if not last.endswith("?") and word not in REQUEST_VERBS:
-        return "the text does not end in a question or an instruction"
-    if _RHETORICAL.search(text):
-        return "a rhetorical question, not a request for help"
-    return None
-
-
-def _closer(text: str, start: int, end: int, o: str, r: str) -> str | None:
-    problem = closer_problem(text)
-    if problem:
-        return problem
-    if (start, end) != (len(text), len(text)) or not text.rstrip().endswith(("?", ".", "!")):
-        return "not appended after a finished request"
-    return None if r in lex.CLOSERS else "not a curated closer"
-
-
 def _pairs(pairs: tuple[tuple[str, str], ...], *, reverse: bool | None = None) -> Validator:
     allowed = pair_set(pairs, +1 if reverse is False else -1 if reverse else 0)
 
@@ -327,12 +275,17 @@ def _entity(cls: str, *, target: bool = False) -> Validator:
             return "a target language (kind 'translate_target')"
         if cls == "language" and previous_word(text, start) == "the" and not next_word(text, end):
             return f"the {o} names a people, not a language"
-        if cls == "language" and not (
-            previous_word(text, start) in lex.LANGUAGE_PREVIOUS
-            or next_word(text, end) in lex.LANGUAGE_NEXT
-            or not next_word(text, end)
+        if cls == "language" and (
+            previous_word(text, start) in gw.NATIONALITY_PREVIOUS
+            or not (
+                previous_word(text, start) in lex.LANGUAGE_PREVIOUS
+                or next_word(text, end) in lex.LANGUAGE_NEXT
+                or re.match(r"[?.!]|\s*\Z", text[end:])
+            )
         ):
             return f"{o} names people or things here, not a language"
+        if problem := place_problem(cls, text, start, end):
+            return problem
         if cls == "cuisine" and next_word(text, end) not in lex.CUISINE_NEXT:
             return "not a cuisine before a word about food"
         if cls in ("language", "country") and next_word(text, end) in lex.CUISINE_NEXT:
@@ -622,6 +575,8 @@ def _unit(text: str, start: int, end: int, o: str, r: str) -> str | None:
         return "not one unit swapped for another of its dimension and form"
     if not at_word_boundary(text, start, end):
         return "not a whole word"
+    if text[end : end + 1] == "/" or text[start - 1 : start] == "/":
+        return f"{o} is part of a compound unit (km/s)"
     if any(o in syn and r in syn for syn in lex.UNIT_SYNONYMS):
         return f"{o} and {r} are one unit"
     if a[0] == "time":
@@ -694,6 +649,11 @@ def antonym_problem(text: str, start: int, end: int, o: str, r: str) -> str | No
         return f"{o} {nxt} is a fixed expression"
     if re.search(rf"\b{re.escape(r.lower())}\b", text.lower()):
         return f"the text already names {r!r}"
+    for m in gw.ANTONYM_FIXED.finditer(text):
+        if m.start() <= start and end <= m.end():
+            return f"{m.group()!r} is a fixed expression"
+    if gw.ANTONYM_PRESUPPOSED.match(text, end):
+        return f"the rest of the text presupposes {o}"
     after = text[end : end + 1]
     if after in "(._":
         return f"{o} is code"
@@ -810,8 +770,8 @@ VALIDATORS: dict[str, Validator] = {
     "typo_drop": _typo(_dropped),
     "typo_double": _typo(_doubled),
     "typo_adjacent": _typo(_adjacent),
-    "greeting": _greeting,
-    "closer": _closer,
+    "greeting": greeting_validator,
+    "closer": closer_validator,
     "contraction": _contraction,
     "expansion": _pairs(lex.CONTRACTIONS, reverse=True),
     "modal_swap": _pairs(lex.MODAL_SWAPS),

@@ -150,12 +150,14 @@ _NOTE_REQUEST = re.compile(
 )
 
 
+#: Words that open a subordinate clause: without a question mark, a statement.
+_SUBORDINATORS = frozenset("when whenever if while as because since although though".split())
 #: Verbs that open an instruction, beyond :data:`REQUEST_VERBS`.
 _IMPERATIVES = frozenset(
     """select return print count rewrite generate implement refactor parse extract format
     merge split filter group rename reverse replace build design draw outline estimate rank
     classify simplify expand factor integrate differentiate evaluate prove derive multiply
-    divide subtract round scale search pick choose multiply sum proofread edit correct
+    divide subtract round scale search pick choose sum proofread edit correct
     shorten paraphrase rephrase tidy clean debug optimise optimize""".split()
 )
 
@@ -170,6 +172,8 @@ def asks_for_something(text: str) -> bool:
     first = re.match(r"[A-Za-z']+", text.strip())
     if first and first.group().lower() in _IMPERATIVES:
         return True
+    if first and first.group().lower() in _SUBORDINATORS and "?" not in text:
+        return False  # "When you look at the moon, you are not seeing ..."
     if not is_request(text):
         return _NOTE_REQUEST.search(text) is not None
     return "?" in text or not first or first.group().lower() not in _STATEMENT_OPENERS

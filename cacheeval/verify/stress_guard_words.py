@@ -7,6 +7,8 @@ Every list was written for CacheEval, from the failures of a blind audit.
 
 from __future__ import annotations
 
+import re
+
 #: Countries that drive on the left: a question of which side of the road swaps
 #: a country only for one that drives on the other side, so the answer changes.
 LEFT_DRIVING = frozenset(
@@ -14,6 +16,24 @@ LEFT_DRIVING = frozenset(
     Singapore Pakistan Bangladesh Nepal Scotland Wales""".split()
     + ["New Zealand", "South Africa", "Sri Lanka"]
 )
+#: Fixed expressions with a word of a curated antonym pair ("prove a negative").
+ANTONYM_FIXED = re.compile(
+    r"\b(?:prove a negative|at the end of the day|best of both worlds|in the long run|"
+    r"in the short run|long story short|first come,? first served|last but not least|"
+    r"better late than never|better safe than sorry|the sooner the better|sooner or later|"
+    r"before long|after all|first of all|at first|at last|at least|at most|at best|"
+    r"at worst|most of all|for better or worse|the best thing since|worst case|best case|"
+    r"in short|short of|long time no see|happy hour|cheap shot|short notice|short cut)\b",
+    re.IGNORECASE,
+)
+#: After a bought thing, words that presuppose the purchase ("Buy a screen and use
+#: it to ..." never becomes "Sell a screen and use it to ...").
+ANTONYM_PRESUPPOSED = re.compile(
+    r"[^.?!]*\band (?:use|put|place|keep|hang|install|set up|plug in) (?:it|them)\b",
+    re.IGNORECASE,
+)
+#: Words before a language name that make it a nationality ("I'm English").
+NATIONALITY_PREVIOUS = frozenset("i'm im am we're they're he's she's half fellow".split())
 #: Landmarks in the United States: only these answer "which US state is X in?".
 US_LANDMARKS = frozenset(
     {"the Grand Canyon", "Yellowstone", "Yosemite", "Denali", "Mount Rushmore", "Niagara Falls",

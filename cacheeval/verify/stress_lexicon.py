@@ -95,7 +95,8 @@ ENTITIES: dict[str, tuple[str, ...]] = {
 
 #: Software swaps only inside its own group (an OS for an OS, a browser for a browser).
 SOFTWARE_GROUPS: tuple[frozenset[str], ...] = (
-    frozenset({"Windows", "macOS", "Linux", "Ubuntu", "Android", "iOS"}),
+    frozenset({"Windows", "macOS", "Linux", "Ubuntu"}),
+    frozenset({"Android", "iOS"}),
     frozenset({"Chrome", "Firefox", "Safari"}),
     frozenset({"Excel", "Google Sheets"}),
     frozenset({"Gmail", "Outlook"}),
@@ -778,6 +779,8 @@ GREETINGS: tuple[str, ...] = (
     "hey, quick one: ", "Hi! ", "Hello, ", "Hey there, ", "Quick question: ", "hi, ",
     "Hi there! ", "Hey! ", "Good morning! ", "Hello! I have a question. ",
 )  # fmt: skip
+#: Greetings that announce a question: only before one.
+QUESTION_GREETINGS = frozenset({"Quick question: ", "Hello! I have a question. "})
 #: Closers appended after a request.
 CLOSERS: tuple[str, ...] = (
     " Thanks!", " Thank you.", " Thanks in advance.", " thx", " Thanks a lot!",
