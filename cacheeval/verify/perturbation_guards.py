@@ -49,11 +49,17 @@ def statement_problem(kind: str, text: str) -> str | None:
     return None
 
 
+#: A product of factors ("(x + 3)(x + 3)").
+_FACTORS = re.compile(r"\([a-z]\s*[-+]\s*\d+\)\s*\(")
+
+
 def repeat_problem(kind: str, text: str, start: int, end: int, o: str) -> str | None:
     """Why the span may not change because the text repeats it: the same token
     again (a link, an alias, a second mention) or, for a name, a word of its
     family ("Ukrainian" beside "Ukraine")."""
     token = re.escape(o)
+    if kind == "number" and _FACTORS.search(text):
+        return None  # (x + 3)(x + 3) -> (x + 3)(x + 7): another product, not a contradiction
     if len(re.findall(rf"(?<![^\W_]){token}(?![^\W_])", text)) > 1:
         return f"{o!r} occurs again in the text: one swap would leave the other"
     if kind not in NAMED_KINDS or not o[:1].isupper():
@@ -99,6 +105,9 @@ _PLACE_PATTERN = re.compile(
     + "|".join(re.escape(w) for w in sorted(_PLACE_WORDS, key=len, reverse=True))
     + r")(?![\w-])"
 )
+#: A capitalised word that does not open a sentence (a name).
+_PROPER_NAME = re.compile(r"(?<=[\w,;)] )[A-Z][\w&.-]+")
+_NOT_NAMES = frozenset({"I", "I'm", "I've", "I'd", "I'll"})
 _REGIONS = frozenset(lex.ENTITIES["country"]) | frozenset(lex.ENTITIES["us_state"])
 
 
@@ -111,8 +120,14 @@ def place_problem(cls: str, text: str, start: int, end: int) -> str | None:
     others = [
         m.group() for m in _PLACE_PATTERN.finditer(text) if m.end() <= start or m.start() >= end
     ]
-    if others and not asks_for_something(text):
+    statement = not asks_for_something(text)
+    if others and statement:
         return f"a statement that also names {others[0]}: the swap breaks what it says"
+    names = _PROPER_NAME.findall(text[:start] + " " + text[end:])
+    if statement and any(n not in _NOT_NAMES for n in names):
+        return "a statement that names other things by name: the swap breaks what it says"
+    if cls in ("country", "city") and set(re.findall(r"[a-z0-9]+", text.lower())) & gw.HISTORY_TIES:
+        return "a place in a text about its history (a war, a regime)"
     if cls == "city" and any(o in _REGIONS for o in others):
         return "a city beside the country or state it is in"
     return None

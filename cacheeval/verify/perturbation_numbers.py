@@ -80,7 +80,18 @@ def number_target(text: str, start: int, end: int) -> str | None:
     for m in _CITATION.finditer(text):
         if m.start() < start and end < m.end():
             return f"{token!r} is a reference number ({m.group()})"
+    for m in _CALL_EXAMPLE.finditer(text):
+        if m.start() < start and end <= m.end():
+            return f"{token!r} is part of a worked example ({m.group()}): the rest stays"
     return None
+
+
+#: A worked example of a function: its arguments and the result it gives
+#: ("sum_range(1, 4) is 6", "nth_prime(2) == 3", "n=2 gives 3").
+_CALL_EXAMPLE = re.compile(
+    r"\b\w+\([^()]*\)\s*(?:is|==|=|->|gives|returns|should (?:give|return))\s*-?[\d.]+"
+    r"|\b\w+\s*=\s*\d+\s*(?:gives|->|returns|is)\s*-?[\d.]+"
+)
 
 
 #: A parenthesised list of reference numbers ("(1, 2)", "[3]").

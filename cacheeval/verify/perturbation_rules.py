@@ -211,6 +211,8 @@ def _contraction(text: str, start: int, end: int, o: str, r: str) -> str | None:
     problem = _pairs(lex.CONTRACTIONS, reverse=False)(text, start, end, o, r)
     if problem:
         return problem
+    if o.lower().endswith("have") and next_word(text, end) in ("to", "got"):
+        return "'have to' is never contracted (\"I've to wait\")"
     return None if next_word(text, end) else "nothing follows the contracted words"
 
 
@@ -577,6 +579,8 @@ def _unit(text: str, start: int, end: int, o: str, r: str) -> str | None:
         return "not a whole word"
     if text[end : end + 1] == "/" or text[start - 1 : start] == "/":
         return f"{o} is part of a compound unit (km/s)"
+    if any((o in scale) != (r in scale) for scale in gw.UNIT_SCALES):
+        return f"{o} and {r} measure at different scales (180 cm in miles)"
     if any(o in syn and r in syn for syn in lex.UNIT_SYNONYMS):
         return f"{o} and {r} are one unit"
     if a[0] == "time":

@@ -32,6 +32,17 @@ ANTONYM_PRESUPPOSED = re.compile(
     r"[^.?!]*\band (?:use|put|place|keep|hang|install|set up|plug in) (?:it|them)\b",
     re.IGNORECASE,
 )
+#: Units of one dimension at a scale far from the others': a swap stays inside
+#: its scale ("Convert 180 centimetres to feet" never asks for miles).
+UNIT_SCALES: tuple[frozenset[str], ...] = (
+    frozenset("""kilometer kilometers kilometre kilometres mile miles km mi""".split()),
+    frozenset("""kilogram kilograms pound pounds kg lb lbs""".split()),
+)
+#: Words that tie a country to its history in the text ("the stupidity of WW").
+HISTORY_TIES = frozenset(
+    """war wars ww ww1 ww2 wwi wwii invasion invaded occupation regime empire colony colonies
+    reich nazi nazis soviet punished sanctions""".split()
+)
 #: Words before a language name that make it a nationality ("I'm English").
 NATIONALITY_PREVIOUS = frozenset("i'm im am we're they're he's she's half fellow".split())
 #: Landmarks in the United States: only these answer "which US state is X in?".

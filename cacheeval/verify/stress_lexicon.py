@@ -427,6 +427,14 @@ NOUN_GROUPS: dict[str, tuple[frozenset[str], ...]] = {
         frozenset({"mortgage", "car loan", "student loan", "payday loan", "home loan"}),
         frozenset({"savings account", "index fund", "annuity"}),
     ),
+    # a grain for a grain, a protein for a protein ("simmer 300 g of oatmeal in stock")
+    "food": (
+        frozenset({"rice", "pasta", "quinoa", "lentil"}),
+        frozenset({"salmon", "tofu", "beef", "pork", "egg", "steak", "shrimp"}),
+        frozenset({"potato", "broccoli", "spinach", "carrot"}),
+        frozenset({"banana", "avocado"}),
+        frozenset({"cheese", "yogurt", "oatmeal"}),
+    ),
     # pets for pets (a goat is rarely scared of fireworks at home), farm animals
     # for farm animals; a horse is both
     "animal": (
@@ -479,6 +487,7 @@ NOUN_SYNONYMS: tuple[frozenset[str], ...] = (
     frozenset({"grandmother", "grandma"}),
     frozenset({"grandfather", "grandpa"}),
     frozenset({"child", "children", "kid", "kids"}),
+    frozenset({"carpet", "rug"}),  # one cleaning answer
 )
 #: Audiences that name one reader: never swapped for each other.
 AUDIENCE_SYNONYMS: tuple[frozenset[str], ...] = (frozenset({"a five-year-old", "a child"}),)
