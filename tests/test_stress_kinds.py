@@ -103,6 +103,7 @@ EXAMPLES: dict[str, tuple[str, str | None]] = {
     "occasion": ("I forgot my sister's birthday, what should I do?", None),
     "furnishing": ("How do I get a wine stain out of my carpet?", None),
     "confusable": ("What's the difference between fewer and less?", None),
+    "blood_component": ("Which blood type is the universal donor for plasma?", "red"),
     "question_focus": ("What year did the Berlin Wall fall?", "What month did"),
 }
 CONTEXT_EXAMPLES = {

@@ -53,6 +53,20 @@ def statement_problem(kind: str, text: str) -> str | None:
 _FACTORS = re.compile(r"\([a-z]\s*[-+]\s*\d+\)\s*\(")
 
 
+#: Kinds that name a fact a "why" question takes for granted.
+_PRESUPPOSED = NAMED_KINDS | {"year", "month", "weekday", "event", "work"}
+
+
+def presupposition_problem(kind: str, text: str) -> str | None:
+    """A "why" question takes its facts for granted: "Why did remote work spread so
+    quickly in 2020?" becomes a false premise with another year."""
+    if kind in _PRESUPPOSED and re.match(r"\W*why\b", text, re.IGNORECASE):
+        return "a why-question presupposes the fact the swap changes"
+    if kind == "event" and set(re.findall(r"[a-z-]+", text.lower())) & gw.EVENT_TIES:
+        return "the text names something of that event only (the axis powers)"
+    return None
+
+
 def repeat_problem(kind: str, text: str, start: int, end: int, o: str) -> str | None:
     """Why the span may not change because the text repeats it: the same token
     again (a link, an alias, a second mention) or, for a name, a word of its

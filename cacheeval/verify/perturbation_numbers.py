@@ -41,6 +41,10 @@ _MONTH_WORDS = frozenset(
 _SERIES_AFTER = re.compile(r"\s+(?:series|model|edition|index)\b", re.IGNORECASE)
 
 
+#: A unit written against its number ("10km", "300g", "2L").
+_ATTACHED_UNIT = re.compile(r"(?:km|kg|mi|cm|mm|ft|lbs?|oz|g|l|ml|m|h|hrs?|min|gb|mb|tb)\b", re.I)
+
+
 def number_target(text: str, start: int, end: int) -> str | None:
     """Why the number at [start, end) may not change (None when it may): a whole
     token, not part of a version, a hyphenated compound, an ordinal or an id,
@@ -52,6 +56,7 @@ def number_target(text: str, start: int, end: int) -> str | None:
     after = text[end] if end < len(text) else " "
     after2 = text[end + 1] if end + 1 < len(text) else " "
     coefficient = after.islower() and not after2.isalpha() and "/" not in token
+    coefficient = coefficient or _ATTACHED_UNIT.match(text, end) is not None  # "10km"
     if before.isalnum() or before in "#.-_/:" or (after.isalnum() and not coefficient):
         return f"{token!r} is part of a longer token"
     if after in "-_/:%":

@@ -20,7 +20,9 @@ QUESTION_FOCUS: tuple[tuple[str, str], ...] = (
     ("what time is it", "what day is it"), ("what time will it be", "what day will it be"),
     ("how often", "how long"), ("do I have", "do I need"),
     ("current streak", "longest streak"), ("to async/await", "to callbacks"),
-    ("the local time", "the local date"),
+    ("the local time", "the local date"), ("in which language", "in which year"),
+    ("what language", "what year"), ("current balance", "minimum balance"),
+    ("should I do next", "did I do last"),
     ("in welchem Jahr", "in welchem Monat"), ("em que ano", "em que mês"),
     ("en qué año", "en qué mes"), ("en quelle année", "en quel mois"),
     ("in che anno", "in che mese"), ("в каком году", "в каком месяце"),
@@ -28,7 +30,8 @@ QUESTION_FOCUS: tuple[tuple[str, str], ...] = (
 #: Words of the pairs that let a prompt's words select the kind (see
 #: :mod:`cacheeval.benches.stress.triggers`).
 TRIGGERS = (
-    "year", "time", "often", "have", "streak", "await", "local", "jahr", "ano", "año", "année",
+    "year", "time", "often", "have", "streak", "await", "local", "language", "balance",
+    "next", "jahr", "ano", "año", "année",
     "anno", "году",
 )  # fmt: skip
 
@@ -64,6 +67,9 @@ def question_focus_problem(text: str, start: int, end: int, o: str, r: str) -> s
     elif low in ("what year", "which year"):
         if re.match(r"\s+(?:of|old|round|to)\b", after, re.IGNORECASE):
             return f"{o} {after.split()[0]} is not a question about a date"
+    elif low.endswith("language"):
+        if not re.search(r"\b(?:written|published|publish|wrote|released|first)\b", text, re.I):
+            return "not a question about a work's first language, which has a year too"
     elif low == "do i have":
         if not re.match(r"\s*(?:\?|\Z|left\b)", after):
             return "'do I have' does not end the question"

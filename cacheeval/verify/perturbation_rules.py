@@ -20,6 +20,7 @@ from .perturbation_guards import (
     date_name_problem,
     negation_add_problem,
     place_problem,
+    presupposition_problem,
     repeat_problem,
     statement_problem,
 )
@@ -459,6 +460,8 @@ def _work(text: str, start: int, end: int, o: str, r: str) -> str | None:
         return "a lower-case text gets a lower-case title"
     if a is None or b is None or a[0] != b[0] or a[1] == b[1]:
         return "not a work swapped for one of its medium by someone else"
+    if names(text, a[1].split()[-1]):
+        return f"the text names {a[1]}, the maker of {o}"
     if not at_word_boundary(text, start, end):
         return "not whole words"
     words = set(re.findall(r"[^\W\d_]+", text.lower()))
@@ -579,6 +582,10 @@ def _unit(text: str, start: int, end: int, o: str, r: str) -> str | None:
         return "not a whole word"
     if text[end : end + 1] == "/" or text[start - 1 : start] == "/":
         return f"{o} is part of a compound unit (km/s)"
+    same = _unit_identity(r)
+    for m in re.finditer(r"[A-Za-z]+", text):
+        if (m.end() <= start or m.start() >= end) and _unit_identity(m.group()) == same:
+            return f"the text already names {r} ({m.group()}): a conversion to itself"
     if any((o in scale) != (r in scale) for scale in gw.UNIT_SCALES):
         return f"{o} and {r} measure at different scales (180 cm in miles)"
     if any(o in syn and r in syn for syn in lex.UNIT_SYNONYMS):
@@ -596,6 +603,18 @@ def _unit(text: str, start: int, end: int, o: str, r: str) -> str | None:
         if text[end : end + 1] == "-" or (start and text[start - 1] == "-"):
             return "part of a hyphenated compound"
     return None
+
+
+def _unit_identity(word: str) -> str | None:
+    """One name per unit: its synonym set's first member, its singular, or itself."""
+    for syn in lex.UNIT_SYNONYMS:
+        if word in syn:
+            return min(syn)
+    for units in lex.UNITS.values():
+        for singular, plural in units:
+            if word in (singular, plural):
+                return singular
+    return word if unit_dimension(word) else None
 
 
 def direction_sensitive(text: str) -> bool:
@@ -635,7 +654,7 @@ def antonym_problem(text: str, start: int, end: int, o: str, r: str) -> str | No
         return "not a whole, unquoted word"
     nxt, prev = next_word(text, end), previous_word(text, start)
     low = o.lower()
-    if nxt in lex.PARTICLES:
+    if nxt in lex.PARTICLES and " " not in o:  # "axis powers in" is no phrasal verb
         return f"{o} {nxt} is a phrasal verb"
     allowed = lex.ANTONYM_NEXT.get(low)
     if allowed is not None and nxt not in allowed:
@@ -649,6 +668,10 @@ def antonym_problem(text: str, start: int, end: int, o: str, r: str) -> str | No
     required = lex.ANTONYM_REQUIRED_PREVIOUS.get(low)
     if required is not None and prev not in required:
         return f"{o} after {prev or '(start)'} is not a use the swap keeps"
+    if low in ("donor", "recipient") and not re.search(
+        r"\b(?:is|are) the universal \Z", text[:start]
+    ):
+        return "a donor or recipient that is not what a blood type is"
     if low in ("best", "worst") and nxt in lex.BEST_BLOCKED_NEXT:
         return f"{o} {nxt} is a fixed expression"
     if re.search(rf"\b{re.escape(r.lower())}\b", text.lower()):
@@ -840,6 +863,7 @@ def _guarded(kind: str, validator: Validator) -> Validator:
         return (
             validator(text, start, end, o, r)
             or statement_problem(kind, text)
+            or presupposition_problem(kind, text)
             or repeat_problem(kind, text, start, end, o)
         )
 

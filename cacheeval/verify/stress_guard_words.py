@@ -38,6 +38,11 @@ UNIT_SCALES: tuple[frozenset[str], ...] = (
     frozenset("""kilometer kilometers kilometre kilometres mile miles km mi""".split()),
     frozenset("""kilogram kilograms pound pounds kg lb lbs""".split()),
 )
+#: Words that tie an event to its own facts ("the axis powers in WW2").
+EVENT_TIES = frozenset(
+    """axis allies allied nazi nazis holocaust trenches blitz d-day pearl harbor iron curtain
+    vietcong guillotine bastille""".split()
+)
 #: Words that tie a country to its history in the text ("the stupidity of WW").
 HISTORY_TIES = frozenset(
     """war wars ww ww1 ww2 wwi wwii invasion invaded occupation regime empire colony colonies

@@ -266,6 +266,9 @@ NOUNS: dict[str, tuple[tuple[str, str], ...]] = {
     "drink": (("tea", "teas"), ("coffee", "coffees"), ("espresso", "espressos"),
               ("hot chocolate", "hot chocolates"), ("beer", "beers"), ("wine", "wines"),
               ("alcohol", ""), ("caffeine", "")),
+    # the part of blood a donor gives: the universal donor of red cells (O-) is not
+    # the universal donor of plasma (AB)
+    "blood_component": (("red cells", ""), ("red blood cells", ""), ("plasma", "")),
     # words people mix up: "the difference between affect and effect" (one order each,
     # so a pair never swaps for itself turned round)
     "confusable": (
@@ -417,7 +420,9 @@ NOUN_GROUPS: dict[str, tuple[frozenset[str], ...]] = {
     ),
     "appliance": (
         frozenset({"microwave", "toaster", "air fryer", "slow cooker", "pressure cooker",
-                   "induction hob", "gas hob", "kettle"}),
+                   "kettle"}),
+        # a hob heats a pan; an air fryer does not
+        frozenset({"induction hob", "gas hob", "induction cooktop", "gas stove"}),
         frozenset({"fridge", "freezer"}),
         frozenset({"microwave oven", "toaster oven", "convection oven"}),
         frozenset({"dishwasher", "washing machine", "tumble dryer"}),
@@ -488,6 +493,9 @@ NOUN_SYNONYMS: tuple[frozenset[str], ...] = (
     frozenset({"grandfather", "grandpa"}),
     frozenset({"child", "children", "kid", "kids"}),
     frozenset({"carpet", "rug"}),  # one cleaning answer
+    frozenset({"induction hob", "induction cooktop"}),
+    frozenset({"gas hob", "gas stove"}),
+    frozenset({"red cells", "red blood cells"}),
 )
 #: Audiences that name one reader: never swapped for each other.
 AUDIENCE_SYNONYMS: tuple[frozenset[str], ...] = (frozenset({"a five-year-old", "a child"}),)
@@ -605,6 +613,12 @@ UNIT_SYNONYMS: tuple[frozenset[str], ...] = (
     frozenset({"megabyte", "megabytes", "MB"}),
     frozenset({"gigabyte", "gigabytes", "GB"}),
     frozenset({"terabyte", "terabytes", "TB"}),
+    frozenset({"centimeter", "centimeters", "centimetre", "centimetres", "cm"}),
+    frozenset({"gram", "grams"}),
+    frozenset({"ounce", "ounces", "oz"}),
+    frozenset({"inch", "inches"}),
+    frozenset({"yard", "yards"}),
+    frozenset({"gallon", "gallons"}),
 )
 
 #: Words before a unit that make it part of a fixed expression ("leap day", "the
@@ -652,7 +666,7 @@ ANTONYMS: tuple[tuple[str, str], ...] = (
     ("start", "end"), ("beginning", "end"), ("pros", "cons"), ("disadvantages", "benefits"),
     ("solar", "lunar"), ("happy", "sad"), ("cheap", "expensive"), ("donor", "recipient"),
     ("inclusive", "exclusive"), ("checking", "savings"), ("short", "long"),
-    ("sum", "product"), ("melancholy", "cheerful"),
+    ("sum", "product"), ("melancholy", "cheerful"), ("axis powers", "allied powers"),
     ("working from home", "working in the office"), ("work from home", "work in the office"),
 )  # fmt: skip
 
@@ -728,6 +742,9 @@ ANTONYM_REQUIRED_PREVIOUS: dict[str, frozenset[str]] = {
     "start": frozenset({"the"}),
     "end": frozenset({"the"}),
     "beginning": frozenset({"the"}),
+    # "is the universal donor": a blood type, never "use as the universal recipient"
+    "donor": frozenset({"universal"}),
+    "recipient": frozenset({"universal"}),
 }
 #: Words after which "best"/"worst" is a fixed expression ("the best way to").
 BEST_BLOCKED_NEXT = frozenset("way ways practice practices friend friends regards bet".split())
