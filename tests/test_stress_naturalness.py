@@ -92,6 +92,10 @@ def _ok(kind: str, text: str, original: str, replacement: str) -> bool:
         # the maker of the work is named; a donor that is no blood type
         ("work", "In which language did Cervantes write Don Quixote?"),
         ("antonym", "Which blood type do hospitals use as the universal donor?"),
+        # a swap one letter away reads as a typo; a hotel is never a gym
+        ("venue", "Find a hotel in Lisbon for 2 guests."),
+        # "have" that owns something does not contract
+        ("contraction", "For fiction, I have little proof of it."),
         # "have to" never contracts; a count the text goes on to list
         ("contraction", "How long do I have to wait before painting?"),
         ("number_word", "I have two questions: one about tax and one about rent."),
@@ -175,7 +179,6 @@ def test_swaps_stay_in_their_group() -> None:
         ("nature", "What is the highest mountain in Europe?", "mountain"): {"volcano"},
         ("drink", "How do I brew a good cup of tea?", "tea"): {"coffee"},
         ("meal", "How much is left on my kid's lunch account?", "lunch"): {"breakfast", "dinner"},
-        ("venue", "Find a hotel in Lisbon for 2 guests.", "hotel"): {"hostel"},
         ("occasion", "I forgot my sister's birthday, what should I do?", "birthday"): {
             "anniversary",
         },
@@ -297,6 +300,32 @@ TURNS = (
     {"role": "user", "content": "I'm driving from Porto to Madrid and it takes 6 hours."},
     {"role": "assistant", "content": "Got it - 6 hours to Madrid."},
 )
+
+
+def test_lookalikes_are_never_swapped() -> None:
+    from cacheeval.verify.perturbation_guards import lookalike_problem
+
+    assert lookalike_problem("hotel", "hostel") and lookalike_problem("Austria", "Austrian")
+    assert lookalike_problem("APR", "APY") is None  # short codes differ by design
+    assert lookalike_problem("Austria", "Australia") is None
+
+
+def test_another_conversation_only_before_a_self_contained_query() -> None:
+    own = Prompt("How do I move them to a new branch?", None, TURNS, "t", 1)
+    alone = Prompt("What should I pack for a road trip?", None, TURNS, "t", 1)
+    assert all(_propose("turns_other", own, random.Random(s)) is None for s in range(20))
+    assert any(_propose("turns_other", alone, random.Random(s)) for s in range(20))
+
+
+def test_a_prior_turn_is_not_edited_where_the_query_names_the_detail() -> None:
+    turns = (
+        {"role": "user", "content": "The first coat of paint went on at noon."},
+        {"role": "assistant", "content": "Nice progress."},
+    )
+    prompt = Prompt("When can I put the second coat on?", None, turns, "t", 1)
+    for seed in range(60):
+        edit = _propose("turns_edit", prompt, random.Random(seed))
+        assert edit is None or "second" not in (edit.original, edit.replacement), edit
 
 
 def test_a_prior_turn_is_not_edited_where_a_later_turn_repeats_it() -> None:

@@ -67,6 +67,35 @@ def presupposition_problem(kind: str, text: str) -> str | None:
     return None
 
 
+def lookalike_problem(o: str, r: str) -> str | None:
+    """Two words one letter apart ("hotel" / "hostel") read as a typo of each
+    other: an annotator, and a cache, may take the swap for noise."""
+    if not (o.isalpha() and r.isalpha() and min(len(o), len(r)) >= 4):
+        return None
+    if len(o) == len(r):
+        close = sum(a != b for a, b in zip(o, r, strict=True)) <= 1
+    else:
+        short, long_ = sorted((o, r), key=len)
+        close = len(long_) - len(short) == 1 and any(
+            long_[:i] + long_[i + 1 :] == short for i in range(len(long_))
+        )
+    return f"{r!r} reads as a typo of {o!r}" if close else None
+
+
+#: Words that point back into a conversation ("How do I move them ...?").
+_BACK_REFERENCE = re.compile(
+    r"\b(?:it|its|them|they|their|that|this|those|these|there|he|she|him|her)\b|'em\b",
+    re.IGNORECASE,
+)
+
+
+def back_reference_problem(query: str) -> str | None:
+    """A query that points back into its own conversation reads as nonsense after
+    another conversation's turns."""
+    m = _BACK_REFERENCE.search(query)
+    return f"{m.group()!r} points back into the conversation" if m else None
+
+
 def repeat_problem(kind: str, text: str, start: int, end: int, o: str) -> str | None:
     """Why the span may not change because the text repeats it: the same token
     again (a link, an alias, a second mention) or, for a name, a word of its
@@ -225,11 +254,18 @@ def negation_add_problem(text: str, start: int) -> str | None:
 _NUMERIC_KINDS = frozenset({"number", "year", "number_word", "unit", "currency"})
 
 
-def later_turn_problem(turns: list[dict[str, object]], turn: int, inner: str, o: str) -> str | None:
+def later_turn_problem(
+    turns: list[dict[str, object]], turn: int, inner: str, o: str, r: str, query: str
+) -> str | None:
     """Why a prior user turn may not be edited: a later turn repeats the detail
     (the assistant's "Got it - 8 hours to New York") or, for a number, works with
-    numbers (the reply computed from the old value), so the conversation would
+    numbers (the reply computed from the old value), or the query names the old
+    or the new detail ("the first coat went on at 9" -> "the second coat ...",
+    then "When can I put the second coat on?"), so the conversation would
     contradict itself."""
+    for word in (o, r):
+        if re.search(rf"(?<![^\W_]){re.escape(word)}(?![^\W_])", query, re.IGNORECASE):
+            return f"the query names {word!r}"
     for later in turns[turn + 1 :]:
         content = str(later.get("content", ""))
         if re.search(rf"(?<![^\W_]){re.escape(o)}(?![^\W_])", content, re.IGNORECASE):

@@ -18,6 +18,7 @@ from .perturbation_guards import (
     company_problem,
     currency_problem,
     date_name_problem,
+    lookalike_problem,
     negation_add_problem,
     place_problem,
     presupposition_problem,
@@ -212,8 +213,11 @@ def _contraction(text: str, start: int, end: int, o: str, r: str) -> str | None:
     problem = _pairs(lex.CONTRACTIONS, reverse=False)(text, start, end, o, r)
     if problem:
         return problem
-    if o.lower().endswith("have") and next_word(text, end) in ("to", "got"):
+    nxt = next_word(text, end)
+    if o.lower().endswith("have") and nxt in ("to", "got"):
         return "'have to' is never contracted (\"I've to wait\")"
+    if o.lower() == "i have" and not (nxt.endswith(("ed", "en", "wn")) or nxt in gw.PARTICIPLES):
+        return f"'have' owns something here (I have {nxt}): \"I've {nxt}\" reads British at best"
     return None if next_word(text, end) else "nothing follows the contracted words"
 
 
@@ -865,6 +869,7 @@ def _guarded(kind: str, validator: Validator) -> Validator:
             or statement_problem(kind, text)
             or presupposition_problem(kind, text)
             or repeat_problem(kind, text, start, end, o)
+            or lookalike_problem(o, r)
         )
 
     return check

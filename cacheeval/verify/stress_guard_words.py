@@ -48,6 +48,13 @@ HISTORY_TIES = frozenset(
     """war wars ww ww1 ww2 wwi wwii invasion invaded occupation regime empire colony colonies
     reich nazi nazis soviet punished sanctions""".split()
 )
+#: Words after "I have" showing an auxiliary ("I have been"), where "I've" reads
+#: naturally; before anything else "have" owns something ("I have little proof").
+PARTICIPLES = frozenset(
+    """been got had made heard read seen done tried never always just already ever found
+    lost bought brought thought taught said put set run come become left kept met felt
+    spent sent built paid told sold won understood""".split()
+)
 #: Words before a language name that make it a nationality ("I'm English").
 NATIONALITY_PREVIOUS = frozenset("i'm im am we're they're he's she's half fellow".split())
 #: Landmarks in the United States: only these answer "which US state is X in?".

@@ -348,7 +348,7 @@ NOUNS: dict[str, tuple[tuple[str, str], ...]] = {
     "venue": (
         ("gym", "gyms"), ("pool", "pools"), ("library", "libraries"), ("museum", "museums"),
         ("cinema", "cinemas"), ("hotel", "hotels"), ("zoo", "zoos"), ("beach", "beaches"),
-        ("stadium", "stadiums"), ("hostel", "hostels"),
+        ("stadium", "stadiums"),
     ),
     "profession": (
         ("programmer", "programmers"), ("doctor", "doctors"), ("teacher", "teachers"),
@@ -454,10 +454,12 @@ NOUN_GROUPS: dict[str, tuple[frozenset[str], ...]] = {
     ),
     "venue": (
         frozenset({"gym", "pool", "library", "museum", "cinema", "zoo", "beach", "stadium"}),
-        frozenset({"hotel", "hostel"}),  # a stay from one date to another, for guests
+        frozenset({"hotel"}),  # a stay for guests; "hostel" reads as a typo of it
     ),
     # a day one forgets for a day one forgets, a milestone for a milestone
     "occasion": (frozenset({"birthday", "anniversary"}), frozenset({"graduation", "retirement"})),
+    # something one spills a drink on (never "over on the curtain")
+    "furnishing": (frozenset({"carpet", "rug", "sofa", "mattress"}), frozenset({"curtain"})),
     # a school's meal accounts know no brunch
     "meal": (frozenset({"breakfast", "lunch", "dinner"}),),
     "element": (
