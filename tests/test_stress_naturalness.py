@@ -92,6 +92,8 @@ def _ok(kind: str, text: str, original: str, replacement: str) -> bool:
         # the maker of the work is named; a donor that is no blood type
         ("work", "In which language did Cervantes write Don Quixote?"),
         ("antonym", "Which blood type do hospitals use as the universal donor?"),
+        # code or an error of one language stays in it
+        ("proglang", "My Python script fails:\n\nprint(1 + 'a')\n\nTypeError: bad operand"),
         # a swap one letter away reads as a typo; a hotel is never a gym
         ("venue", "Find a hotel in Lisbon for 2 guests."),
         # "have" that owns something does not contract
@@ -312,6 +314,8 @@ def test_lookalikes_are_never_swapped() -> None:
 
 def test_another_conversation_only_before_a_self_contained_query() -> None:
     own = Prompt("How do I move them to a new branch?", None, TURNS, "t", 1)
+    definite = Prompt("How much will I pay with the code?", None, TURNS, "t", 1)
+    assert all(_propose("turns_other", definite, random.Random(s)) is None for s in range(20))
     alone = Prompt("What should I pack for a road trip?", None, TURNS, "t", 1)
     assert all(_propose("turns_other", own, random.Random(s)) is None for s in range(20))
     assert any(_propose("turns_other", alone, random.Random(s)) for s in range(20))

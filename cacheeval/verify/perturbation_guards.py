@@ -82,9 +82,10 @@ def lookalike_problem(o: str, r: str) -> str | None:
     return f"{r!r} reads as a typo of {o!r}" if close else None
 
 
-#: Words that point back into a conversation ("How do I move them ...?").
+#: Words that point back into a conversation ("How do I move them ...?", "the
+#: code", "the second coat": a follow-up's definite things were named before).
 _BACK_REFERENCE = re.compile(
-    r"\b(?:it|its|them|they|their|that|this|those|these|there|he|she|him|her)\b|'em\b",
+    r"\b(?:it|its|them|they|their|that|this|those|these|there|he|she|him|her|the)\b|'em\b",
     re.IGNORECASE,
 )
 

@@ -272,6 +272,8 @@ def _entity(cls: str, *, target: bool = False) -> Validator:
             return f"{o} is part of a longer name"
         if cls == "proglang" and not set(re.findall(r"[a-z]+", text.lower())) & lex.CODE_CUES:
             return "the text is not about programming"
+        if cls == "proglang" and _CODE_SHOWN.search(text):
+            return "the text shows code or an error of that language"
         if cls == "currency" and (o in lex.CURRENCY_CODES) != (r in lex.CURRENCY_CODES):
             return "a currency code swapped for a word"
         if cls == "software" and not any(mo in g and mr in g for g in lex.SOFTWARE_GROUPS):
@@ -331,6 +333,8 @@ def _entity(cls: str, *, target: bool = False) -> Validator:
     return check
 
 
+#: Code or an error message in the text: it stays in its own language.
+_CODE_SHOWN = re.compile(r"\n|```|Traceback|\b\w+(?:Error|Exception)\b")
 #: A place inside the name of a thing ("le mur de Berlin", "the treaty of paris").
 _NAMED_AFTER_NOUN = re.compile(
     r"\b(?:mur|muro|wall|treaty|traité|tratado|battle|bataille|batalla|siege|siège|congress|"
