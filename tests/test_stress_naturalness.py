@@ -89,6 +89,8 @@ def _ok(kind: str, text: str, original: str, replacement: str) -> bool:
         ("year", "Why did prices rise so fast in 2021?"),
         ("city", "Why is Paris called the city of light?"),
         ("event", "Who led the axis powers in World War II?"),
+        ("colour", "Why is the sky blue?"),
+        ("city", "Is it cheaper to fly from Oslo to Rome or take the train?"),
         # the maker of the work is named; a donor that is no blood type
         ("work", "In which language did Cervantes write Don Quixote?"),
         ("antonym", "Which blood type do hospitals use as the universal donor?"),
@@ -119,6 +121,8 @@ def test_refused(kind: str, query: str) -> None:
         ("number", "Select rows where amount is between 100 and 500."),
         ("file_type", "Shell one-liner to count lines in all .py files, recursively."),
         ("antonym", "Sort these names in ascending order, please."),
+        # a why-question about the asker's own setup asks a new question
+        ("software", "Why does my laptop battery drain so fast on Windows?"),
     ],
 )
 def test_still_made(kind: str, query: str) -> None:

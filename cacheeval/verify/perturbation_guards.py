@@ -53,14 +53,21 @@ def statement_problem(kind: str, text: str) -> str | None:
 _FACTORS = re.compile(r"\([a-z]\s*[-+]\s*\d+\)\s*\(")
 
 
-#: Kinds that name a fact a "why" question takes for granted.
-_PRESUPPOSED = NAMED_KINDS | {"year", "month", "weekday", "event", "work"}
+#: Kinds that name a fact a "why" question takes for granted (software and a
+#: programming language name the asker's own setup, not a fact of the world).
+_PRESUPPOSED = (NAMED_KINDS - {"software", "proglang"}) | {
+    "year", "month", "weekday", "event", "work", "colour", "animal", "element", "nature",
+    "food", "drink", "material", "phenomenon",
+}  # fmt: skip
 
 
 def presupposition_problem(kind: str, text: str) -> str | None:
-    """A "why" question takes its facts for granted: "Why did remote work spread so
-    quickly in 2020?" becomes a false premise with another year."""
-    if kind in _PRESUPPOSED and re.match(r"\W*why\b", text, re.IGNORECASE):
+    """A "why" question about the world takes its facts for granted: "Why is the
+    sky blue?" or "Why did remote work spread so quickly in 2020?" becomes a false
+    premise with another colour or year. About the asker's own things ("Why does
+    my battery drain on Windows?") the swap asks a new question."""
+    why = re.match(r"\W*why\b", text, re.IGNORECASE)
+    if kind in _PRESUPPOSED and why and not is_personal(text):
         return "a why-question presupposes the fact the swap changes"
     if kind == "event" and set(re.findall(r"[a-z-]+", text.lower())) & gw.EVENT_TIES:
         return "the text names something of that event only (the axis powers)"
@@ -152,6 +159,7 @@ _PLACE_PATTERN = re.compile(
 #: A capitalised word that does not open a sentence (a name).
 _PROPER_NAME = re.compile(r"(?<=[\w,;)] )[A-Z][\w&.-]+")
 _NOT_NAMES = frozenset({"I", "I'm", "I've", "I'd", "I'll"})
+_GROUND_TRAVEL = re.compile(r"\b(?:train|trains|drive|driving|bus|coach|ferry|car|walk)\b", re.I)
 _REGIONS = frozenset(lex.ENTITIES["country"]) | frozenset(lex.ENTITIES["us_state"])
 
 
@@ -174,6 +182,8 @@ def place_problem(cls: str, text: str, start: int, end: int) -> str | None:
         return "a place in a text about its history (a war, a regime)"
     if cls == "city" and any(o in _REGIONS for o in others):
         return "a city beside the country or state it is in"
+    if cls == "city" and others and _GROUND_TRAVEL.search(text):
+        return "a trip by land between two named cities (a train from Hong Kong to Paris)"
     return None
 
 
