@@ -18,6 +18,7 @@ identity variants in three places, each guarded here:
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from . import stress_guard_words as gw
 from . import stress_lexicon as lex
@@ -104,14 +105,26 @@ def back_reference_problem(query: str) -> str | None:
     return f"{m.group()!r} points back into the conversation" if m else None
 
 
+@lru_cache(maxsize=4096)  # every option of one candidate asks again
+def _occurrences(text: str, token: str) -> int:
+    """How often ``token`` stands in ``text`` with no letter or digit against it
+    (an underscore or a link's punctuation may touch it: "History_of_Delhi")."""
+    count, at = 0, text.find(token)
+    while at >= 0 and token:
+        end = at + len(token)
+        if not (at and text[at - 1].isalnum()) and not (end < len(text) and text[end].isalnum()):
+            count += 1
+        at = text.find(token, at + 1)
+    return count
+
+
 def repeat_problem(kind: str, text: str, start: int, end: int, o: str) -> str | None:
     """Why the span may not change because the text repeats it: the same token
     again (a link, an alias, a second mention) or, for a name, a word of its
     family ("Ukrainian" beside "Ukraine")."""
-    token = re.escape(o)
     if kind == "number" and _FACTORS.search(text):
         return None  # (x + 3)(x + 3) -> (x + 3)(x + 7): another product, not a contradiction
-    if len(re.findall(rf"(?<![^\W_]){token}(?![^\W_])", text)) > 1:
+    if _occurrences(text, o) > 1:
         return f"{o!r} occurs again in the text: one swap would leave the other"
     if kind not in NAMED_KINDS or not o[:1].isupper():
         return None

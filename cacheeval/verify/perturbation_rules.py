@@ -613,16 +613,24 @@ def _unit(text: str, start: int, end: int, o: str, r: str) -> str | None:
     return None
 
 
-def _unit_identity(word: str) -> str | None:
-    """One name per unit: its synonym set's first member, its singular, or itself."""
-    for syn in lex.UNIT_SYNONYMS:
-        if word in syn:
-            return min(syn)
+def _unit_identities() -> dict[str, str]:
+    out: dict[str, str] = {}
     for units in lex.UNITS.values():
         for singular, plural in units:
-            if word in (singular, plural):
-                return singular
-    return word if unit_dimension(word) else None
+            out[singular] = out[plural] = singular
+    for abbreviations in lex.UNIT_ABBREVIATIONS.values():
+        out.update((a, a) for a in abbreviations)
+    for syn in lex.UNIT_SYNONYMS:
+        out.update((w, min(syn)) for w in syn)
+    return out
+
+
+#: One name per unit: its synonym set's first member, its singular, or itself.
+_UNIT_IDENTITY = _unit_identities()
+
+
+def _unit_identity(word: str) -> str | None:
+    return _UNIT_IDENTITY.get(word)
 
 
 def direction_sensitive(text: str) -> bool:

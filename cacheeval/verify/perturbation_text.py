@@ -4,6 +4,7 @@ case forms, proper names, requests."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from .never_cache import ASKING_START
 
@@ -162,6 +163,7 @@ _IMPERATIVES = frozenset(
 )
 
 
+@lru_cache(maxsize=4096)  # asked once per candidate edit of the same text
 def asks_for_something(text: str) -> bool:
     """:func:`is_request`, less the statements it lets through by their first word.
 
@@ -193,6 +195,7 @@ _FIRST_PERSON = re.compile(
 )
 
 
+@lru_cache(maxsize=4096)
 def is_personal(text: str) -> bool:
     """Whether ``text`` speaks of the writer's own life (a first-person pronoun
     outside a hedge such as "I think" or "in my opinion").
