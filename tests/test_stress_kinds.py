@@ -102,6 +102,9 @@ EXAMPLES: dict[str, tuple[str, str | None]] = {
     "comparison": ("Solve 2k + 5 > 17 for k.", "2k + 5 < 17"),
     "occasion": ("I forgot my sister's birthday, what should I do?", None),
     "furnishing": ("How do I get a wine stain out of my carpet?", None),
+    "confusable": ("What's the difference between fewer and less?", None),
+    "blood_component": ("Which blood type is the universal donor for plasma?", "red"),
+    "question_focus": ("What year did the Berlin Wall fall?", "What month did"),
 }
 CONTEXT_EXAMPLES = {
     "system_prompt_other": Prompt("How do I reverse a list?", None, None, "t", 1),
@@ -187,7 +190,7 @@ def test_a_range_keeps_its_order() -> None:
         ("language", "Who runs the German football federation?"),
         ("punct_end", 'What does "carpe diem" mean in "Dead Poets Society"'),
         ("comparison", "Return 0 when hi < lo."),
-        ("work", "¿Quién escribió Don Quijote?"),
+        ("work", "¿Quién escribió Moby Dick?"),  # no English title in a Spanish question
         # clock times, and a range the change would turn round
         ("number", "Is it fine to sleep from 11 p.m. to 7 a.m.?"),
         # a negated yes/no question asks what the positive one asks

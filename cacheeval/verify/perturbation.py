@@ -42,11 +42,12 @@ from typing import Any
 from ..schema import ADVERSARIAL, EQUIV, HIT, MISS, PARA_SAFE, POLICY_NO_CACHE, Row
 from . import stress_lexicon as lex
 from .never_cache import request_policy
+from .perturbation_greetings import LOWERABLE_OPENERS
+from .perturbation_guards import back_reference_problem, later_turn_problem
 from .perturbation_numbers import is_year, number_shape
 from .perturbation_rules import (
     ENTITY_KINDS,
     FRAME_SLOT,
-    LOWERABLE_OPENERS,
     VALIDATORS,
     typo_target,
 )
@@ -121,6 +122,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "negation_remove": ("identity", ADVERSARIAL),
     "negation_add": ("identity", ADVERSARIAL),
     "comparison": ("identity", ADVERSARIAL),
+    "question_focus": ("identity", ADVERSARIAL),
     "with_without": ("identity", ADVERSARIAL),
     # context: the same query under another user or after other turns (MISS by the
     # key, as in the benchmark: a prior turn's detail need not change every answer)
@@ -202,7 +204,7 @@ def edit_problem(row: Row, p: dict[str, Any]) -> str | None:
         turns_b = [dict(t) for t in row.context_b or ()]
         if turns_b not in [_turns(t) for t in lex.OTHER_TURNS] or same_turns:
             return "side b's turns are not another curated conversation"
-        return None
+        return back_reference_problem(row.query_a)
     if field == "context" and kind == "turns_edit":
         return _turn_edit_problem(row, p)
     return f"{kind} does not edit field {field!r}"
@@ -225,7 +227,9 @@ def _turn_edit_problem(row: Row, p: dict[str, Any]) -> str | None:
     problem = _span_problem(ta, tb, p)
     if problem:
         return problem
-    return VALIDATORS[edit](ta, p["start"], p["end"], p["original"], p["replacement"])
+    return VALIDATORS[edit](
+        ta, p["start"], p["end"], p["original"], p["replacement"]
+    ) or later_turn_problem(a, turn, edit, p["original"], p["replacement"], row.query_a)
 
 
 def check(row: Row) -> Check:

@@ -3,9 +3,11 @@ which numbers, years and number words may change, and into what."""
 
 from __future__ import annotations
 
+import math
 import re
 
 from . import stress_lexicon as lex
+from .perturbation_guards import fixed_number_problem
 from .perturbation_text import at_word_boundary, inside_quotes_or_code, next_word, part_of_name
 
 _NUMBER = re.compile(
@@ -39,6 +41,10 @@ _MONTH_WORDS = frozenset(
 _SERIES_AFTER = re.compile(r"\s+(?:series|model|edition|index)\b", re.IGNORECASE)
 
 
+#: A unit written against its number ("10km", "300g", "2L").
+_ATTACHED_UNIT = re.compile(r"(?:km|kg|mi|cm|mm|ft|lbs?|oz|g|l|ml|m|h|hrs?|min|gb|mb|tb)\b", re.I)
+
+
 def number_target(text: str, start: int, end: int) -> str | None:
     """Why the number at [start, end) may not change (None when it may): a whole
     token, not part of a version, a hyphenated compound, an ordinal or an id,
@@ -50,6 +56,7 @@ def number_target(text: str, start: int, end: int) -> str | None:
     after = text[end] if end < len(text) else " "
     after2 = text[end + 1] if end + 1 < len(text) else " "
     coefficient = after.islower() and not after2.isalpha() and "/" not in token
+    coefficient = coefficient or _ATTACHED_UNIT.match(text, end) is not None  # "10km"
     if before.isalnum() or before in "#.-_/:" or (after.isalnum() and not coefficient):
         return f"{token!r} is part of a longer token"
     if after in "-_/:%":
@@ -75,7 +82,25 @@ def number_target(text: str, start: int, end: int) -> str | None:
         return f"{token!r} is 0 or 1"
     if inside_quotes_or_code(text, start):
         return f"{token!r} is quoted"
+    for m in _CITATION.finditer(text):
+        if m.start() < start and end < m.end():
+            return f"{token!r} is a reference number ({m.group()})"
+    for m in _CALL_EXAMPLE.finditer(text):
+        if m.start() < start and end <= m.end():
+            return f"{token!r} is part of a worked example ({m.group()}): the rest stays"
     return None
+
+
+#: A worked example of a function: its arguments and the result it gives
+#: ("sum_range(1, 4) is 6", "nth_prime(2) == 3", "n=2 gives 3").
+_CALL_EXAMPLE = re.compile(
+    r"\b\w+\([^()]*\)\s*(?:is|==|=|->|gives|returns|should (?:give|return))\s*-?[\d.]+"
+    r"|\b\w+\s*=\s*\d+\s*(?:gives|->|returns|is)\s*-?[\d.]+"
+)
+
+
+#: A parenthesised list of reference numbers ("(1, 2)", "[3]").
+_CITATION = re.compile(r"(?<!\w)[(\[]\s*\d+(?:\s*,\s*\d+)*\s*[)\]]")
 
 
 _TIME_AFTER = re.compile(r"\s*(?:a\.?m\b|p\.?m\b|o'clock)", re.IGNORECASE)
@@ -128,6 +153,9 @@ def number_rule(text: str, start: int, end: int, o: str, r: str) -> str | None:
             or number_value(r) == number_value(o)
         ):
             return f"{r!r} is not another proper fraction over the same denominator"
+        num, den = (int(x) for x in r.split("/"))
+        if math.gcd(num, den) != 1 and math.gcd(*(int(x) for x in o.split("/"))) == 1:
+            return f"{r!r} is not in lowest terms (nobody writes 4/8)"
         return None
     if number_value(r) in (0.0, 1.0) or number_value(o) == number_value(r):
         return f"{r!r} does not change the value to another one above 1"
@@ -164,4 +192,4 @@ def number_word_rule(text: str, start: int, end: int, o: str, r: str) -> str | N
         return "the text counts the same things again (both, either, pair)"
     if not at_word_boundary(text, start, end):
         return "not a whole word"
-    return range_or_time_problem(text, start, end, r)
+    return fixed_number_problem(text, start, end) or range_or_time_problem(text, start, end, r)

@@ -10,12 +10,27 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from . import stress_guard_words as gw
 from . import stress_lexicon as lex
+from .perturbation_greetings import closer_validator, greeting_validator
+from .perturbation_guards import (
+    celestial_problem,
+    company_problem,
+    currency_problem,
+    date_name_problem,
+    lookalike_problem,
+    negation_add_problem,
+    place_problem,
+    presupposition_problem,
+    repeat_problem,
+    statement_problem,
+)
 from .perturbation_numbers import (
     number_rule,
     number_word_rule,
     year_rule,
 )
+from .perturbation_questions import question_focus_problem
 from .perturbation_text import (
     NAME_BEFORE,
     at_word_boundary,
@@ -183,33 +198,6 @@ def _adjacent(o: str, r: str) -> bool:
     return len(diff) == 1 and diff[0] >= 1 and r[diff[0]] in lex.KEY_NEIGHBOURS.get(o[diff[0]], "")
 
 
-#: Question words a greeting ending in ", " or ": " may lower-case.
-LOWERABLE_OPENERS = frozenset(
-    "How What Why When Where Which Who Can Could Is Are Do Does Should Would Will".split()
-)
-
-
-def _greeting(text: str, start: int, end: int, o: str, r: str) -> str | None:
-    if not is_request(text):
-        return "a greeting before a report, not a request"
-    if start != 0 or not at_word_boundary(text, start, end) or not o:
-        return "the span is not the first word"
-    for g in lex.GREETINGS:
-        if r == g + o:
-            return None
-        if g.endswith((", ", ": ")) and o in LOWERABLE_OPENERS and r == g + o.lower():
-            return None
-    return "not a curated greeting before the first word"
-
-
-def _closer(text: str, start: int, end: int, o: str, r: str) -> str | None:
-    if not is_request(text):
-        return "a thanks after a report, not a request"
-    if (start, end) != (len(text), len(text)) or not text.rstrip().endswith(("?", ".", "!")):
-        return "not appended after a finished request"
-    return None if r in lex.CLOSERS else "not a curated closer"
-
-
 def _pairs(pairs: tuple[tuple[str, str], ...], *, reverse: bool | None = None) -> Validator:
     allowed = pair_set(pairs, +1 if reverse is False else -1 if reverse else 0)
 
@@ -225,6 +213,11 @@ def _contraction(text: str, start: int, end: int, o: str, r: str) -> str | None:
     problem = _pairs(lex.CONTRACTIONS, reverse=False)(text, start, end, o, r)
     if problem:
         return problem
+    nxt = next_word(text, end)
+    if o.lower().endswith("have") and nxt in ("to", "got"):
+        return "'have to' is never contracted (\"I've to wait\")"
+    if o.lower() == "i have" and not (nxt.endswith(("ed", "en", "wn")) or nxt in gw.PARTICIPLES):
+        return f"'have' owns something here (I have {nxt}): \"I've {nxt}\" reads British at best"
     return None if next_word(text, end) else "nothing follows the contracted words"
 
 
@@ -279,6 +272,8 @@ def _entity(cls: str, *, target: bool = False) -> Validator:
             return f"{o} is part of a longer name"
         if cls == "proglang" and not set(re.findall(r"[a-z]+", text.lower())) & lex.CODE_CUES:
             return "the text is not about programming"
+        if cls == "proglang" and _CODE_SHOWN.search(text):
+            return "the text shows code or an error of that language"
         if cls == "currency" and (o in lex.CURRENCY_CODES) != (r in lex.CURRENCY_CODES):
             return "a currency code swapped for a word"
         if cls == "software" and not any(mo in g and mr in g for g in lex.SOFTWARE_GROUPS):
@@ -289,12 +284,17 @@ def _entity(cls: str, *, target: bool = False) -> Validator:
             return "a target language (kind 'translate_target')"
         if cls == "language" and previous_word(text, start) == "the" and not next_word(text, end):
             return f"the {o} names a people, not a language"
-        if cls == "language" and not (
-            previous_word(text, start) in lex.LANGUAGE_PREVIOUS
-            or next_word(text, end) in lex.LANGUAGE_NEXT
-            or not next_word(text, end)
+        if cls == "language" and (
+            previous_word(text, start) in gw.NATIONALITY_PREVIOUS
+            or not (
+                previous_word(text, start) in lex.LANGUAGE_PREVIOUS
+                or next_word(text, end) in lex.LANGUAGE_NEXT
+                or re.match(r"[?.!]|\s*\Z", text[end:])
+            )
         ):
             return f"{o} names people or things here, not a language"
+        if problem := place_problem(cls, text, start, end):
+            return problem
         if cls == "cuisine" and next_word(text, end) not in lex.CUISINE_NEXT:
             return "not a cuisine before a word about food"
         if cls in ("language", "country") and next_word(text, end) in lex.CUISINE_NEXT:
@@ -305,6 +305,25 @@ def _entity(cls: str, *, target: bool = False) -> Validator:
             names(text, m) for m in lex.ENTITIES[cls] if m != mo
         ):
             return f"the text names another {cls} (a range the swap could turn round)"
+        if cls in ("month", "weekday") and o == mo:
+            problem = date_name_problem(text, start, end)
+            if problem:
+                return problem
+        if cls == "company" and (problem := company_problem(text, end)):
+            return problem
+        if cls == "celestial" and (problem := celestial_problem(text, start, mo, mr)):
+            return problem
+        if cls == "currency" and (problem := currency_problem(text, mr)):
+            return problem
+        if cls == "landmark" and re.search(r"\bstate\b", text, re.I) and mr not in gw.US_LANDMARKS:
+            return f"{mr} is in no US state"
+        if cls in ("city", "country") and _NAMED_AFTER_NOUN.search(text, 0, start):
+            return f"{o} names a wall, a treaty or a battle here"
+        if cls == "country" and _DRIVING_SIDE.search(text):
+            if (mo in gw.LEFT_DRIVING) == (mr in gw.LEFT_DRIVING):
+                return f"{mo} and {mr} drive on the same side: the answer stays"
+        elif _EITHER_WAY.search(text):
+            return "a question with two possible answers: the swap may keep the answer"
         if cls == "first_name":
             words = set(re.findall(r"[a-z-]+", text.lower()))
             if previous_word(text, start) not in lex.NAME_CUES or not words & lex.WRITING_WORDS:
@@ -312,6 +331,22 @@ def _entity(cls: str, *, target: bool = False) -> Validator:
         return None
 
     return check
+
+
+#: Code or an error message in the text: it stays in its own language.
+_CODE_SHOWN = re.compile(r"\n|```|Traceback|\b\w+(?:Error|Exception)\b")
+#: A place inside the name of a thing ("le mur de Berlin", "the treaty of paris").
+_NAMED_AFTER_NOUN = re.compile(
+    r"\b(?:mur|muro|wall|treaty|traité|tratado|battle|bataille|batalla|siege|siège|congress|"
+    r"university|université|universidad|council|concilio|peace|paix|pace)\s+(?:of|de|di|du)\s+\Z",
+    re.IGNORECASE,
+)
+#: The question of which side of the road a country drives on.
+_DRIVING_SIDE = re.compile(
+    r"(?=.*\b(?:which side|left or (?:the )?right)\b).*\b(?:drive|driving|road)\b", re.I
+)
+#: Questions with two answers: another place or name gives the same one half the time.
+_EITHER_WAY = re.compile(r"\b(?:which side|left or (?:the )?right|yes or no)\b", re.IGNORECASE)
 
 
 def _cjk_element(text: str, start: int, end: int, o: str, r: str) -> str | None:
@@ -363,6 +398,9 @@ def _noun(cls: str) -> Validator:
                 and any(b[0] in g for g in groups)
             ):
                 return f"{a[0]} and {b[0]} are not in one group of {cls}"
+        fit = gw.NATURE_SUPERLATIVES.get(previous_word(text, start)) if cls == "nature" else None
+        if fit is not None and not (a[0] in fit and b[0] in fit):
+            return f"'{previous_word(text, start)} {b[0]}' is not what the superlative measures"
         if cls == "element":
             words = set(re.findall(r"[^\W\d_]+", text.lower()))
             if not words & lex.ELEMENT_CUES:
@@ -374,6 +412,9 @@ def _noun(cls: str) -> Validator:
         if not at_word_boundary(text, start, end) or inside_quotes_or_code(text, start):
             return "not a whole, unquoted word"
         nxt, prev = next_word(text, end), previous_word(text, start)
+        if cls == "subject" and nxt in lex.SUBJECT_WORK_NEXT:
+            if len(text.split()) > 8 or ":" in text or "\n" in text:
+                return f"{o} {nxt} in a longer request: the work itself stays {o}"
         if nxt in lex.NOUN_BLOCKED_NEXT.get(cls, frozenset()):
             return f"{o} {nxt} is a fixed expression"
         required = lex.NOUN_REQUIRED_NEXT.get(cls)
@@ -427,16 +468,27 @@ def _work(text: str, start: int, end: int, o: str, r: str) -> str | None:
         return "a lower-case text gets a lower-case title"
     if a is None or b is None or a[0] != b[0] or a[1] == b[1]:
         return "not a work swapped for one of its medium by someone else"
+    if names(text, a[1].split()[-1]):
+        return f"the text names {a[1]}, the maker of {o}"
     if not at_word_boundary(text, start, end):
         return "not whole words"
-    lang_o = lex.WORK_LANGUAGES.get(o) or lex.WORK_LANGUAGES.get(_WORK_TITLE.get(o, ""), "en")
-    lang_r = lex.WORK_LANGUAGES.get(r) or lex.WORK_LANGUAGES.get(_WORK_TITLE.get(r, ""), "en")
-    if lang_o != lang_r or (lang_o == "en" and not text.isascii()):
-        return "a title swapped into a question in another language"
     words = set(re.findall(r"[^\W\d_]+", text.lower()))
+    langs_o, langs_r = _work_languages(o), _work_languages(r)
+    if len(langs_o) > 1:  # a title several languages share: the question's words decide
+        cues = {lex.WORK_CUE_LANGUAGES[w] for w in words if w in lex.WORK_CUE_LANGUAGES}
+        langs_o = langs_o & cues if len(langs_o & cues) == 1 else langs_o
+    if len(langs_o) != 1 or not langs_o <= langs_r or ("en" in langs_o and not text.isascii()):
+        return "a title swapped into a question in another language"
     if not words & lex.WORK_CUES:
         return "the question is not about the work's maker or date"
+    if words & lex.WORK_PART_WORDS:
+        return "a question about one part of the work"
     return None
+
+
+def _work_languages(title: str) -> frozenset[str]:
+    langs = lex.WORK_LANGUAGES.get(title) or lex.WORK_LANGUAGES.get(_WORK_TITLE.get(title, ""))
+    return frozenset((langs or "en").split())
 
 
 _EVENT_ID = dict(lex.EVENTS)
@@ -472,8 +524,10 @@ def _file_type(text: str, start: int, end: int, o: str, r: str) -> str | None:
     dot_before = text[start - 2] if start >= 2 else " "
     if start == 0 or text[start - 1] != "." or not (dot_before.isalnum() or dot_before in " *"):
         return "not a file extension"
-    if end < len(text) and (text[end].isalnum() or text[end] in "_"):
-        return "not a whole extension"
+    if end < len(text) and (text[end].isalnum() or text[end] in "_("):
+        return "not a whole extension (or a method call: res.json())"
+    if inside_quotes_or_code(text, start):
+        return "inside code"
     return None
 
 
@@ -492,19 +546,31 @@ def _ordinal(text: str, start: int, end: int, o: str, r: str) -> str | None:
     words = lex.ORDINALS
     if o.lower() not in words or r.lower() not in words or o.lower() == r.lower():
         return "not one ordinal swapped for another"
-    if not same_case_form(o, r, o.lower(), r.lower()):
-        return "the case form changed"
+    if not same_case_form(o, r, o.lower(), r.lower()) or o[0].isdigit() != r[0].isdigit():
+        return "the case form changed, or a word for digits"
     if not at_word_boundary(text, start, end):
         return "not a whole word"
     nxt = text[end:].split(maxsplit=1)
     follower = nxt[0] if nxt else ""
     if not (follower[:1].isupper() or follower.lower().strip("?.,!") in lex.ORDINAL_NEXT):
         return "the ordinal does not pick a thing here"
+    step = _ordinal_rank(r) - _ordinal_rank(o)
+    if step not in (-1, 1):
+        return "an ordinal moved more than one place (the sixth coat of paint)"
+    if follower.lower().startswith("coat") and step < 0:
+        return "an earlier coat than the one asked about is already on"
+    if follower == "World" and _ordinal_rank(r) > 2:
+        return "there were two world wars"
     if NAME_BEFORE.search(text, 0, start) and not re.search(
         r"(?:^|[.?!]\s+)\S*\s*\Z", text[:start]
     ):
         return "the ordinal is part of a longer name (Thomson First Call)"
     return None
+
+
+def _ordinal_rank(word: str) -> int:
+    index = lex.ORDINALS.index(word.lower())
+    return index % 6 + 1  # six words, then six in digits
 
 
 def _translate_target(text: str, start: int, end: int, o: str, r: str) -> str | None:
@@ -522,6 +588,14 @@ def _unit(text: str, start: int, end: int, o: str, r: str) -> str | None:
         return "not one unit swapped for another of its dimension and form"
     if not at_word_boundary(text, start, end):
         return "not a whole word"
+    if text[end : end + 1] == "/" or text[start - 1 : start] == "/":
+        return f"{o} is part of a compound unit (km/s)"
+    same = _unit_identity(r)
+    for m in re.finditer(r"[A-Za-z]+", text):
+        if (m.end() <= start or m.start() >= end) and _unit_identity(m.group()) == same:
+            return f"the text already names {r} ({m.group()}): a conversion to itself"
+    if any((o in scale) != (r in scale) for scale in gw.UNIT_SCALES):
+        return f"{o} and {r} measure at different scales (180 cm in miles)"
     if any(o in syn and r in syn for syn in lex.UNIT_SYNONYMS):
         return f"{o} and {r} are one unit"
     if a[0] == "time":
@@ -531,9 +605,32 @@ def _unit(text: str, start: int, end: int, o: str, r: str) -> str | None:
         counted = counted or before.lower().endswith("number of")
         if not counted or next_word(text, end) in lex.UNIT_BLOCKED_NEXT:
             return "a day, week or month that is not a counted length of time"
+        count = re.search(r"(\d+)\s*\Z", before)
+        if count is not None and int(count.group(1)) > 12:
+            return "a long count of days, weeks or months: the other unit reads absurdly"
         if text[end : end + 1] == "-" or (start and text[start - 1] == "-"):
             return "part of a hyphenated compound"
     return None
+
+
+def _unit_identities() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for units in lex.UNITS.values():
+        for singular, plural in units:
+            out[singular] = out[plural] = singular
+    for abbreviations in lex.UNIT_ABBREVIATIONS.values():
+        out.update((a, a) for a in abbreviations)
+    for syn in lex.UNIT_SYNONYMS:
+        out.update((w, min(syn)) for w in syn)
+    return out
+
+
+#: One name per unit: its synonym set's first member, its singular, or itself.
+_UNIT_IDENTITY = _unit_identities()
+
+
+def _unit_identity(word: str) -> str | None:
+    return _UNIT_IDENTITY.get(word)
 
 
 def direction_sensitive(text: str) -> bool:
@@ -573,7 +670,7 @@ def antonym_problem(text: str, start: int, end: int, o: str, r: str) -> str | No
         return "not a whole, unquoted word"
     nxt, prev = next_word(text, end), previous_word(text, start)
     low = o.lower()
-    if nxt in lex.PARTICLES:
+    if nxt in lex.PARTICLES and " " not in o:  # "axis powers in" is no phrasal verb
         return f"{o} {nxt} is a phrasal verb"
     allowed = lex.ANTONYM_NEXT.get(low)
     if allowed is not None and nxt not in allowed:
@@ -587,10 +684,19 @@ def antonym_problem(text: str, start: int, end: int, o: str, r: str) -> str | No
     required = lex.ANTONYM_REQUIRED_PREVIOUS.get(low)
     if required is not None and prev not in required:
         return f"{o} after {prev or '(start)'} is not a use the swap keeps"
+    if low in ("donor", "recipient") and not re.search(
+        r"\b(?:is|are) the universal \Z", text[:start]
+    ):
+        return "a donor or recipient that is not what a blood type is"
     if low in ("best", "worst") and nxt in lex.BEST_BLOCKED_NEXT:
         return f"{o} {nxt} is a fixed expression"
     if re.search(rf"\b{re.escape(r.lower())}\b", text.lower()):
         return f"the text already names {r!r}"
+    for m in gw.ANTONYM_FIXED.finditer(text):
+        if m.start() <= start and end <= m.end():
+            return f"{m.group()!r} is a fixed expression"
+    if gw.ANTONYM_PRESUPPOSED.match(text, end):
+        return f"the rest of the text presupposes {o}"
     after = text[end : end + 1]
     if after in "(._":
         return f"{o} is code"
@@ -639,6 +745,8 @@ def _negation_remove(text: str, start: int, end: int, o: str, r: str) -> str | N
         return problem
     if previous_word(text, start) in ("who", "that", "which"):
         return None
+    if re.search(r"\bthen\b", text[end:], re.IGNORECASE):
+        return "the conditional's 'then' clause presupposes the negation"
     # a yes/no question keeps its answer negated ("Isn't X Y?" asks what "Is X Y?"
     # asks); after why, if or when the negation is the question's content
     words = {w.lower() for w in re.findall(r"[A-Za-z']+", text[:start])}
@@ -672,7 +780,7 @@ def _negation_add(text: str, start: int, end: int, o: str, r: str) -> str | None
         return "nothing the negation could govern follows"
     if nxt in lex.NEGATABLE_BLOCKED_NEXT or (o.endswith("have") and nxt.endswith(("ed", "en"))):
         return f"{o} is an auxiliary here ({o} {nxt})"
-    return None
+    return negation_add_problem(text, start)
 
 
 def _with_without(text: str, start: int, end: int, o: str, r: str) -> str | None:
@@ -705,8 +813,8 @@ VALIDATORS: dict[str, Validator] = {
     "typo_drop": _typo(_dropped),
     "typo_double": _typo(_doubled),
     "typo_adjacent": _typo(_adjacent),
-    "greeting": _greeting,
-    "closer": _closer,
+    "greeting": greeting_validator,
+    "closer": closer_validator,
     "contraction": _contraction,
     "expansion": _pairs(lex.CONTRACTIONS, reverse=True),
     "modal_swap": _pairs(lex.MODAL_SWAPS),
@@ -730,6 +838,7 @@ VALIDATORS: dict[str, Validator] = {
     "negation_remove": _negation_remove,
     "negation_add": _negation_add,
     "comparison": _comparison,
+    "question_focus": question_focus_problem,
     "with_without": _with_without,
 }
 
@@ -760,5 +869,26 @@ def _with_article(validator: Validator) -> Validator:
     return check
 
 
+#: Noise kinds: the rest are identity edits, which the statement and repeat guards
+#: of :mod:`cacheeval.verify.perturbation_guards` also check.
+NOISE_KINDS = frozenset(list(VALIDATORS)[: list(VALIDATORS).index("number")])
+
+
+def _guarded(kind: str, validator: Validator) -> Validator:
+    def check(text: str, start: int, end: int, o: str, r: str) -> str | None:
+        return (
+            validator(text, start, end, o, r)
+            or statement_problem(kind, text)
+            or presupposition_problem(kind, text)
+            or repeat_problem(kind, text, start, end, o)
+            or lookalike_problem(o, r)
+        )
+
+    return check
+
+
 #: Every validator also checks that "a"/"an" before the span still fits.
-VALIDATORS = {kind: _with_article(v) for kind, v in VALIDATORS.items()}
+VALIDATORS = {
+    kind: _with_article(v if kind in NOISE_KINDS else _guarded(kind, v))
+    for kind, v in VALIDATORS.items()
+}

@@ -4,6 +4,7 @@ case forms, proper names, requests."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from .never_cache import ASKING_START
 
@@ -133,6 +134,77 @@ def is_request(text: str) -> bool:
         return True
     # typed requests often lack a full stop; reports end with one
     return not stripped.endswith((".", '."', ".'", "!")) and len(stripped.split()) <= 15
+
+
+#: First words that open a statement, not a request, when no question mark follows
+#: ("Let me share my view ...", "Any woman who wants one can get it.").
+_STATEMENT_OPENERS = frozenset({"let", "any"})
+
+
+#: Requests typed as notes: "please", a clause opening with an instruction
+#: ("...; scale it for 6"), "Need a ...", "Shell one-liner to ...".
+_NOTE_REQUEST = re.compile(
+    r"\bplease\b|(?:^|[.;:!?]\s+)(?:" + "|".join(sorted(REQUEST_VERBS)) + r"|scale|need|want"
+    r")\b|^(?:an? )?(?:[\w+#-]+ ){0,3}(?:one-liner|function|script|regex|snippet|program|"
+    r"query|command|poem|haiku|story|email|letter|summary|outline)s? (?:to|that|which|for)\b",
+    re.IGNORECASE,
+)
+
+
+#: Words that open a subordinate clause: without a question mark, a statement.
+_SUBORDINATORS = frozenset("when whenever if while as because since although though".split())
+#: Verbs that open an instruction, beyond :data:`REQUEST_VERBS`.
+_IMPERATIVES = frozenset(
+    """select return print count rewrite generate implement refactor parse extract format
+    merge split filter group rename reverse replace build design draw outline estimate rank
+    classify simplify expand factor integrate differentiate evaluate prove derive multiply
+    divide subtract round scale search pick choose sum proofread edit correct
+    shorten paraphrase rephrase tidy clean debug optimise optimize""".split()
+)
+
+
+@lru_cache(maxsize=4096)  # asked once per candidate edit of the same text
+def asks_for_something(text: str) -> bool:
+    """:func:`is_request`, less the statements it lets through by their first word.
+
+    >>> asks_for_something("Let me share my opinion as a citizen."), asks_for_something(
+    ...     "Any tips for a first marathon?")
+    (False, True)
+    """
+    first = re.match(r"[A-Za-z']+", text.strip())
+    if first and first.group().lower() in _IMPERATIVES:
+        return True
+    if first and first.group().lower() in _SUBORDINATORS and "?" not in text:
+        return False  # "When you look at the moon, you are not seeing ..."
+    if not is_request(text):
+        return _NOTE_REQUEST.search(text) is not None
+    return "?" in text or not first or first.group().lower() not in _STATEMENT_OPENERS
+
+
+#: Phrases where "I"/"me"/"my" only frame an opinion about the world ("I think the
+#: academic year starts in September"): the statement is still one of fact.
+_HEDGES = re.compile(
+    r"\b(?:I (?:think|guess|believe|agree|suppose|assume|doubt|mean|reckon|know|heard|read|"
+    r"remember|would say|'d say)|I'd say|let me|in my (?:opinion|view|experience)|"
+    r"my (?:opinion|view|point|guess)|to me|as far as I know)\b",
+    re.IGNORECASE,
+)
+#: "us" only in lower case ("the US" is a country).
+_FIRST_PERSON = re.compile(
+    r"\b(?:[Ii](?:'m|'ve|'d|'ll|m|ve)?|us|Us)\b|\b(?i:my|me|we|we're|we've|our|ours)\b"
+)
+
+
+@lru_cache(maxsize=4096)
+def is_personal(text: str) -> bool:
+    """Whether ``text`` speaks of the writer's own life (a first-person pronoun
+    outside a hedge such as "I think" or "in my opinion").
+
+    >>> is_personal("In my 200 litre tank, fish get harassed."), is_personal(
+    ...     "I think the academic year starts in September in the USA.")
+    (True, False)
+    """
+    return _FIRST_PERSON.search(_HEDGES.sub(" ", text)) is not None
 
 
 def names(text: str, word: str) -> bool:

@@ -95,7 +95,8 @@ ENTITIES: dict[str, tuple[str, ...]] = {
 
 #: Software swaps only inside its own group (an OS for an OS, a browser for a browser).
 SOFTWARE_GROUPS: tuple[frozenset[str], ...] = (
-    frozenset({"Windows", "macOS", "Linux", "Ubuntu", "Android", "iOS"}),
+    frozenset({"Windows", "macOS", "Linux", "Ubuntu"}),
+    frozenset({"Android", "iOS"}),
     frozenset({"Chrome", "Firefox", "Safari"}),
     frozenset({"Excel", "Google Sheets"}),
     frozenset({"Gmail", "Outlook"}),
@@ -138,6 +139,8 @@ WORKS: dict[str, tuple[tuple[str, str], ...]] = {
         ("Crime and Punishment", "Dostoevsky"), ("Дон Кихота", "Cervantes"),
         ("Гамлета", "Shakespeare"), ("Евгения Онегина", "Pushkin"),
         ("One Hundred Years of Solitude", "Garcia Marquez"),
+        ("Cien años de soledad", "Garcia Marquez"), ("Macbeth", "Shakespeare"),
+        ("Madame Bovary", "Flaubert"), ("Faust", "Goethe"),
     ),
     "painting": (
         ("the Mona Lisa", "Leonardo"), ("The Starry Night", "van Gogh"),
@@ -148,12 +151,28 @@ WORKS: dict[str, tuple[tuple[str, str], ...]] = {
         ("The Persistence of Memory", "Dali"),
     ),
 }  # fmt: skip
-#: Titles not in English, by language: a work swaps only for one in the same
-#: language (English titles do not go into a Spanish question).
+#: The languages whose questions use a title as written (default English): a
+#: work swaps only for one the question's language writes so ("¿Quién escribió
+#: Don Quijote?" -> "... Madame Bovary?", never "... Moby-Dick?"). A title takes
+#: a language only where the article before it still fits ("il Macbeth").
 WORK_LANGUAGES: dict[str, str] = {
     "Don Quijote": "es", "Don Quichotte": "fr", "Don Chisciotte": "it",
     "Дон Кихота": "ru", "Гамлета": "ru", "Евгения Онегина": "ru",
+    "Cien años de soledad": "es", "Hamlet": "en es de", "Macbeth": "en es fr it de",
+    "Frankenstein": "en es fr it de", "Madame Bovary": "en es fr", "Faust": "en fr it de",
 }  # fmt: skip
+#: Words that say which language a question about a work is in.
+WORK_CUE_LANGUAGES: dict[str, str] = {
+    "wrote": "en", "written": "en", "write": "en", "author": "en", "painted": "en",
+    "who": "en", "escribió": "es", "escribio": "es", "escrito": "es", "quién": "es",
+    "quien": "es", "écrit": "fr", "ecrit": "fr", "auteur": "fr", "qui": "fr",
+    "scritto": "it", "autore": "it", "chi": "it", "wer": "de", "schrieb": "de",
+    "geschrieben": "de",
+}  # fmt: skip
+#: Words that ask about one part of a work (not every work has parts).
+WORK_PART_WORDS = frozenset(
+    "part parts partie parte volume volumes tome chapter chapitre capítulo capitulo sequel".split()
+)
 
 #: Words that make a question about a work's maker or date.
 WORK_CUES = frozenset(
@@ -245,7 +264,20 @@ NOUNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("steak", "steaks"), ("shrimp", "shrimp"),
     ),
     "drink": (("tea", "teas"), ("coffee", "coffees"), ("espresso", "espressos"),
-              ("hot chocolate", "hot chocolates"), ("beer", "beers"), ("wine", "wines")),
+              ("hot chocolate", "hot chocolates"), ("beer", "beers"), ("wine", "wines"),
+              ("alcohol", ""), ("caffeine", "")),
+    # the part of blood a donor gives: the universal donor of red cells (O-) is not
+    # the universal donor of plasma (AB)
+    "blood_component": (("red cells", ""), ("red blood cells", ""), ("plasma", "")),
+    # words people mix up: "the difference between affect and effect" (one order each,
+    # so a pair never swaps for itself turned round)
+    "confusable": (
+        ("affect and effect", ""), ("fewer and less", ""), ("who and whom", ""),
+        ("lay and lie", ""), ("then and than", ""), ("its and it's", ""),
+        ("further and farther", ""), ("principal and principle", ""),
+        ("complement and compliment", ""), ("ensure and insure", ""),
+        ("discreet and discrete", ""), ("stationary and stationery", ""),
+    ),
     "material": (
         ("cotton", "cotton"), ("silk", "silk"), ("wool", "wool"), ("linen", "linen"),
         ("polyester", "polyester"), ("denim", "denim"), ("leather", "leather"),
@@ -293,7 +325,8 @@ NOUNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("freezer", "freezers"), ("washing machine", "washing machines"),
         ("tumble dryer", "tumble dryers"), ("induction hob", "induction hobs"),
         ("gas hob", "gas hobs"), ("induction cooktop", "induction cooktops"),
-        ("gas stove", "gas stoves"),
+        ("gas stove", "gas stoves"), ("microwave oven", "microwave ovens"),
+        ("toaster oven", "toaster ovens"), ("convection oven", "convection ovens"),
     ),
     "finance_product": (
         ("mortgage", "mortgages"), ("car loan", "car loans"), ("student loan", "student loans"),
@@ -329,7 +362,7 @@ NOUNS: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "furnishing": (
         ("carpet", "carpets"), ("mattress", "mattresses"), ("sofa", "sofas"),
-        ("curtain", "curtains"),
+        ("curtain", "curtains"), ("rug", "rugs"),
     ),
     "nature": (
         ("ocean", "oceans"), ("forest", "forests"), ("desert", "deserts"), ("river", "rivers"),
@@ -378,14 +411,20 @@ NOUN_GROUPS: dict[str, tuple[frozenset[str], ...]] = {
         frozenset("""sister mother mom aunt grandmother daughter niece grandma""".split()),
         frozenset("""brother father dad uncle grandfather son nephew grandpa""".split()),
     ),
+    # brewed for brewed, a cup of one sweet drink for another
     "drink": (
-        frozenset({"tea", "coffee", "espresso", "hot chocolate"}),
+        frozenset({"tea", "coffee"}),
+        frozenset({"espresso", "hot chocolate"}),
         frozenset({"beer", "wine"}),
+        frozenset({"alcohol", "caffeine"}),
     ),
     "appliance": (
         frozenset({"microwave", "toaster", "air fryer", "slow cooker", "pressure cooker",
-                   "induction hob", "gas hob", "kettle"}),
+                   "kettle"}),
+        # a hob heats a pan; an air fryer does not
+        frozenset({"induction hob", "gas hob", "induction cooktop", "gas stove"}),
         frozenset({"fridge", "freezer"}),
+        frozenset({"microwave oven", "toaster oven", "convection oven"}),
         frozenset({"dishwasher", "washing machine", "tumble dryer"}),
     ),
     "finance_product": (
@@ -393,7 +432,42 @@ NOUN_GROUPS: dict[str, tuple[frozenset[str], ...]] = {
         frozenset({"mortgage", "car loan", "student loan", "payday loan", "home loan"}),
         frozenset({"savings account", "index fund", "annuity"}),
     ),
+    # a grain for a grain, a protein for a protein ("simmer 300 g of oatmeal in stock")
+    "food": (
+        frozenset({"rice", "pasta", "quinoa", "lentil"}),
+        frozenset({"salmon", "tofu", "beef", "pork", "egg", "steak", "shrimp"}),
+        frozenset({"potato", "broccoli", "spinach", "carrot"}),
+        frozenset({"banana", "avocado"}),
+        frozenset({"cheese", "yogurt", "oatmeal"}),
+    ),
+    # pets for pets (a goat is rarely scared of fireworks at home), farm animals
+    # for farm animals; a horse is both
+    "animal": (
+        frozenset("""dog cat rabbit hamster parrot turtle puppy kitten horse""".split()
+                  + ["guinea pig"]),
+        frozenset({"horse", "cow", "duck", "goat", "pig"}),
+    ),
+    # a fabric for a fabric ("a white cotton shirt"), a hard surface for another
+    "material": (
+        frozenset("""cotton silk wool linen polyester denim leather suede""".split()),
+        frozenset({"wood", "plastic", "glass", "marble", "granite", "stainless steel"}),
+    ),
+    "venue": (
+        frozenset({"gym", "pool", "library", "museum", "cinema", "zoo", "beach", "stadium"}),
+        frozenset({"hotel"}),  # a stay for guests; "hostel" reads as a typo of it
+    ),
+    # a day one forgets for a day one forgets, a milestone for a milestone
+    "occasion": (frozenset({"birthday", "anniversary"}), frozenset({"graduation", "retirement"})),
+    # something one spills a drink on (never "over on the curtain")
+    "furnishing": (frozenset({"carpet", "rug", "sofa", "mattress"}), frozenset({"curtain"})),
+    # a school's meal accounts know no brunch
+    "meal": (frozenset({"breakfast", "lunch", "dinner"}),),
     "element": (
+        # a gas for a gas ("the atmosphere is 78% nitrogen"), a solid for a solid
+        frozenset("""oxygen hydrogen nitrogen helium neon argon xenon krypton chlorine
+                  fluorine""".split()),
+        frozenset("""gold silver copper zinc carbon sodium calcium platinum potassium lithium
+                  magnesium silicon uranium""".split()),
         # one grammatical gender per language ("el oro" / "el cobre", never "el plata")
         frozenset({"oro", "cobre"}),
         frozenset({"ouro", "cobre"}),
@@ -420,6 +494,10 @@ NOUN_SYNONYMS: tuple[frozenset[str], ...] = (
     frozenset({"grandmother", "grandma"}),
     frozenset({"grandfather", "grandpa"}),
     frozenset({"child", "children", "kid", "kids"}),
+    frozenset({"carpet", "rug"}),  # one cleaning answer
+    frozenset({"induction hob", "induction cooktop"}),
+    frozenset({"gas hob", "gas stove"}),
+    frozenset({"red cells", "red blood cells"}),
 )
 #: Audiences that name one reader: never swapped for each other.
 AUDIENCE_SYNONYMS: tuple[frozenset[str], ...] = (frozenset({"a five-year-old", "a child"}),)
@@ -438,27 +516,38 @@ ELEMENT_CUES = frozenset(
 #: sense ("white house", "green card", "spring onion", "the history of").
 NOUN_BLOCKED_NEXT: dict[str, frozenset[str]] = {
     "colour": frozenset("""house friday card belt hole market sheep swan magic mirror paper
+        cells cell blood giant dwarf tape carpet
         noise box list lie collar widow flag light man woman men women people person leaders
         leader voters students families family community communities americans democrats
         republicans residents children kids neighborhood neighborhoods""".split()),
-    "appliance": frozenset("something it them the a an my your this that food".split()),
+    # "microwave oven", "microwave-safe", "microwave popcorn": compounds of the word
+    "appliance": frozenset(
+        """something it them the a an my your this that food oven ovens safe proof popcorn
+        meal meals dinner dinners door settings setting mode""".split()
+    ),
     "season": frozenset("onion onions roll rolls water cleaning break".split()),
     "nature": frozenset({"spray"}),
     "venue": frozenset({"table", "party"}),
-    "subject": frozenset(
-        "of homework class classes exam exams test tests teacher lesson lessons assignment "
-        "project grade".split()
-    ),
+    "material": frozenset({"of"}),  # "a glass of red"
+    "subject": frozenset({"of", "teacher", "teachers"}),
     "food": frozenset({"cake", "pudding"}),
     "animal": frozenset({"food", "breed", "breeds"}),
+    "drink": frozenset({"wipes", "wipe", "swab", "swabs", "gel", "ink", "stove", "burner",
+                        "content", "free"}),
+    # "the difference between affect and effect in psychology" is another question
+    "confusable": frozenset({"in", "for", "when"}),
 }  # fmt: skip
 #: Words before a noun that make it part of a fixed expression ("hot dog", "sea lion").
 NOUN_BLOCKED_PREVIOUS: dict[str, frozenset[str]] = {
     "animal": frozenset({"hot", "sea", "top", "lucky", "fat", "copy", "guinea"}),
     "colour": frozenset({"the", "of", "in", "and", "or"}),
-    "drink": frozenset({"green", "black", "iced", "red", "white"}),
+    "drink": frozenset({"green", "black", "iced", "red", "white", "rubbing", "isopropyl",
+                        "ethyl", "methyl", "denatured", "surgical"}),
     "element": frozenset({"olympic", "with"}),
     "family_member": frozenset({"big", "little", "step", "half"}),
+    # "my best friend", "a childhood friend": a bond, not a kind of companion
+    "companion": frozenset({"best", "childhood", "close", "old", "girl", "boy", "pen",
+                            "school", "family", "dear", "true", "imaginary"}),
 }  # fmt: skip
 #: A programming language swaps only in a text about code ("central Java" is an island).
 CODE_CUES = frozenset(
@@ -469,6 +558,13 @@ CODE_CUES = frozenset(
     terminal command bash""".split()
 )
 
+#: School work of a subject: swapped only in a short request that asks about the
+#: work itself ("What's my next chemistry assignment?"); in a longer one the work
+#: is usually pasted in, and stays the old subject's ("my chemistry homework: ...").
+SUBJECT_WORK_NEXT = frozenset(
+    """homework class classes exam exams test tests lesson lessons assignment assignments
+    project projects grade grades quiz""".split()
+)
 #: A season only where it names a time ("this summer", "in winter").
 SEASON_PREVIOUS = frozenset("this next last in the during every early late for of".split())
 SEASON_NEXT = frozenset(
@@ -476,10 +572,15 @@ SEASON_NEXT = frozenset(
 )
 
 #: Ordinals, swapped where they pick a thing ("the Second World War", "second largest").
-ORDINALS: tuple[str, ...] = ("first", "second", "third", "fourth", "fifth", "sixth")
+#: Ordinals in words, then the same six in digits (the rules rank them by position).
+ORDINALS: tuple[str, ...] = (
+    "first", "second", "third", "fourth", "fifth", "sixth", "1st", "2nd", "3rd", "4th", "5th",
+    "6th",
+)  # fmt: skip
 ORDINAL_NEXT = frozenset(
     """largest biggest smallest highest longest tallest most least president amendment
-    world century element planet letter closest oldest""".split()
+    world century element planet letter closest oldest
+    coat coats""".split()
 )
 
 # --- identity: units ------------------------------------------------------------------
@@ -514,6 +615,12 @@ UNIT_SYNONYMS: tuple[frozenset[str], ...] = (
     frozenset({"megabyte", "megabytes", "MB"}),
     frozenset({"gigabyte", "gigabytes", "GB"}),
     frozenset({"terabyte", "terabytes", "TB"}),
+    frozenset({"centimeter", "centimeters", "centimetre", "centimetres", "cm"}),
+    frozenset({"gram", "grams"}),
+    frozenset({"ounce", "ounces", "oz"}),
+    frozenset({"inch", "inches"}),
+    frozenset({"yard", "yards"}),
+    frozenset({"gallon", "gallons"}),
 )
 
 #: Words before a unit that make it part of a fixed expression ("leap day", "the
@@ -561,6 +668,8 @@ ANTONYMS: tuple[tuple[str, str], ...] = (
     ("start", "end"), ("beginning", "end"), ("pros", "cons"), ("disadvantages", "benefits"),
     ("solar", "lunar"), ("happy", "sad"), ("cheap", "expensive"), ("donor", "recipient"),
     ("inclusive", "exclusive"), ("checking", "savings"), ("short", "long"),
+    ("sum", "product"), ("melancholy", "cheerful"), ("axis powers", "allied powers"),
+    ("working from home", "working in the office"), ("work from home", "work in the office"),
 )  # fmt: skip
 
 #: Words after which the swapped word is part of a phrase we leave alone.
@@ -604,6 +713,12 @@ ANTONYM_NEXT: dict[str, frozenset[str]] = {
     "end": frozenset({"of", ""}),
     "beginning": frozenset({"of", ""}),
     "sell": frozenset({"a", "an", "the", "my", "used", "new", "shares", "stock", "gold"}),
+    # "the sum of 3 and 4", never "in sum" or "a lump sum"
+    "sum": frozenset({"of"}),
+    "product": frozenset({"of"}),
+    # the mood of a piece of writing
+    "melancholy": frozenset("poem song story tune letter piece verse haiku".split()),
+    "cheerful": frozenset("poem song story tune letter piece verse haiku".split()),
 }  # fmt: skip
 #: Words before the swapped word that make a fixed expression.
 ANTONYM_BLOCKED_PREVIOUS: dict[str, frozenset[str]] = {
@@ -629,6 +744,9 @@ ANTONYM_REQUIRED_PREVIOUS: dict[str, frozenset[str]] = {
     "start": frozenset({"the"}),
     "end": frozenset({"the"}),
     "beginning": frozenset({"the"}),
+    # "is the universal donor": a blood type, never "use as the universal recipient"
+    "donor": frozenset({"universal"}),
+    "recipient": frozenset({"universal"}),
 }
 #: Words after which "best"/"worst" is a fixed expression ("the best way to").
 BEST_BLOCKED_NEXT = frozenset("way ways practice practices friend friends regards bet".split())
@@ -638,7 +756,6 @@ BEST_BLOCKED_NEXT = frozenset("way ways practice practices friend friends regard
 FRAME_SWAPS: tuple[tuple[str, str], ...] = (
     ("remove {X} from", "add {X} to"),
     ("delete {X} from", "add {X} to"),
-    ("convert {X} to", "convert {X} from"),
 )
 
 # --- identity: negation -------------------------------------------------------------
@@ -673,13 +790,14 @@ NEGATABLE: tuple[tuple[str, str], ...] = (
 #: "using X" <-> "without using X"; "with a" <-> "without a".
 WITH_WITHOUT: tuple[tuple[str, str], ...] = (
     ("using", "without using"), ("with a", "without a"), ("with an", "without an"),
-    ("with the", "without the"), ("with any", "without any"), ("w/ the", "w/o the"),
+    ("with the", "without the"), ("with some", "without any"), ("w/ the", "w/o the"),
 )  # fmt: skip
 #: Words before "using"/"with" where the swap breaks the grammar or the sense.
 WITH_BLOCKED_PREVIOUS = frozenset(
     """by of when while about from for on stop start avoid recommend without is are am was
     were be been help deal cope problem problems issue issues trouble wrong experience
-    familiar comfortable happy done me you him her them us it this that""".split()
+    familiar comfortable happy done me you him her them us it this that it's its that's
+    there's what's sure laugh""".split()
 )
 
 # --- noise ------------------------------------------------------------------------------
@@ -689,6 +807,8 @@ GREETINGS: tuple[str, ...] = (
     "hey, quick one: ", "Hi! ", "Hello, ", "Hey there, ", "Quick question: ", "hi, ",
     "Hi there! ", "Hey! ", "Good morning! ", "Hello! I have a question. ",
 )  # fmt: skip
+#: Greetings that announce a question: only before one.
+QUESTION_GREETINGS = frozenset({"Quick question: ", "Hello! I have a question. "})
 #: Closers appended after a request.
 CLOSERS: tuple[str, ...] = (
     " Thanks!", " Thank you.", " Thanks in advance.", " thx", " Thanks a lot!",

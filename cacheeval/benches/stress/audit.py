@@ -16,6 +16,9 @@ failure). Each with a 95% Wilson interval.
 
 Rows are drawn per kind (a reservoir of N per kind, seeded), then in rounds
 across the kinds, so rare kinds are audited too; the sheet's order is shuffled.
+Rows of never-cache prompts are left out: their label is the policy's (a
+timer request is never served, whatever the edit), so "does B ask for the same
+answer?" would mix two questions; the policy detector has its own tests.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any
 
 from ...dataset import row_problem
 from ...metrics.intervals import wilson_interval
+from ...schema import POLICY_NO_CACHE
 from ...support.jsonio import AtomicFile, JsonlError, dumps, iter_jsonl
 from ...verify.perturbation import FAMILIES, KINDS, expected_binary
 from .rows import CONSTRUCTION_METHOD
@@ -79,6 +83,8 @@ def draw(rows: Iterable[dict[str, Any]], n: int, seed: int) -> list[dict[str, An
     pools: dict[str, list[dict[str, Any]]] = defaultdict(list)
     seen: dict[str, int] = defaultdict(int)
     for row in rows:
+        if row["verification_method"] == POLICY_NO_CACHE:
+            continue  # its label is the policy's, not the edit's (module docstring)
         kind = row["subcategory"]
         seen[kind] += 1
         pool = pools[kind]

@@ -7,6 +7,7 @@ import random
 from collections.abc import Callable
 
 from ...verify import stress_lexicon as lex
+from ...verify.perturbation_guards import back_reference_problem, later_turn_problem
 from .edits import Edit, Prompt
 from .identity import IDENTITY
 
@@ -26,7 +27,7 @@ def system_prompt_other(prompt: Prompt, rng: random.Random) -> Edit | None:
 
 def turns_other(prompt: Prompt, rng: random.Random) -> Edit | None:
     """The same query after the prior turns of another conversation (inputs with turns)."""
-    if not prompt.turns:
+    if not prompt.turns or back_reference_problem(prompt.query):
         return None
     user, assistant = lex.OTHER_TURNS[rng.randrange(len(lex.OTHER_TURNS))]
     turns = ({"role": "user", "content": user}, {"role": "assistant", "content": assistant})
@@ -46,7 +47,9 @@ def turns_edit(prompt: Prompt, rng: random.Random) -> Edit | None:
         content = str(prompt.turns[i].get("content", ""))
         for kind in kinds:
             edit = IDENTITY[kind](content, rng)
-            if edit is None:
+            if edit is None or later_turn_problem(
+                list(prompt.turns), i, kind, edit.original, edit.replacement, prompt.query
+            ):
                 continue
             turns = list(prompt.turns)
             turns[i] = {**turns[i], "content": edit.apply(content)}

@@ -12,6 +12,7 @@ import re
 
 from ...verify import stress_lexicon as lex
 from ...verify.perturbation import ENTITY_KINDS, FRAME_SLOT, is_year, number_shape
+from ...verify.perturbation_questions import QUESTION_FOCUS
 from .edits import Edit, Proposer, alternation, first_valid
 from .pairs import PairSwap
 
@@ -28,7 +29,7 @@ def _new_digits(digits: str, rng: random.Random) -> list[str]:
     low = 10 ** (len(sig) - 1) if len(sig) > 1 else 2
     high = 10 ** len(sig) - 1
     out = []
-    for delta in rng.sample([1, 2, 3, -1, -2, -3, 4, 5], 8):
+    for delta in rng.sample([1, 2, 3, -1, -2, -3], 6):  # near: 2.5 years, never 6.5
         new = value + delta
         if low <= new <= high and new != value:
             text = str(new) + "0" * zeros
@@ -226,7 +227,8 @@ def ordinal(text: str, rng: random.Random) -> Edit | None:
     candidates = []
     for m in _ORDINALS.finditer(text):
         word = m.group()
-        options = [w if word.islower() else w.capitalize() for w in lex.ORDINALS]
+        same_form = [w for w in lex.ORDINALS if w[0].isdigit() == word[0].isdigit()]
+        options = [w if word.islower() else w.capitalize() for w in same_form]
         candidates.append((m.start(), m.end(), [o for o in options if o.lower() != word.lower()]))
     return first_valid("ordinal", text, rng, candidates)
 
@@ -332,4 +334,5 @@ IDENTITY: dict[str, Proposer] = {
     "negation_remove": PairSwap("negation_remove", (*lex.NEGATIONS, *lex.NEGATED_PREFERENCES), +1),
     "negation_add": PairSwap("negation_add", lex.NEGATABLE, +1),
     "with_without": PairSwap("with_without", (*lex.WITH_WITHOUT, ("without", "with")), +0),
+    "question_focus": PairSwap("question_focus", QUESTION_FOCUS, +1),
 }

@@ -7,13 +7,13 @@ import re
 
 from ...verify import stress_lexicon as lex
 from ...verify.perturbation import LOWERABLE_OPENERS, VALIDATORS, typo_target
-from ...verify.perturbation_text import is_request
 from .edits import CODE_CHARS, Edit, Proposer, first_valid
 from .pairs import PairSwap
 
 _WORD = re.compile(r"[a-z]{5,}")
 _QUESTION_START = re.compile(
-    r"\A(?:how|what|why|when|where|which|who|can|could|is|are|do|does|should|would|will)\b",
+    r"\A(?:(?:in|on|at|for|from|by|to|of|with) (?:what|which|whom)|how|what|whats|why|when|where|"
+    r"which|who|can|could|is|are|do|does|did|should|would|will)\b",
     re.IGNORECASE,
 )
 _GREETING_START = re.compile(r"\A(?:hi|hey|hello|good (?:morning|evening|afternoon))\b", re.I)
@@ -107,19 +107,22 @@ def greeting(text: str, rng: random.Random) -> Edit | None:
     if m is None or _GREETING_START.match(text):
         return None
     word = m.group()
-    g = rng.choice(lex.GREETINGS)
-    lowered = g.endswith((", ", ": ")) and word in LOWERABLE_OPENERS
-    edit = Edit("greeting", 0, m.end(), word, g + (word.lower() if lowered else word))
-    return (
-        edit if VALIDATORS["greeting"](text, 0, m.end(), word, edit.replacement) is None else None
-    )
+    for g in rng.sample(lex.GREETINGS, len(lex.GREETINGS)):  # the first that fits the text
+        lowered = g.endswith((", ", ": ")) and word in LOWERABLE_OPENERS
+        edit = Edit("greeting", 0, m.end(), word, g + (word.lower() if lowered else word))
+        if VALIDATORS["greeting"](text, 0, m.end(), word, edit.replacement) is None:
+            return edit
+    return None
 
 
 def closer(text: str, rng: random.Random) -> Edit | None:
     """A thanks after a finished request."""
-    if not text.endswith(("?", ".", "!")) or "thank" in text.lower() or not is_request(text):
+    if not text.endswith(("?", ".", "!")) or "thank" in text.lower():
         return None
-    return Edit("closer", len(text), len(text), "", rng.choice(lex.CLOSERS))
+    thanks = rng.choice(lex.CLOSERS)
+    if VALIDATORS["closer"](text, len(text), len(text), "", thanks) is not None:
+        return None
+    return Edit("closer", len(text), len(text), "", thanks)
 
 
 NOISE: dict[str, Proposer] = {

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 
 from ...verify import stress_lexicon as lex
 from ...verify.perturbation import ENTITY_KINDS, KINDS
+from ...verify.perturbation_questions import TRIGGERS as QUESTION_TRIGGERS
 from .edits import Prompt
 
 #: Words too common to say anything about a kind.
@@ -59,6 +60,7 @@ def _index() -> dict[str, frozenset[str]]:
         "audience": list(lex.AUDIENCES),
         "ordinal": list(lex.ORDINALS),
         "direction": ["to", "into"],
+        "question_focus": list(QUESTION_TRIGGERS),
     }
     for kind, phrases in pairs.items():
         lexicon[kind] = _words(phrases)
