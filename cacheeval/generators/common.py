@@ -129,10 +129,6 @@ def lower_first(text: str) -> str:
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
-def _tokens(text: str) -> set[str]:
-    return set(_TOKEN.findall(text.casefold()))
-
-
 def request_text(
     query: str, context: Sequence[dict[str, str]] | None, system_prompt: str | None
 ) -> str:
@@ -154,7 +150,21 @@ def provisional_difficulty(text_a: str, text_b: str, binary_label: str) -> str:
     >>> provisional_difficulty("Capital of France?", "Capital of Spain?", "MISS")
     'medium'
     """
-    ta, tb = _tokens(text_a), _tokens(text_b)
+    return difficulty_of_tokens(token_set(text_a), token_set(text_b), binary_label)
+
+
+def token_set(text: str) -> set[str]:
+    """The tokens :func:`provisional_difficulty` compares (case-folded words).
+
+    >>> sorted(token_set("What is 2+2?"))
+    ['2', 'is', 'what']
+    """
+    return set(_TOKEN.findall(text.casefold()))
+
+
+def difficulty_of_tokens(ta: set[str], tb: set[str], binary_label: str) -> str:
+    """:func:`provisional_difficulty` from the two sides' :func:`token_set` (a
+    generator that pairs one request with many variants tokenises it once)."""
     j = len(ta & tb) / len(ta | tb) if ta | tb else 1.0
     if binary_label == HIT:
         return "hard" if j < 0.3 else "medium" if j < 0.6 else "easy"
