@@ -184,7 +184,7 @@ class RowLines:
         self.query_a = _json_str(prompt.query)
         self.context_a = _json_turns(prompt.turns)
         self.system_a = _opt_str(prompt.system_prompt)
-        self.domain = ", \"domain\": " + _json_str(domain) + ", \"subcategory\": "
+        self.domain = ', "domain": ' + _json_str(domain) + ', "subcategory": '
         self.policy_json = (
             "null" if policy.allowed else dumps({"rule": policy.rule, "reason": policy.reason})
         )
@@ -220,7 +220,7 @@ class RowLines:
         return (
             f'{{"id": {_json_str(row_id)}{self.domain}"{kind}", "label": "{label}", '
             f'"binary_label": "{binary}", "difficulty": "{difficulty}", "query_a": '
-            f"{self.query_a}, \"query_b\": {_json_str(query_b)}, \"context_a\": "
+            f'{self.query_a}, "query_b": {_json_str(query_b)}, "context_a": '
             f'{self.context_a}, "context_b": {context_b}, "system_prompt_a": {self.system_a}, '
             f'"system_prompt_b": {system_b}, "tools_a": null, "tools_b": null, '
             f'"expected_answer_a": null, "expected_answer_b": null, "rationale": '
