@@ -22,10 +22,11 @@ from ...verify.never_cache import PolicyVerdict, request_policy
 from ...verify.perturbation import FAMILIES, KINDS
 from .context import CONTEXT
 from .edits import Edit, Prompt
+from .identity import _ENDPOINT_WORDS as ENDPOINT_WORDS
 from .identity import IDENTITY
 from .noise import NOISE
 from .rows import RowLines, guess_domain, stress_row
-from .triggers import candidate_kinds
+from .triggers import DirectionGuard, candidate_kinds
 
 DEFAULT_PER_PROMPT = 4
 #: The order in which a prompt's rows draw their family.
@@ -74,9 +75,17 @@ class StressStats:
         return "\n".join(lines)
 
 
+#: Cheap tests that a proposer would find nothing (and draw nothing from the
+#: generator): the proposer is not run when its guard says False.
+GUARDS: dict[str, Callable[[str], bool]] = {"direction": DirectionGuard(ENDPOINT_WORDS)}
+
+
 def _propose(kind: str, prompt: Prompt, rng: random.Random) -> Edit | None:
     if kind in CONTEXT:  # a proposer that reads the system prompt and turns
         return CONTEXT[kind](prompt, rng)
+    guard = GUARDS.get(kind)
+    if guard is not None and not guard(prompt.query):
+        return None
     return _TEXT_PROPOSERS[kind](prompt.query, rng)
 
 
