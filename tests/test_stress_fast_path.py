@@ -22,6 +22,7 @@ from cacheeval.benches.stress.generate import (
 )
 from cacheeval.benches.stress.identity import _DIRECTION, IDENTITY
 from cacheeval.benches.stress.triggers import DirectionGuard
+from cacheeval.generators.common import token_set
 from cacheeval.support.jsonio import dumps
 from cacheeval.verify import never_cache
 from cacheeval.verify.never_cache import QuickPattern
@@ -172,3 +173,12 @@ def test_guarded_edits_equal_unguarded_edits(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr("cacheeval.benches.stress.generate.GUARDS", {})
     plain = [edits_for(p, random.Random(f"5:{p.line}"), 6) for p in prompts]
     assert guarded == plain
+
+
+def test_token_set_is_the_regex_tokens() -> None:
+    rng = random.Random(0)
+    alphabet = "aZ_9 \t\x1c\x1f\x00\x7f-.'?ßKſİﬁé"
+    texts = [*QUERIES, *("".join(rng.choice(alphabet) for _ in range(20)) for _ in range(500))]
+    texts += ["".join(chr(rng.randrange(128)) for _ in range(30)) for _ in range(500)]
+    for text in texts:
+        assert token_set(text) == set(re.findall(r"\w+", text.casefold())), repr(text)
