@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from cacheeval.benches.stress.edits import Prompt
+from cacheeval.benches.stress.edits import Prompt, shuffle
 from cacheeval.benches.stress.generate import (
     GUARDS,
     StressStats,
@@ -182,3 +182,13 @@ def test_token_set_is_the_regex_tokens() -> None:
     texts += ["".join(chr(rng.randrange(128)) for _ in range(30)) for _ in range(500)]
     for text in texts:
         assert token_set(text) == set(re.findall(r"\w+", text.casefold())), repr(text)
+
+
+def test_shuffle_is_random_shuffle() -> None:
+    for seed in range(20):
+        for n in range(40):
+            ours, theirs = random.Random(seed), random.Random(seed)
+            a, b = list(range(n)), list(range(n))
+            shuffle(ours, a)
+            theirs.shuffle(b)
+            assert a == b and ours.getstate() == theirs.getstate(), (seed, n)

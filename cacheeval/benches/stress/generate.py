@@ -21,7 +21,7 @@ from ...schema import Request
 from ...verify.never_cache import PolicyVerdict, request_policy
 from ...verify.perturbation import FAMILIES, KINDS
 from .context import CONTEXT
-from .edits import Edit, Prompt
+from .edits import Edit, Prompt, shuffle
 from .identity import _ENDPOINT_WORDS as ENDPOINT_WORDS
 from .identity import IDENTITY
 from .noise import NOISE
@@ -96,7 +96,7 @@ def edits_for(prompt: Prompt, rng: random.Random, per_prompt: int) -> list[Edit]
     queues: dict[str, list[str]] = {}
     for fam in FAMILIES:
         kinds = [k for k in _BY_FAMILY[fam] if k in candidates]
-        rng.shuffle(kinds)
+        shuffle(rng, kinds)
         queues[fam] = kinds
     out: list[Edit] = []
     seen: set[tuple[Any, ...]] = set()
