@@ -7,6 +7,14 @@ edits in turn until the count is reached or nothing more applies. A kind that
 cannot apply cleanly yields nothing. The generator of prompt ``line`` is
 ``random.Random(f"{seed}:{line}")``, so a prompt's rows do not depend on the
 prompts before it, and the same file and seed give byte-identical output.
+
+Speed (``python -m scripts.bench_stress``): :func:`stress_lines` writes each
+row's JSON line directly (:class:`~.rows.RowLines`, side a encoded and
+tokenised once per prompt), :data:`GUARDS` skip a proposer whose pattern cannot
+be in the text, and the never-cache rules test a cheap condition before each
+regex (:class:`~cacheeval.verify.never_cache.QuickPattern`). None of them
+changes a byte of the output (``tests/test_stress_fast_path.py``); the rest of
+the time is in the proposers and the checker's validators.
 """
 
 from __future__ import annotations
