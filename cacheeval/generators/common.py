@@ -171,7 +171,9 @@ def token_set(text: str) -> set[str]:
 def difficulty_of_tokens(ta: set[str], tb: set[str], binary_label: str) -> str:
     """:func:`provisional_difficulty` from the two sides' :func:`token_set` (a
     generator that pairs one request with many variants tokenises it once)."""
-    j = len(ta & tb) / len(ta | tb) if ta | tb else 1.0
+    shared = len(ta & tb)
+    union = len(ta) + len(tb) - shared  # len(ta | tb), without building it
+    j = shared / union if union else 1.0
     if binary_label == HIT:
         return "hard" if j < 0.3 else "medium" if j < 0.6 else "easy"
     return "hard" if j >= 0.7 else "medium" if j >= 0.4 else "easy"

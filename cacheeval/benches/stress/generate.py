@@ -41,7 +41,9 @@ DEFAULT_PER_PROMPT = 4
 SLOTS: tuple[str, ...] = ("identity", "noise", "context")
 
 _TEXT_PROPOSERS = {**NOISE, **IDENTITY}
-_BY_FAMILY = {fam: [k for k in KINDS if KINDS[k][0] == fam] for fam in FAMILIES}
+_BY_FAMILY = {fam: frozenset(k for k in KINDS if KINDS[k][0] == fam) for fam in FAMILIES}
+#: Each kind's place in :data:`KINDS` (a family's queue starts in that order).
+_RANK = {k: i for i, k in enumerate(KINDS)}
 assert set(NOISE) | set(IDENTITY) | set(CONTEXT) == set(KINDS)
 
 
@@ -103,7 +105,7 @@ def edits_for(prompt: Prompt, rng: random.Random, per_prompt: int) -> list[Edit]
     candidates = candidate_kinds(prompt)
     queues: dict[str, list[str]] = {}
     for fam in FAMILIES:
-        kinds = [k for k in _BY_FAMILY[fam] if k in candidates]
+        kinds = sorted(candidates & _BY_FAMILY[fam], key=_RANK.__getitem__)
         shuffle(rng, kinds)
         queues[fam] = kinds
     out: list[Edit] = []
