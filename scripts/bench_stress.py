@@ -101,17 +101,16 @@ def write_prompts(path: Path, n: int) -> None:
 
 def child(prompts: Path, out: Path, per_prompt: int) -> dict[str, float]:
     """Run the command's path once; time it and read the peak RSS."""
-    from cacheeval.benches.stress.generate import StressStats, stress_rows
+    from cacheeval.benches.stress.generate import StressStats, stress_lines
     from cacheeval.benches.stress.reader import PromptSpec, read_prompts
-    from cacheeval.support.jsonio import dumps
 
     stats = StressStats()
     start, cpu_start = time.perf_counter(), time.process_time()
     with open(os.devnull, "wb") as f:
-        for row in stress_rows(
+        for lines in stress_lines(
             read_prompts(prompts, PromptSpec("text")), seed=0, per_prompt=per_prompt, stats=stats
         ):
-            f.write((dumps(row) + "\n").encode("utf-8"))
+            f.write(lines.encode("utf-8"))
     wall = time.perf_counter() - start
     seconds = time.process_time() - cpu_start
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -100,9 +100,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from ..benches.stress.generate import StressStats, stress_rows
+    from ..benches.stress.generate import StressStats, stress_lines
     from ..benches.stress.reader import PromptSpec, detect_format, read_prompts
-    from ..support.jsonio import AtomicFile, dumps
+    from ..support.jsonio import AtomicFile
     from ..support.progress import terminal_progress
 
     fmt = args.format or detect_format(args.prompts)
@@ -126,7 +126,7 @@ def _generate(args: argparse.Namespace) -> int:
     try:
         out = AtomicFile(args.out)
         prompts = read_prompts(args.prompts, spec)
-        for row in stress_rows(
+        for lines in stress_lines(
             prompts,
             seed=args.seed,
             per_prompt=args.per_prompt,
@@ -135,7 +135,7 @@ def _generate(args: argparse.Namespace) -> int:
             stats=stats,
             progress=progress,
         ):
-            out.write((dumps(row) + "\n").encode("utf-8"))
+            out.write(lines.encode("utf-8"))
         out.commit()
     except (ValueError, OSError) as e:  # JsonlError is a ValueError: "file:LINE: ..."
         if progress is not None:

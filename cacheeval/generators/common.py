@@ -127,10 +127,9 @@ def lower_first(text: str) -> str:
 
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
-
-
-def _tokens(text: str) -> set[str]:
-    return set(_TOKEN.findall(text.casefold()))
+#: A byte table turning every ASCII character ``\w`` does not match into a space
+#: (a word character is never a space, so splitting on spaces gives the words).
+_ASCII_NON_WORD_TO_SPACE = bytes(c if _TOKEN.match(chr(c)) else 32 for c in range(256))
 
 
 def request_text(
@@ -154,8 +153,27 @@ def provisional_difficulty(text_a: str, text_b: str, binary_label: str) -> str:
     >>> provisional_difficulty("Capital of France?", "Capital of Spain?", "MISS")
     'medium'
     """
-    ta, tb = _tokens(text_a), _tokens(text_b)
-    j = len(ta & tb) / len(ta | tb) if ta | tb else 1.0
+    return difficulty_of_tokens(token_set(text_a), token_set(text_b), binary_label)
+
+
+def token_set(text: str) -> set[str]:
+    """The tokens :func:`provisional_difficulty` compares (case-folded words).
+
+    >>> sorted(token_set("What is 2+2?")), sorted(token_set("Grüße, ÉTÉ_2"))
+    (['2', 'is', 'what'], ['grüsse', 'été_2'])
+    """
+    folded = text.casefold()
+    if folded.isascii():  # the same tokens as the regex, three times faster
+        return set(folded.encode().translate(_ASCII_NON_WORD_TO_SPACE).decode().split())
+    return set(_TOKEN.findall(folded))
+
+
+def difficulty_of_tokens(ta: set[str], tb: set[str], binary_label: str) -> str:
+    """:func:`provisional_difficulty` from the two sides' :func:`token_set` (a
+    generator that pairs one request with many variants tokenises it once)."""
+    shared = len(ta & tb)
+    union = len(ta) + len(tb) - shared  # len(ta | tb), without building it
+    j = shared / union if union else 1.0
     if binary_label == HIT:
         return "hard" if j < 0.3 else "medium" if j < 0.6 else "easy"
     return "hard" if j >= 0.7 else "medium" if j >= 0.4 else "easy"

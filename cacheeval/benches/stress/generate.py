@@ -7,6 +7,14 @@ edits in turn until the count is reached or nothing more applies. A kind that
 cannot apply cleanly yields nothing. The generator of prompt ``line`` is
 ``random.Random(f"{seed}:{line}")``, so a prompt's rows do not depend on the
 prompts before it, and the same file and seed give byte-identical output.
+
+Speed (``python -m scripts.bench_stress``): :func:`stress_lines` writes each
+row's JSON line directly (:class:`~.rows.RowLines`, side a encoded and
+tokenised once per prompt), :data:`GUARDS` skip a proposer whose pattern cannot
+be in the text, and the never-cache rules test a cheap condition before each
+regex (:class:`~cacheeval.verify.never_cache.QuickPattern`). None of them
+changes a byte of the output (``tests/test_stress_fast_path.py``); the rest of
+the time is in the proposers and the checker's validators.
 """
 
 from __future__ import annotations
@@ -17,21 +25,25 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...schema import Request
 from ...verify.never_cache import PolicyVerdict, request_policy
 from ...verify.perturbation import FAMILIES, KINDS
 from .context import CONTEXT
-from .edits import Edit, Prompt
+from .edits import Edit, Prompt, shuffle
+from .identity import _ENDPOINT_WORDS as ENDPOINT_WORDS
 from .identity import IDENTITY
 from .noise import NOISE
-from .rows import guess_domain, stress_row
-from .triggers import candidate_kinds
+from .rows import RowLines, guess_domain, stress_row
+from .triggers import DirectionGuard, candidate_kinds
 
 DEFAULT_PER_PROMPT = 4
 #: The order in which a prompt's rows draw their family.
 SLOTS: tuple[str, ...] = ("identity", "noise", "context")
 
 _TEXT_PROPOSERS = {**NOISE, **IDENTITY}
-_BY_FAMILY = {fam: [k for k in KINDS if KINDS[k][0] == fam] for fam in FAMILIES}
+_BY_FAMILY = {fam: frozenset(k for k in KINDS if KINDS[k][0] == fam) for fam in FAMILIES}
+#: Each kind's place in :data:`KINDS` (a family's queue starts in that order).
+_RANK = {k: i for i, k in enumerate(KINDS)}
 assert set(NOISE) | set(IDENTITY) | set(CONTEXT) == set(KINDS)
 
 
@@ -73,9 +85,17 @@ class StressStats:
         return "\n".join(lines)
 
 
+#: Cheap tests that a proposer would find nothing (and draw nothing from the
+#: generator): the proposer is not run when its guard says False.
+GUARDS: dict[str, Callable[[str], bool]] = {"direction": DirectionGuard(ENDPOINT_WORDS)}
+
+
 def _propose(kind: str, prompt: Prompt, rng: random.Random) -> Edit | None:
     if kind in CONTEXT:  # a proposer that reads the system prompt and turns
         return CONTEXT[kind](prompt, rng)
+    guard = GUARDS.get(kind)
+    if guard is not None and not guard(prompt.query):
+        return None
     return _TEXT_PROPOSERS[kind](prompt.query, rng)
 
 
@@ -85,8 +105,8 @@ def edits_for(prompt: Prompt, rng: random.Random, per_prompt: int) -> list[Edit]
     candidates = candidate_kinds(prompt)
     queues: dict[str, list[str]] = {}
     for fam in FAMILIES:
-        kinds = [k for k in _BY_FAMILY[fam] if k in candidates]
-        rng.shuffle(kinds)
+        kinds = sorted(candidates & _BY_FAMILY[fam], key=_RANK.__getitem__)
+        shuffle(rng, kinds)
         queues[fam] = kinds
     out: list[Edit] = []
     seen: set[tuple[Any, ...]] = set()
@@ -124,28 +144,21 @@ def edits_for(prompt: Prompt, rng: random.Random, per_prompt: int) -> list[Edit]
     return out
 
 
-def stress_rows(
+def _prompts_and_edits(
     prompts: Iterable[Prompt],
-    *,
     seed: int,
-    per_prompt: int = DEFAULT_PER_PROMPT,
-    split: str = "test",
-    domain: str | None = None,
-    stats: StressStats | None = None,
-    progress: Callable[[int, int], None] | None = None,
-) -> Iterator[dict[str, Any]]:
-    """The stress rows of ``prompts``, one at a time (memory stays flat). Ids are
-    ``cb-<domain>-NNNN`` numbered per domain in output order; ``domain`` fixes
-    the domain of every row (default: guessed per prompt, :func:`guess_domain`)."""
+    per_prompt: int,
+    domain: str | None,
+    stats: StressStats,
+    progress: Callable[[int, int], None] | None,
+) -> Iterator[tuple[Prompt, PolicyVerdict, str, list[Edit]]]:
+    """Each prompt with its policy, its domain and its edits, counted in ``stats``
+    (``progress`` is called after the caller has used a prompt's edits)."""
     if per_prompt < 1:
         raise ValueError(f"per_prompt must be >= 1, got {per_prompt}")
-    stats = stats if stats is not None else StressStats()
-    numbers: Counter[str] = Counter()
     for prompt in prompts:
         stats.prompts += 1
         rng = random.Random(f"{seed}:{prompt.line}")
-        from ...schema import Request
-
         policy: PolicyVerdict = request_policy(
             Request(prompt.query, prompt.turns, prompt.system_prompt)
         )
@@ -159,10 +172,60 @@ def stress_rows(
                 stats.prompts_with_noise_and_identity += 1
             if not policy.allowed:
                 stats.policy_prompts[policy.rule] += 1
-        dom = domain or guess_domain(prompt, policy)
-        for edit in edits:
-            numbers[dom] += 1
-            stats.rows_by_kind[edit.kind] += 1
-            yield stress_row(prompt, edit, policy, f"cb-{dom}-{numbers[dom]:04d}", dom, split)
+            for edit in edits:
+                stats.rows_by_kind[edit.kind] += 1
+        yield prompt, policy, domain or guess_domain(prompt, policy), edits
         if progress is not None:
             progress(stats.prompts, 0)
+
+
+def stress_rows(
+    prompts: Iterable[Prompt],
+    *,
+    seed: int,
+    per_prompt: int = DEFAULT_PER_PROMPT,
+    split: str = "test",
+    domain: str | None = None,
+    stats: StressStats | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """The stress rows of ``prompts``, one at a time (memory stays flat). Ids are
+    ``cb-<domain>-NNNN`` numbered per domain in output order; ``domain`` fixes
+    the domain of every row (default: guessed per prompt, :func:`guess_domain`)."""
+    stats = stats if stats is not None else StressStats()
+    numbers: Counter[str] = Counter()
+    for prompt, policy, dom, edits in _prompts_and_edits(
+        prompts, seed, per_prompt, domain, stats, progress
+    ):
+        for edit in edits:
+            numbers[dom] += 1
+            yield stress_row(prompt, edit, policy, f"cb-{dom}-{numbers[dom]:04d}", dom, split)
+
+
+def stress_lines(
+    prompts: Iterable[Prompt],
+    *,
+    seed: int,
+    per_prompt: int = DEFAULT_PER_PROMPT,
+    split: str = "test",
+    domain: str | None = None,
+    stats: StressStats | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Iterator[str]:
+    """:func:`stress_rows` as canonical JSONL text, one chunk of lines per prompt
+    that yields rows: ``dumps(row) + "\\n"`` of each row, byte for byte, made
+    without building the rows (:class:`~.rows.RowLines`). What ``cacheeval
+    stress`` writes."""
+    stats = stats if stats is not None else StressStats()
+    numbers: Counter[str] = Counter()
+    for prompt, policy, dom, edits in _prompts_and_edits(
+        prompts, seed, per_prompt, domain, stats, progress
+    ):
+        if not edits:
+            continue
+        lines = RowLines(prompt, policy, dom, split)
+        out = []
+        for edit in edits:
+            numbers[dom] += 1
+            out.append(lines.line(edit, f"cb-{dom}-{numbers[dom]:04d}"))
+        yield "\n".join(out) + "\n"

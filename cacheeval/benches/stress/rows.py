@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from json.encoder import encode_basestring
 from typing import Any
 
-from ...generators.common import provisional_difficulty
+from ...generators.common import difficulty_of_tokens, provisional_difficulty, token_set
 from ...schema import DOMAINS, POLICY_NO_CACHE, ROW_FIELDS, derive_binary_label
+from ...support.jsonio import dumps
 from ...verify.never_cache import PolicyVerdict
 from ...verify.perturbation import KINDS, family_of
 from .edits import Edit, Prompt
@@ -140,3 +142,88 @@ def stress_row(
     }
     assert domain in DOMAINS
     return {f: values[f] for f in ROW_FIELDS}
+
+
+# --- the same rows as JSON lines, fast --------------------------------------------------
+
+#: A JSON string, escaped as :func:`~cacheeval.support.jsonio.dumps` escapes it
+#: (the C encoder ``json.dumps(ensure_ascii=False)`` itself calls).
+_json_str = encode_basestring
+#: The keys of a row line, in the order :class:`RowLines` writes them.
+_LINE_KEYS = (
+    "id", "domain", "subcategory", "label", "binary_label", "difficulty", "query_a", "query_b",
+    "context_a", "context_b", "system_prompt_a", "system_prompt_b", "tools_a", "tools_b",
+    "expected_answer_a", "expected_answer_b", "rationale", "verification_method",
+    "verification_payload", "construction_method", "source", "real_world_grounding", "split",
+)  # fmt: skip
+assert _LINE_KEYS == ROW_FIELDS, "RowLines writes the row keys in file order"
+#: Kinds, families, labels, fields and methods go into a line unescaped: plain words.
+assert all(re.fullmatch(r"\w+", w) for k, fl in KINDS.items() for w in (k, *fl)), KINDS
+
+
+def _json_turns(turns: Any) -> str:
+    return dumps([dict(t) for t in turns]) if turns else "null"
+
+
+def _opt_str(text: str | None) -> str:
+    return "null" if text is None else _json_str(text)
+
+
+class RowLines:
+    """The canonical JSON lines of one prompt's rows: ``dumps(stress_row(...))``
+    byte for byte (a test holds them equal), without building each row's dict.
+    What every row of the prompt shares (side a, the policy, the domain, the
+    source, side a's tokens) is encoded once."""
+
+    def __init__(self, prompt: Prompt, policy: PolicyVerdict, domain: str, split: str) -> None:
+        assert domain in DOMAINS
+        self.prompt = prompt
+        self.policy = policy
+        self.method = "exact_match" if policy.allowed else POLICY_NO_CACHE
+        self.tokens_a = token_set(prompt.query)
+        self.query_a = _json_str(prompt.query)
+        self.context_a = _json_turns(prompt.turns)
+        self.system_a = _opt_str(prompt.system_prompt)
+        self.domain = ', "domain": ' + _json_str(domain) + ', "subcategory": '
+        self.policy_json = (
+            "null" if policy.allowed else dumps({"rule": policy.rule, "reason": policy.reason})
+        )
+        self.tail = (
+            ', "construction_method": ' + _json_str(CONSTRUCTION_METHOD) + ', "source": '
+            + _opt_str(prompt.source) + ', "real_world_grounding": null, "split": '
+            + _json_str(split) + "}"
+        )  # fmt: skip
+
+    def line(self, edit: Edit, row_id: str) -> str:
+        """The line (no newline) of the row for ``edit`` under ``row_id``."""
+        prompt = self.prompt
+        kind = edit.kind
+        label = KINDS[kind][1]
+        binary = derive_binary_label(label, self.method)
+        field = edit.field
+        if field == "query":
+            query_b = edit.apply(prompt.query)
+            tokens_b = token_set(query_b)
+        else:
+            query_b, tokens_b = prompt.query, self.tokens_a
+        system_b = _opt_str(edit.system_prompt_b) if field == "system_prompt" else self.system_a
+        context_b = _json_turns(edit.turns_b) if field == "context" else self.context_a
+        difficulty = difficulty_of_tokens(self.tokens_a, tokens_b, binary)
+        turn = "null" if edit.turn is None else int(edit.turn)
+        payload = (
+            f'{{"kind": "{PAYLOAD_KIND}", "perturbation": "{kind}", "family": '
+            f'"{family_of(kind)}", "field": "{field}", "turn": {turn}, "edit": '
+            f'{_opt_str(edit.inner)}, "start": {int(edit.start)}, "end": {int(edit.end)}, '
+            f'"original": {_json_str(edit.original)}, "replacement": '
+            f'{_json_str(edit.replacement)}, "policy": {self.policy_json}}}'
+        )
+        return (
+            f'{{"id": {_json_str(row_id)}{self.domain}"{kind}", "label": "{label}", '
+            f'"binary_label": "{binary}", "difficulty": "{difficulty}", "query_a": '
+            f'{self.query_a}, "query_b": {_json_str(query_b)}, "context_a": '
+            f'{self.context_a}, "context_b": {context_b}, "system_prompt_a": {self.system_a}, '
+            f'"system_prompt_b": {system_b}, "tools_a": null, "tools_b": null, '
+            f'"expected_answer_a": null, "expected_answer_b": null, "rationale": '
+            f'{_json_str(_rationale(edit, self.policy))}, "verification_method": '
+            f'"{self.method}", "verification_payload": {payload}{self.tail}'
+        )

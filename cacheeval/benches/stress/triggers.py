@@ -109,3 +109,42 @@ def candidate_kinds(prompt: Prompt) -> set[str]:
     if prompt.turns:
         kinds |= {"turns_other", "turns_edit"}
     return kinds
+
+
+class DirectionGuard:
+    """False only when the ``direction`` proposer cannot find its pattern,
+    ``[from ]A to|into B`` with A and B curated endpoints (case-insensitive): on
+    ASCII text, some " to "/" into " must have an endpoint's last word ending the
+    word before it and an endpoint's first word starting the word after it. The
+    proposer's regex runs a long case-insensitive alternation at every position,
+    and "to" is in most requests. When an endpoint holds a non-ASCII letter that
+    matches an ASCII one case-insensitively, the guard never refuses."""
+
+    def __init__(self, endpoints: Iterable[str]) -> None:
+        words = list(endpoints)
+        special = {
+            c
+            for w in words
+            for c in w
+            if not c.isascii() and any(re.fullmatch(re.escape(c), chr(x), re.I) for x in range(128))
+        }
+        ascii_words = [w.lower() for w in words if w.isascii()]
+        self.active = not special
+        self.last = frozenset(w.rsplit(" ", 1)[-1] for w in ascii_words)
+        self.first = frozenset(w.split(" ", 1)[0] for w in ascii_words)
+
+    def __call__(self, text: str) -> bool:
+        if not self.active or not text.isascii():
+            return True
+        low = text.lower()
+        for sep in (" to ", " into "):
+            i = low.find(sep)
+            while i >= 0:
+                before = low[:i].rsplit(" ", 1)[-1]
+                after = low[i + len(sep) :].split(" ", 1)[0]
+                if any(before[k:] in self.last for k in range(len(before))) and any(
+                    after[:k] in self.first for k in range(1, len(after) + 1)
+                ):
+                    return True
+                i = low.find(sep, i + 1)
+        return False
