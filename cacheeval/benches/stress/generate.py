@@ -30,8 +30,7 @@ from ...verify.never_cache import PolicyVerdict, request_policy
 from ...verify.perturbation import FAMILIES, KINDS
 from .context import CONTEXT
 from .edits import Edit, Prompt, shuffle
-from .identity import _ENDPOINT_WORDS as ENDPOINT_WORDS
-from .identity import IDENTITY
+from .identity import ENDPOINT_WORDS, IDENTITY
 from .noise import NOISE
 from .rows import RowLines, guess_domain, stress_row
 from .triggers import DirectionGuard, candidate_kinds

@@ -262,11 +262,11 @@ def unit(text: str, rng: random.Random) -> Edit | None:
     return first_valid("unit", text, rng, candidates)
 
 
-_ENDPOINT_WORDS = [
+ENDPOINT_WORDS = [
     *(w for members in lex.ENTITIES.values() for w in members),
     *(w for units in lex.UNITS.values() for pair in units for w in pair),
 ]
-_ENDPOINT = "|".join(re.escape(w) for w in sorted(set(_ENDPOINT_WORDS), key=lambda w: -len(w)))
+_ENDPOINT = "|".join(re.escape(w) for w in sorted(set(ENDPOINT_WORDS), key=lambda w: -len(w)))
 _DIRECTION = re.compile(
     rf"(?<![\w+#])(from )?({_ENDPOINT}) (to|into) ({_ENDPOINT})(?![\w+#])", re.IGNORECASE
 )
