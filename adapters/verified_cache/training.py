@@ -10,6 +10,12 @@ batches) and then fit and score verifiers on them:
   grouped by family (the row's ``source``), each fold's model never seeing a
   sibling of the rows it scores.
 
+Rows of the training corpus (``sources/training/``,
+:mod:`cacheeval.pipeline.training_corpus`: ids ``tr-...``, split ``train``, never
+graded) train the shipped model beside the train split; out of fold they train
+every fold and are never scored (:func:`is_corpus`), so the OOF figures are over
+the benchmark's rows only.
+
 The recall gate is chosen on the training rows only (:func:`choose_gate`).
 """
 
@@ -23,6 +29,7 @@ from typing import Any
 
 from cacheeval.metrics.classification import accuracy, confusion, f1, fhr, precision, recall
 from cacheeval.metrics.sweep import OperatingPoint
+from cacheeval.pipeline.training_corpus import ID_PREFIX as CORPUS_ID_PREFIX
 from cacheeval.schema import Request, Row
 from cacheeval.support.jsonio import jsonl_bytes, sha256_bytes
 from cacheeval.support.layout import stable_seed
@@ -141,6 +148,16 @@ def _case(
         cos_query=cos_query,
         features=features,
     )
+
+
+def is_corpus(case: PairCase) -> bool:
+    """True for a row of the training corpus (id ``tr-<domain>-<n>``): it trains,
+    it is never graded.
+
+    >>> is_corpus(PairCase("tr-math-0001", 1, "train", "math", "EQUIV", "f", "", "", 0.9, None))
+    True
+    """
+    return case.id.startswith(CORPUS_ID_PREFIX + "-")
 
 
 # --- fitting -----------------------------------------------------------------------------
@@ -281,6 +298,8 @@ def fit_shipped(
         "rows": len(rows),
         "positives": sum(c.y for c in rows),
         "train_rows_total": len(train),
+        "corpus_rows_total": sum(is_corpus(c) for c in train),
+        "corpus_rows": sum(is_corpus(c) for c in rows),
         "data_sha256": data_sha256(X, [c.y for c in rows], [c.id for c in rows]),
         "dataset": data_id,
         "embedder": embedder,
@@ -425,12 +444,15 @@ def out_of_fold(
 ) -> OutOfFold:
     """k-fold grouped cross-fitting over all cases; the threshold is certified on the
     out-of-fold scores themselves (the calibration data of the OOF report).
-    ``seed_offset`` as in :func:`fit_shipped`."""
+    Training-corpus cases (:func:`is_corpus`) train every fold and are neither
+    folded nor scored. ``seed_offset`` as in :func:`fit_shipped`."""
+    extra = [c for c in cases if is_corpus(c)]
+    cases = [c for c in cases if not is_corpus(c)]
     folds = grouped_folds(cases, k)
     scores: dict[str, tuple[float, str]] = {}
     gates: list[float] = []
     for f in range(k):
-        train = [c for c in cases if folds[c.id] != f]
+        train = [c for c in cases if folds[c.id] != f] + extra
         held = [c for c in cases if folds[c.id] == f]
         if not held:
             gates.append(float("nan"))
