@@ -271,7 +271,8 @@ def _fit(train: Sequence[PairCase], seed_offset: int = 0) -> tuple[Any, float, l
 
 @dataclass(frozen=True, slots=True)
 class Shipped:
-    """The shipped model: trained on train, certified on dev, scored on every split."""
+    """The shipped model: trained on train (and the training corpus), certified on dev,
+    scored on every split."""
 
     verifier: Verifier
     operating_point: Certificate
@@ -287,7 +288,8 @@ def fit_shipped(
     embedder: str = "",
     seed_offset: int = 0,
 ) -> Shipped:
-    """Train on the train split, certify the threshold on the dev split. ``embedder``
+    """Train on the train split (training-corpus rows weighted :data:`CORPUS_WEIGHT`),
+    certify the threshold on the dev split. ``embedder``
     names the embedder the features were computed with (recorded in the meta);
     ``seed_offset`` moves LightGBM's seeds (:func:`~.model.seeded_params`; 0 is
     the shipped model)."""
@@ -335,7 +337,8 @@ def fit_shipped(
 
 # --- the feature table: every row the shipped model reads, as it read them -------------
 
-#: The splits the shipped model reads: trained on train, certified on dev.
+#: The splits the shipped model reads: trained on train (training-corpus rows are
+#: split train too), certified on dev.
 TABLE_SPLITS = ("train", "dev")
 
 
