@@ -253,6 +253,10 @@ def test_corpus_rows_train_the_model_with_their_weight_and_are_recorded(cases) -
     )
     assert replay.verifier.model_string() == both.verifier.model_string()
     assert replay.verifier.meta == both.verifier.meta
+    # and features 1e-9 away give it too
+    nudged = fit_shipped(_nudged(cases + extra, 3), data_id="d", embedder="hash")
+    assert nudged.verifier.model_string() == both.verifier.model_string()
+    assert nudged.verifier.meta == both.verifier.meta
 
 
 def test_out_of_fold_never_scores_a_corpus_row(cases) -> None:
