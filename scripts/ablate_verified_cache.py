@@ -46,7 +46,7 @@ from cacheeval.commands._running import add_resamples_argument
 from cacheeval.metrics.paired import DEFAULT_RESAMPLES, paired_difference_interval
 from cacheeval.support.jsonio import dumps_pretty, write_bytes_atomic
 from scripts.run_external import ENV, pair_sets
-from scripts.train_verified_cache import load_labelled
+from scripts.train_verified_cache import training_rows
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -316,7 +316,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     resources = Resources(embedder_name=DEFAULT_EMBEDDER)
     t0 = time.perf_counter()
-    bench = build_cases(load_labelled(args.bench, args.labels), resources)
+    rows, extra = training_rows(args.bench, args.labels)
+    bench = build_cases(rows + extra, resources)
     ext: dict[str, tuple[list[PairCase], list[float]]] = {}
     cosine = MiniLMCosine()
     for s in pair_sets(directory):

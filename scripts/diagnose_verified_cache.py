@@ -30,7 +30,7 @@ from adapters.verified_cache.diagnosis import (
 )
 from adapters.verified_cache.training import build_cases, out_of_fold
 from cacheeval.support.jsonio import dumps_pretty, write_bytes_atomic
-from scripts.train_verified_cache import load_labelled
+from scripts.train_verified_cache import training_rows
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -104,9 +104,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from cacheeval.reporting.report import utc_now
 
     t0 = time.perf_counter()
-    cases = build_cases(
-        load_labelled(args.bench, args.labels), Resources(embedder_name=DEFAULT_EMBEDDER)
-    )
+    rows, extra = training_rows(args.bench, args.labels)
+    cases = build_cases(rows + extra, Resources(embedder_name=DEFAULT_EMBEDDER))
     _log(f"features in {time.perf_counter() - t0:.0f} s")
     public = [s for s in out_of_fold(cases).scored if s.case.split in ("train", "dev")]
     offsets = [SEED_STEP * k for k in range(args.seeds)]

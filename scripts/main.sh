@@ -54,7 +54,7 @@ fi
 step "stress rows from the shipped prompts and the dev queries: the reference caches per perturbation kind (reports/STRESS.md)"
 $py -m scripts.run_stress
 
-step "test split vs private slice (demo seed): reports/SHIFT.md, reference predictions"
+step "test split vs private slices (demo seed and 3 more seeds): reports/SHIFT.md, reference predictions"
 $py -m scripts.run_shift
 
 step "per-pair viewer of the reference caches on the test split (reports/view/index.html; shows the hidden labels, so git-ignored)"

@@ -10,8 +10,10 @@ embeddings) and the verified cache (committed model) on
   (both written by ``scripts/assemble.py``), and
 * the slice ``cacheeval generate-slice --seed <demo seed>`` gives against the
   public shards ``domains/*.jsonl`` (40 rows per domain, held-out families),
+  and the slices of further public seeds (``--more-seeds``, default three),
 
-and writes the per-domain comparison (:mod:`cacheeval.benches.shift`), plus each
+and writes the per-domain comparison on the demo seed and the all-domain figures
+of every seed (:mod:`cacheeval.benches.shift`), plus each
 reference cache's test-split predictions under
 ``reports/reference_predictions/`` (label-free; the leaderboard grades them as
 its fixed reference rows). Progress on stderr.
@@ -29,6 +31,7 @@ from typing import Any
 from cacheeval.baselines import make_baseline
 from cacheeval.benches.shift import (
     evaluate_shift,
+    evaluate_slices,
     render_markdown,
     to_json,
     write_reference_predictions,
@@ -47,6 +50,8 @@ from cacheeval.support.layout import DOMAINS_DIR, REPO_ROOT
 
 #: The fixed, public seed of the demo slice (a real round uses a secret one).
 DEMO_SEED = "cacheeval-shift-demo-1"
+#: Further public seeds: how much the slice figures move with the draw.
+MORE_SEEDS = ("cacheeval-shift-demo-2", "cacheeval-shift-demo-3", "cacheeval-shift-demo-4")
 GPTCACHE_CONFIG = "minilm@0.80"
 #: Where the reference caches' test-split predictions go, under --out-dir.
 REFERENCE_DIR = "reference_predictions"
@@ -81,6 +86,11 @@ def reference_caches() -> list[tuple[str, Callable[[], Any]]]:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seed", default=DEMO_SEED, help=f"slice seed (default: {DEMO_SEED})")
+    p.add_argument(
+        "--more-seeds",
+        default=",".join(MORE_SEEDS),
+        help="comma-separated further slice seeds ('' for none; default: %(default)s)",
+    )
     p.add_argument("--per-domain", type=int, default=DEFAULT_PER_DOMAIN)
     p.add_argument("--bench", type=Path, default=REPO_ROOT / "cachebench.jsonl")
     p.add_argument("--labels", type=Path, default=REPO_ROOT / "private" / "test_labels.jsonl")
@@ -103,10 +113,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.baselines_only:
         caches = caches[:3]
     shifts, _, test_predictions = evaluate_shift(caches, test_rows, slice_rows, log=_log)
+    more = [s for s in args.more_seeds.split(",") if s.strip() and s.strip() != args.seed]
+    slices = []
+    for seed in more:
+        dicts = generate_slice(seed.strip(), texts, per_domain=args.per_domain)
+        slices.append((seed.strip(), sha256_bytes(jsonl_bytes(dicts)),
+                       [Row.from_dict(r) for r in dicts]))  # fmt: skip
+    seeds = evaluate_slices(caches, slices, log=_log)
+    command = "python -m scripts.run_shift" + (
+        f" --seed {args.seed}" if args.seed != DEMO_SEED else ""
+    )
+    if args.more_seeds != ",".join(MORE_SEEDS):
+        command += f" --more-seeds '{args.more_seeds}'"
     meta = {
-        "command": "python -m scripts.run_shift"
-        + (f" --seed {args.seed}" if args.seed != DEMO_SEED else ""),
+        "command": command,
         "seed": args.seed,
+        "more_seeds": [x.seed for x in seeds],
         "per_domain": args.per_domain,
         "n_test": len(test_rows),
         "n_slice": len(slice_rows),
@@ -117,9 +139,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     args.out_dir.mkdir(parents=True, exist_ok=True)
     write_bytes_atomic(
-        args.out_dir / "SHIFT.json", (dumps_pretty(to_json(shifts, meta)) + "\n").encode()
+        args.out_dir / "SHIFT.json", (dumps_pretty(to_json(shifts, meta, seeds)) + "\n").encode()
     )
-    write_bytes_atomic(args.out_dir / "SHIFT.md", render_markdown(shifts, meta).encode())
+    write_bytes_atomic(args.out_dir / "SHIFT.md", render_markdown(shifts, meta, seeds).encode())
     write_reference_predictions(
         args.out_dir / REFERENCE_DIR, test_predictions, sha256_file(args.bench)
     )

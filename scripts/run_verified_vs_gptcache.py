@@ -68,7 +68,7 @@ from cacheeval.run.harness import predict, score
 from cacheeval.schema import Row
 from cacheeval.support.jsonio import dumps_pretty, write_bytes_atomic
 from scripts.bench_verified_cache import cpu_model
-from scripts.train_verified_cache import dataset_id, load_labelled
+from scripts.train_verified_cache import dataset_id, training_rows
 
 REPO = Path(__file__).resolve().parents[1]
 GPTCACHE_CONFIG = "minilm@0.80"
@@ -705,13 +705,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     import platform
 
     args = parse_args(argv)
-    rows = load_labelled(args.bench, args.labels)
-    data_id = dataset_id(args.bench, args.labels)
+    # the benchmark's rows (graded) and the training corpus (trains the model, never graded)
+    rows, extra = training_rows(args.bench, args.labels)
+    data_id = dataset_id(args.bench, args.labels, extra)
     t0 = time.perf_counter()
     resources = Resources(embedder_name=args.embedder)
     # the training features on one intra-op thread, as scripts.train_verified_cache
     # computes them (the live run below serves with the default thread count)
-    cases = build_cases(rows, Resources(embedder_name=args.embedder, threads=1))
+    cases = build_cases(rows + extra, Resources(embedder_name=args.embedder, threads=1))
     _log(f"features of {len(cases)} rows in {time.perf_counter() - t0:.0f} s")
     check = check_committed(
         cases, args.model_dir, data_id=data_id, embedder=args.embedder, write=args.write_model

@@ -3,11 +3,12 @@
     python -m scripts.train_verified_cache                 # from the repository root
 
 1. Loads every labelled row (``cachebench.jsonl`` + the private test labels written
-   by ``scripts/assemble.py``) and computes, once, every decision that needs no
-   training (policy tier, exact matches) and every feature (MiniLM ONNX
-   embeddings in batches).
-2. **Shipped model**: trains on the *train* split only; the recall gate is chosen
-   on train, the threshold certified on *dev* (the lowest threshold whose
+   by ``scripts/assemble.py``) and the training corpus (``sources/training/``:
+   project-written rows for training only, never graded, split ``train``) and
+   computes, once, every decision that needs no training (policy tier, exact
+   matches) and every feature (MiniLM ONNX embeddings in batches).
+2. **Shipped model**: trains on the *train* split and the training corpus; the
+   recall gate is chosen on them, the threshold certified on *dev* (the lowest threshold whose
    one-sided Clopper-Pearson 95% upper bound of FHR on dev is <= 5%), and
    compares the result with the committed model
    (:func:`adapters.verified_cache.reproduce.check_committed`: reproduced byte
@@ -19,7 +20,8 @@
    (every train and dev row the model reads, features included).
 3. **Out-of-fold check**: 5-fold cross-fitting over *all* labelled rows with folds
    grouped by family (the ``source`` field: rows sharing a source are one family
-   and never straddle folds); the threshold is certified on the OOF scores.
+   and never straddle folds; the corpus trains every fold and is never scored);
+   the threshold is certified on the OOF scores.
    Prints the results and, with ``--oof-out``, writes per-row OOF predictions.
 
 Training is deterministic (one thread, fixed seeds, ``deterministic=True``,
@@ -45,12 +47,20 @@ from adapters.verified_cache.training import (
     Scored,
     build_cases,
     fit_shipped,
+    is_corpus,
     out_of_fold,
     summarize,
 )
 from cacheeval.dataset import load_bench
+from cacheeval.pipeline.training_corpus import TRAINING_DIR, corpus
 from cacheeval.schema import Row
-from cacheeval.support.jsonio import JsonlError, sha256_file, write_jsonl
+from cacheeval.support.jsonio import (
+    JsonlError,
+    jsonl_bytes,
+    sha256_bytes,
+    sha256_file,
+    write_jsonl,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -66,9 +76,29 @@ def load_labelled(bench: Path, labels: Path) -> list[Row]:
         raise SystemExit(f"error: {e}") from None
 
 
-def dataset_id(bench: Path, labels: Path) -> str:
-    """``<bench sha256[:16]>+<labels sha256[:16]>``: which data a model was trained on."""
-    return f"{sha256_file(bench)[:16]}+{sha256_file(labels)[:16]}"
+def corpus_rows(training_dir: Path = TRAINING_DIR) -> list[Row]:
+    """The training corpus's rows (:func:`cacheeval.pipeline.training_corpus.corpus`),
+    labelled, split ``train``; a clear message (no traceback) for a broken fixture."""
+    try:
+        return [Row.from_dict(r) for r in corpus(training_dir)]
+    except ValueError as e:
+        raise SystemExit(f"error: {e}") from None
+
+
+def training_rows(bench: Path, labels: Path) -> tuple[list[Row], list[Row]]:
+    """(every labelled benchmark row, the training corpus's rows): the model reads
+    the benchmark's train and dev rows and the corpus; only benchmark rows are graded."""
+    return load_labelled(bench, labels), corpus_rows()
+
+
+def dataset_id(bench: Path, labels: Path, extra: Sequence[Row] = ()) -> str:
+    """``<bench sha256[:16]>+<labels sha256[:16]>`` and, with training-corpus rows,
+    ``+corpus:<sha256[:16] of their canonical JSONL>``: which data a model was
+    trained on."""
+    out = f"{sha256_file(bench)[:16]}+{sha256_file(labels)[:16]}"
+    if extra:
+        out += "+corpus:" + sha256_bytes(jsonl_bytes([r.to_dict() for r in extra]))[:16]
+    return out
 
 
 def _fmt(x: float | None) -> str:
@@ -125,13 +155,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.write_model and not default_budget:
         parser.error("--write-model writes the shipped model: only with the default budget")
 
-    rows = load_labelled(args.bench, args.labels)
+    rows, extra = training_rows(args.bench, args.labels)
     t0 = time.perf_counter()
     # one intra-op thread: the values do not depend on it, but nothing is left to chance
-    cases = build_cases(rows, Resources(embedder_name=args.embedder, threads=1))
-    print(f"features of {len(cases)} rows in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    cases = build_cases(rows + extra, Resources(embedder_name=args.embedder, threads=1))
+    print(
+        f"features of {len(rows)} benchmark rows and {len(extra)} training-corpus rows in "
+        f"{time.perf_counter() - t0:.1f} s",
+        file=sys.stderr,
+    )
 
-    data_id = dataset_id(args.bench, args.labels)
+    data_id = dataset_id(args.bench, args.labels, extra)
     shipped = fit_shipped(
         cases,
         max_fhr=args.max_fhr,
@@ -148,7 +182,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"bound {op.fhr_upper:.4f} (<= {op.max_fhr}: {op.certified}), dev recall {_fmt(op.recall)}"
     )
     for split in ("train", "dev", "test"):
-        print_summary(f"  {split}", [s for s in shipped.scored if s.case.split == split])
+        part = [s for s in shipped.scored if s.case.split == split and not is_corpus(s.case)]
+        print_summary(f"  {split}", part)
+    print_summary("  training corpus", [s for s in shipped.scored if is_corpus(s.case)])
     print(
         f"model sha256 {meta.model_sha256}, training data sha256 {meta.training['data_sha256']}, "
         f"feature table sha256 {meta.training['feature_table_sha256']}"
@@ -164,7 +200,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     oof = out_of_fold(cases, k=args.folds, max_fhr=args.max_fhr, confidence=args.confidence)
     op = oof.operating_point
     print(
-        f"{args.folds}-fold grouped OOF over {len(cases)} rows: threshold {op.threshold:.4f}, "
+        f"{args.folds}-fold grouped OOF over {len(oof.scored)} benchmark rows (the "
+        f"{len(extra)} corpus rows train every fold): threshold {op.threshold:.4f}, "
         f"FHR {_fmt(op.fhr)} ({op.fp}/{op.n_negative}), CP upper bound {op.fhr_upper:.4f} "
         f"(<= {op.max_fhr}: {op.certified}); gates {oof.gates}"
     )

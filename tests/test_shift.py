@@ -11,6 +11,7 @@ from pathlib import Path
 from cacheeval.baselines import make_baseline
 from cacheeval.benches.shift import (
     evaluate_shift,
+    evaluate_slices,
     render_markdown,
     shift,
     side_of_confusion,
@@ -72,3 +73,27 @@ def test_evaluate_shift_per_domain(mini_rows: list[Row], tmp_path: Path) -> None
         json.loads((tmp_path / "refs" / "always-miss.jsonl").read_text().splitlines()[1])["is_hit"]
         is False
     )
+
+
+def test_more_seeds_each_get_a_row(mini_rows: list[Row]) -> None:
+    test_rows = [dataclasses.replace(r, split="test") for r in mini_rows]
+    math = [r for r in test_rows if r.domain == "math"]
+    caches = [(n, lambda n=n: make_baseline(n)) for n in ("always_hit", "always_miss")]
+    shifts, _, _ = evaluate_shift(caches, test_rows, math)
+    # a second "seed": the math rows' MISS rows only, so always_hit's FHR is 1 and its
+    # recall n/a there
+    misses = [r for r in math if r.y == 0]
+    seeds = evaluate_slices(caches, [("second", "s" * 64, misses)])
+    assert [x.seed for x in seeds] == ["second"] and seeds[0].n == len(misses)
+    hit = seeds[0].sides["always_hit"]
+    assert hit.fhr.value == 1.0 and hit.recall.value is None
+    meta = {"seed": "demo", "n_test": len(test_rows), "n_slice": len(math)}
+    md = render_markdown(shifts, meta, seeds)
+    assert "## Every slice seed" in md
+    assert f"| always_hit | `second` | {len(misses)} | 1.000 | +0.000 | n/a | n/a |" in md
+    assert md.count("| always_miss | `") == 2
+    data = to_json(shifts, meta, seeds)
+    first = data["seeds"][0]
+    assert first["seed"] == "second" and first["n_slice"] == len(misses)
+    assert first["caches"][0]["shift"]["recall"] is None
+    assert to_json(shifts, meta)["seeds"] == []

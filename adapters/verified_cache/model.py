@@ -178,19 +178,22 @@ def train_booster(
     *,
     params: Mapping[str, Any] | None = None,
     num_boost_round: int = NUM_BOOST_ROUND,
+    weights: Sequence[float] | None = None,
 ) -> lightgbm.Booster:
     """Train the verifier on feature rows ``X`` (in :data:`FEATURE_NAMES` order) and
-    labels ``y`` (1 = HIT). Same inputs, same model bytes."""
+    labels ``y`` (1 = HIT), each row weighted by ``weights`` (None: all 1). Same
+    inputs, same model bytes."""
     import lightgbm
     import numpy as np
 
-    if len(X) != len(y):
+    if len(X) != len(y) or (weights is not None and len(weights) != len(y)):
         raise ValueError(f"{len(X)} feature rows but {len(y)} labels")
     if len(set(y)) < 2:
         raise ValueError("training data needs both HIT and MISS rows")
     data = lightgbm.Dataset(
         np.asarray([quantize_features(row) for row in X], dtype=np.float64),
         label=np.asarray(y, dtype=np.float64),
+        weight=None if weights is None else np.asarray(weights, dtype=np.float64),
         feature_name=list(FEATURE_NAMES),
         free_raw_data=False,
         params={"verbose": -1},

@@ -147,6 +147,39 @@ def evaluate_shift(
     return shifts, reports, test_predictions
 
 
+@dataclass(frozen=True, slots=True)
+class SeedSlice:
+    """One more slice seed: every cache's all-domain numbers on that seed's slice."""
+
+    seed: str
+    slice_sha256: str
+    n: int
+    sides: dict[str, Side]
+
+
+def evaluate_slices(
+    caches: Sequence[tuple[str, Callable[[], Any]]],
+    slices: Sequence[tuple[str, str, Sequence[Row]]],
+    *,
+    log: Callable[[str], None] = lambda _msg: None,
+) -> list[SeedSlice]:
+    """Grade every cache on further slices, given as (seed, slice sha256, rows): a
+    fresh instance per slice, as :func:`evaluate_shift` does."""
+    from ..run.harness import cache_name_of, predict, score
+
+    out: list[SeedSlice] = []
+    for seed, sha, rows in slices:
+        sides: dict[str, Side] = {}
+        for name, make in caches:
+            log(f"{name}: slice of seed {seed} ({len(rows)} rows)")
+            cache = make()
+            report = score(predict(cache, rows), rows, cache_name=name or cache_name_of(cache),
+                           split="test")  # fmt: skip
+            sides[name] = side_of_confusion(report.confusion)
+        out.append(SeedSlice(seed, sha, len(rows), sides))
+    return out
+
+
 def write_reference_predictions(
     folder: Path, predictions: dict[str, list[Prediction]], dataset_sha256: str
 ) -> list[Path]:
@@ -203,10 +236,30 @@ def _shifts_json(test: Side | None, slice_: Side | None) -> dict[str, float | No
     return out
 
 
-def to_json(shifts: Sequence[CacheShift], meta: dict[str, Any]) -> dict[str, Any]:
-    """The machine-readable report (key order fixed)."""
+def to_json(
+    shifts: Sequence[CacheShift], meta: dict[str, Any], seeds: Sequence[SeedSlice] = ()
+) -> dict[str, Any]:
+    """The machine-readable report (key order fixed); ``seeds``: the further slice
+    seeds, each cache's all-domain slice numbers and their shift from test."""
+    tests = {c.cache: c.test for c in shifts}
     return {
         "meta": meta,
+        "seeds": [
+            {
+                "seed": x.seed,
+                "slice_sha256": x.slice_sha256,
+                "n_slice": x.n,
+                "caches": [
+                    {
+                        "cache": name,
+                        "slice": _side_json(side),
+                        "shift": _shifts_json(tests.get(name), side),
+                    }
+                    for name, side in x.sides.items()
+                ],
+            }
+            for x in seeds
+        ],
         "caches": [
             {
                 "cache": c.cache,
@@ -262,8 +315,31 @@ def _table(first: str, rows: Sequence[Sequence[str]]) -> list[str]:
     return lines
 
 
-def render_markdown(shifts: Sequence[CacheShift], meta: dict[str, Any]) -> str:
-    """``reports/SHIFT.md``: an overview, then one per-domain table per cache."""
+def seeds_table(
+    shifts: Sequence[CacheShift], demo_seed: str, seeds: Sequence[SeedSlice]
+) -> list[str]:
+    """One row per cache and slice seed (the demo seed first): the slice's FHR,
+    recall and accuracy and their shift from the test split."""
+    head = ["cache", "seed", "n slice", "FHR slice", "Δ FHR", "recall slice", "Δ recall",
+            "accuracy slice", "Δ accuracy"]  # fmt: skip
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for c in shifts:
+        per_seed = [(demo_seed, c.slice)]
+        per_seed += [(x.seed, x.sides[c.cache]) for x in seeds if c.cache in x.sides]
+        for seed, side in per_seed:
+            cells = [c.cache, f"`{seed}`", str(side.n)]
+            for key in ("fhr", "recall", "accuracy"):
+                t, v = getattr(c.test, key), getattr(side, key)
+                cells += [_num(v), _signed(shift(t, v))]
+            lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def render_markdown(
+    shifts: Sequence[CacheShift], meta: dict[str, Any], seeds: Sequence[SeedSlice] = ()
+) -> str:
+    """``reports/SHIFT.md``: an overview, with ``seeds`` a table of every slice seed,
+    then one per-domain table per cache (demo seed)."""
     lines = [
         "# Test split vs private slice: the overfitting signal",
         "",
@@ -287,6 +363,18 @@ def render_markdown(shifts: Sequence[CacheShift], meta: dict[str, Any]) -> str:
         "",
     ]
     lines += _table("cache", [[c.cache, *_cells(c.test, c.slice)] for c in shifts])
+    if seeds:
+        lines += [
+            "",
+            "## Every slice seed",
+            "",
+            f"The demo seed and {len(seeds)} more public seeds "
+            f"({', '.join(f'`{x.seed}`' for x in seeds)}), each a slice of the same size "
+            "drawn from the same held-out pools: how much a cache's slice figures move with "
+            "the draw. Δ = slice value − test value.",
+            "",
+        ]
+        lines += seeds_table(shifts, str(meta.get("seed")), seeds)
     for c in shifts:
         lines += ["", f"## {c.cache}", ""]
         rows = [[d.domain, *_cells(d.test, d.slice)] for d in c.domains]

@@ -125,6 +125,10 @@ SUBCATEGORIES: dict[str, tuple[str, str]] = {
         "list-style trivia walks through the first, second and later holders",
     ),
     "unit_swap": (ADVERSARIAL, "the same quantity is asked for in the unit the user lives with"),
+    "quantity_change": (
+        ADVERSARIAL,
+        "conversion questions recur with another amount of the same unit",
+    ),
     "time_scope": (
         ADVERSARIAL,
         "history questions repeat for a different year or period",

@@ -1,8 +1,9 @@
 """The verified cache's model comes out the same on any CPU: features at a fixed
 precision (idempotent, stable under noise away from rounding midpoints), the same
 model bytes and training-data hash when every feature moves by 1e-9, the committed
-feature table read back bit for bit, and the committed-model check that lists what
-differs and never rewrites a file unless told to."""
+feature table read back bit for bit, the committed-model check that lists what
+differs and never rewrites a file unless told to, and training-corpus rows that
+train with their weight, replay from the table and are never scored out of fold."""
 
 from __future__ import annotations
 
@@ -28,10 +29,15 @@ from adapters.verified_cache.reproduce import (  # noqa: E402
     read_table,
 )
 from adapters.verified_cache.training import (  # noqa: E402
+    CORPUS_WEIGHT,
     PairCase,
     build_cases,
+    case_from_record,
     fit_shipped,
+    is_corpus,
+    out_of_fold,
     table_bytes,
+    table_records,
 )
 
 from .test_verified_cache import HashEmbedder, synthetic_rows  # noqa: E402
@@ -212,3 +218,49 @@ def test_differences_are_named_per_feature_and_per_row() -> None:
     # a tier or label that differs is a change of data, not noise
     drift = compare([dataclasses.replace(a, settled="policy", features=None)], [a])
     assert drift.changed == ("r",) and not drift.is_noise
+
+
+# --- the training corpus: trains the model, weighted, never scored out of fold -----------
+
+
+def _as_corpus(cases: list[PairCase], n: int) -> list[PairCase]:
+    """The first ``n`` train cases again, as training-corpus rows (ids ``tr-...``,
+    families of their own)."""
+    train = [c for c in cases if c.split == "train"][:n]
+    return [
+        dataclasses.replace(c, id=f"tr-{c.domain}-{i:04d}", family=f"corpus#{i}")
+        for i, c in enumerate(train, start=1)
+    ]
+
+
+def test_corpus_rows_train_the_model_with_their_weight_and_are_recorded(cases) -> None:
+    extra = _as_corpus(cases, 40)
+    assert all(is_corpus(c) for c in extra) and not any(is_corpus(c) for c in cases)
+    plain = fit_shipped(cases, data_id="d", embedder="hash")
+    both = fit_shipped(cases + extra, data_id="d", embedder="hash")
+    training = both.verifier.meta.training
+    assert training["corpus_rows_total"] == 40 and training["corpus_weight"] == CORPUS_WEIGHT
+    assert plain.verifier.meta.training["corpus_rows_total"] == 0
+    assert both.verifier.model_string() != plain.verifier.model_string()
+    # the weight is part of the model: the same rows at full weight train another one
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("adapters.verified_cache.training.CORPUS_WEIGHT", 1.0)
+        full = fit_shipped(cases + extra, data_id="d", embedder="hash")
+    assert full.verifier.model_string() != both.verifier.model_string()
+    # and the feature table (ids included) replays it byte for byte
+    replay = fit_shipped(
+        [case_from_record(r) for r in table_records(cases + extra)], data_id="d", embedder="hash"
+    )
+    assert replay.verifier.model_string() == both.verifier.model_string()
+    assert replay.verifier.meta == both.verifier.meta
+    # and features 1e-9 away give it too
+    nudged = fit_shipped(_nudged(cases + extra, 3), data_id="d", embedder="hash")
+    assert nudged.verifier.model_string() == both.verifier.model_string()
+    assert nudged.verifier.meta == both.verifier.meta
+
+
+def test_out_of_fold_never_scores_a_corpus_row(cases) -> None:
+    extra = _as_corpus(cases, 40)
+    oof = out_of_fold(cases + extra)
+    assert [s.case.id for s in oof.scored] == [c.id for c in cases]
+    assert set(oof.folds) == {c.id for c in cases}

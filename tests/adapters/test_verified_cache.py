@@ -556,6 +556,25 @@ def test_committed_model_matches_this_code() -> None:
     assert 0.0 < v.gate_threshold < 1.0
 
 
+def test_committed_model_replays_from_its_feature_table() -> None:
+    """Retraining from the committed feature table (every train, training-corpus and
+    dev row the model read) gives the committed model and meta byte for byte."""
+    from adapters.verified_cache.reproduce import meta_diff, read_table
+    from adapters.verified_cache.training import CORPUS_WEIGHT, is_corpus
+
+    v = committed()
+    table = read_table(MODEL_DIR)
+    training = v.meta.training
+    replay = fit_shipped(table, data_id=training["dataset"], embedder=training["embedder"])
+    assert meta_diff(replay.verifier, v) == []
+    assert replay.verifier.model_string() == v.model_string()
+    corpus_rows = [c for c in table if is_corpus(c)]
+    assert training["corpus_rows_total"] == len(corpus_rows) > 0
+    assert training["corpus_weight"] == CORPUS_WEIGHT
+    assert {c.split for c in corpus_rows} == {"train"}
+    assert "+corpus:" in training["dataset"]
+
+
 def test_committed_model_is_monotone_in_the_span_cosine() -> None:
     v = committed()
     assert v.monotone_cos_diff
