@@ -339,6 +339,7 @@ def run_ours(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
         returned.append([r.id - 1 for r, _ in got])
     steps = dict(store.search_steps)
     accuracy = _accuracy(stored, queries, returned)
+    sweep = _ef_sweep(store, stored, queries, floor) if store._indexes[0].approximate else []
     put_ms = []
     for i, v in enumerate(puts):
         t = time.perf_counter_ns()
@@ -373,6 +374,7 @@ def run_ours(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
         "recall_at_3": accuracy["recall_at_3"],
         "gate_recall": accuracy["gate_recall"],
         "search_steps": steps,
+        "ef_sweep": sweep,
         "regime": regime,
         "close_s": close_s,
     }
@@ -383,6 +385,49 @@ def run_ours(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
         assert len(again) == n + len(puts) + len(fsync_ms)
         again.close()
     return out
+
+
+def _ef_sweep(store: Any, stored: Any, queries: Any, floor: float) -> list[dict[str, Any]]:
+    """The same gets again on the same graph at wider first searches (efSearch 128,
+    256), with and without the floor: what more recall costs."""
+    index = store._indexes[0]
+    default = index.ef_search
+    out = []
+    for ef in (default, 2 * default, 4 * default):
+        index.ef_search = ef
+        for gated in (False, True):
+            ms, returned = [], []
+            for q in queries:
+                t = time.perf_counter_ns()
+                got = store.nearest("", q, TOP_K, floor=floor if gated else None)
+                ms.append((time.perf_counter_ns() - t) / 1e6)
+                returned.append([r.id - 1 for r, _ in got])
+            acc = _accuracy(stored, queries, returned)
+            row = {"ef_search": ef, "floor": gated, **_split_stats(ms, acc["servable"])}
+            out.append(
+                {**row, "recall_at_3": acc["recall_at_3"], "gate_recall": acc["gate_recall"]}
+            )
+    index.ef_search = default
+    return out
+
+
+def sweep_markdown(results: list[dict[str, Any]]) -> str:
+    """What a wider first search buys, per (data, size) of ours on HNSW."""
+    lines = [
+        "| data | entries | efSearch | floor (gate-aware) | get p50 | get p95 | servable p50 / p95"
+        " | none servable p50 / p95 | recall@3 | gate recall |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        for e in r.get("ef_sweep") or []:
+            yes, no = e["get_servable"], e["get_unservable"]
+            lines.append(
+                f"| {r['data']} | {r['n']:,} | {e['ef_search']} | {'yes' if e['floor'] else 'no'}"
+                f" | {e['get']['p50_ms']:.3f} | {e['get']['p95_ms']:.3f}"
+                f" | {_p(yes, 'p50_ms')} / {_p(yes, 'p95_ms')} | {_p(no, 'p50_ms')} /"
+                f" {_p(no, 'p95_ms')} | {e['recall_at_3']:.4f} | {e['gate_recall']:.4f} |"
+            )
+    return "\n".join(lines)
 
 
 def run_gptcache(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
@@ -721,6 +766,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
     table = markdown(results, model, cpu_model())
     print(table)
+    print()
+    print(sweep_markdown(results))
     if args.json:
         args.json.write_text(
             json.dumps({"cpu": cpu_model(), "model": model, "real": real, "results": results},
