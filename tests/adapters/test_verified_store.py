@@ -661,3 +661,19 @@ def test_a_rebuild_in_the_foreground_when_asked(monkeypatch: pytest.MonkeyPatch)
     assert not store._rebuilds and index.rebuilding is None
     assert index.tombstones <= max(len(index), 49)  # rebuilt inside the puts
     assert sorted(index.ids().tolist()) == list(range(501, 701))
+
+
+def test_the_exhaustive_step_skips_tombstones_and_matches_brute_force() -> None:
+    x = unit_vectors(600, 16, seed=28)
+    ix = ScopeIndex(16, brute_force_max=0)
+    ix.add(np.arange(1, 601), x)
+    for entry_id in range(1, 601, 3):
+        assert ix.remove(entry_id)
+    live = np.array([i for i in range(1, 601) if (i - 1) % 3])
+    for v in x[::17]:
+        ids, sims = ix.search_exhaustive(v, 5)
+        exact = x[live - 1] @ v
+        want = live[np.argsort(-exact, kind="stable")[:5]]
+        assert ids.tolist() == want.tolist()  # float16 cosines, far apart here
+        assert not set(ids.tolist()) & set(range(1, 601, 3))
+        assert sims == pytest.approx(np.sort(exact)[::-1][:5], abs=2e-3)
