@@ -1,7 +1,9 @@
 """Measure the verified cache's store beside GPTCache's own store, from 1k to 1M entries.
 
     python -m scripts.bench_verified_store [--sizes 1000,10000,100000,1000000]
-        [--gets 500] [--puts 300] [--no-gptcache] [--json out.json]
+        [--data calibrated,worst] [--gets 500] [--misses 100] [--puts 300]
+        [--no-gptcache] [--gptcache-data calibrated] [--real]
+        [--index-options '{"ef_search": 128}'] [--json out.json]
 
 What is timed is the store's own work, without the model call (embedding) and
 without the verifier (which reads only the ``top_k`` candidates, whatever N):
@@ -16,20 +18,31 @@ without the verifier (which reads only the ``top_k`` candidates, whatever N):
   N so nothing is evicted): ``get`` = ``search(top_k=3)`` + ``get_scalar_data`` of
   each result (what its adapter does before evaluating); ``put`` = ``save``.
 
-Both stores get the same synthetic vectors in the same run (seeded): 384-d unit
-vectors in paraphrase clusters of 8 (cosine ~0.87 within a cluster, ~0 across;
-random unit vectors would make the 2nd and 3rd neighbours meaningless ties);
-each ``get`` is a fresh member of a stored cluster, each ``put`` a new one. Each
-store is first filled to N in bulk (ours: ``add_many`` in batches of 10,000, one
+Both stores get the same synthetic vectors in the same run (seeded), from one
+of two generators (``--data``): **calibrated** (:func:`calibrated`: shaped like
+real request embeddings: a shared mean direction, domains, topics, subtopics
+and paraphrase groups, weights fitted to the neighbourhood statistics of MiniLM
+embeddings of the repository's request texts, which ``--real`` measures) and
+**worst** (:func:`worst_case`: 384-d unit vectors in clusters of 8 around
+random, near-orthogonal directions, cosine ~0.87 within a cluster, ~0 across:
+a needle in a haystack for a graph index). ``--gets`` lookups are fresh
+members of stored groups, ``--misses`` more belong to no stored group; they are
+timed in one shuffled order and reported apart by whether the exact best
+cosine reaches the recall gate (``model/meta.json``), which our store gets as
+its ``floor`` (as :class:`~adapters.verified_cache.cache.VerifiedCache` passes
+it). Recall@3 and gate recall (every exact top-3 entry at or above the gate
+returned) are measured against exact brute force; the same gets are then timed
+again on the same graph at 2x and 4x the efSearch, with and without the floor.
+Each ``put`` is a fresh member of a stored group. Each store is first filled to
+N in bulk (ours: ``add_many`` in batches of 10,000, one
 transaction each; GPTCache: ``import_data``), which is timed as the build; then
 ``--gets`` lookups and ``--puts`` single puts are timed one by one
 (``perf_counter_ns``). Memory is the growth of the process's resident set over
 the build (``malloc_trim`` first), per entry, the request/answer text included
 (~40 bytes here); disk is the files' size per entry (SQLite, and the HNSW index
 saved beside it by ``close()``, whose time is "close s"; "reopen s" is opening
-the closed store again: reading that index and scanning SQLite). Recall@3 is ours against
-exact brute force over all N vectors, on every timed get. Each (store, size)
-runs in its own subprocess, so one's memory is not another's.
+the closed store again: reading that index and scanning SQLite). Each (store,
+size, data) runs in its own subprocess, so one's memory is not another's.
 
 Threads: builds use faiss's default OpenMP threads (all cores); the timed single
 calls run with one (``faiss.omp_set_num_threads(1)``) for both stores: on a

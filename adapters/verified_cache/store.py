@@ -8,7 +8,9 @@ the query's word pieces (:class:`~adapters.embedders.WordPieces`). In memory:
   entry with that key: the exact tier is one dict lookup (the digest is checked
   against the entry's full key before it is served);
 * one :class:`~.index.ScopeIndex` per scope (brute force up to
-  :data:`~.index.BRUTE_FORCE_MAX` entries, then HNSW over float16 vectors);
+  :data:`~.index.BRUTE_FORCE_MAX` entries, then HNSW over float16 vectors;
+  :meth:`EntryStore.nearest` with a ``floor`` widens an HNSW search, then scans,
+  before it reports nothing at or above the floor);
 * the **LRU order** (an ordered dict id -> scope number; a ``get`` that serves
   an entry moves it to the back);
 * the entries themselves: all of them without ``path``; with ``path``, only a
@@ -37,7 +39,11 @@ cut the last few committed entries may be lost, never the database.
 **Concurrency**: lookups hold the read side of a readers-writer lock and run
 side by side (the index searches release the GIL); ``add`` holds the write side,
 so writes are serialised and never seen half-done. In path mode each thread
-reads through its own SQLite connection.
+reads through its own SQLite connection. An HNSW graph whose tombstones
+outnumber its live entries is rebuilt by a background thread
+(:class:`~.index.Rebuild`): decoded under the read lock a chunk at a time,
+built with no lock, swapped under the write lock; lookups and ``add`` go on
+against the old graph meanwhile.
 
 **Eviction**: with ``max_entries``, an ``add`` beyond it evicts the least
 recently used entries (served or stored longest ago); with ``ttl_seconds``, an
