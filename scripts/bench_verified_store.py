@@ -1,7 +1,9 @@
 """Measure the verified cache's store beside GPTCache's own store, from 1k to 1M entries.
 
     python -m scripts.bench_verified_store [--sizes 1000,10000,100000,1000000]
-        [--gets 500] [--puts 300] [--no-gptcache] [--json out.json]
+        [--data calibrated,worst] [--gets 500] [--misses 100] [--puts 300]
+        [--no-gptcache] [--gptcache-data calibrated] [--real]
+        [--index-options '{"ef_search": 128}'] [--json out.json]
 
 What is timed is the store's own work, without the model call (embedding) and
 without the verifier (which reads only the ``top_k`` candidates, whatever N):
@@ -16,20 +18,31 @@ without the verifier (which reads only the ``top_k`` candidates, whatever N):
   N so nothing is evicted): ``get`` = ``search(top_k=3)`` + ``get_scalar_data`` of
   each result (what its adapter does before evaluating); ``put`` = ``save``.
 
-Both stores get the same synthetic vectors in the same run (seeded): 384-d unit
-vectors in paraphrase clusters of 8 (cosine ~0.87 within a cluster, ~0 across;
-random unit vectors would make the 2nd and 3rd neighbours meaningless ties);
-each ``get`` is a fresh member of a stored cluster, each ``put`` a new one. Each
-store is first filled to N in bulk (ours: ``add_many`` in batches of 10,000, one
+Both stores get the same synthetic vectors in the same run (seeded), from one
+of two generators (``--data``): **calibrated** (:func:`calibrated`: shaped like
+real request embeddings: a shared mean direction, domains, topics, subtopics
+and paraphrase groups, weights fitted to the neighbourhood statistics of MiniLM
+embeddings of the repository's request texts, which ``--real`` measures) and
+**worst** (:func:`worst_case`: 384-d unit vectors in clusters of 8 around
+random, near-orthogonal directions, cosine ~0.87 within a cluster, ~0 across:
+a needle in a haystack for a graph index). ``--gets`` lookups are fresh
+members of stored groups, ``--misses`` more belong to no stored group; they are
+timed in one shuffled order and reported apart by whether the exact best
+cosine reaches the recall gate (``model/meta.json``), which our store gets as
+its ``floor`` (as :class:`~adapters.verified_cache.cache.VerifiedCache` passes
+it). Recall@3 and gate recall (every exact top-3 entry at or above the gate
+returned) are measured against exact brute force; the same gets are then timed
+again on the same graph at 2x and 4x the efSearch, with and without the floor.
+Each ``put`` is a fresh member of a stored group. Each store is first filled to
+N in bulk (ours: ``add_many`` in batches of 10,000, one
 transaction each; GPTCache: ``import_data``), which is timed as the build; then
 ``--gets`` lookups and ``--puts`` single puts are timed one by one
 (``perf_counter_ns``). Memory is the growth of the process's resident set over
 the build (``malloc_trim`` first), per entry, the request/answer text included
 (~40 bytes here); disk is the files' size per entry (SQLite, and the HNSW index
 saved beside it by ``close()``, whose time is "close s"; "reopen s" is opening
-the closed store again: reading that index and scanning SQLite). Recall@3 is ours against
-exact brute force over all N vectors, on every timed get. Each (store, size)
-runs in its own subprocess, so one's memory is not another's.
+the closed store again: reading that index and scanning SQLite). Each (store,
+size, data) runs in its own subprocess, so one's memory is not another's.
 
 Threads: builds use faiss's default OpenMP threads (all cores); the timed single
 calls run with one (``faiss.omp_set_num_threads(1)``) for both stores: on a
@@ -68,6 +81,15 @@ SIGMA = 0.02  # per-coordinate noise: cosine ~0.87 between members of a cluster
 TOP_K = 3
 BATCH = 10_000
 DEFAULT_SIZES = (1_000, 10_000, 100_000, 1_000_000)
+DATASETS = ("calibrated", "worst")
+#: Weights of the calibrated generator's levels (mean direction, domain, topic,
+#: subtopic, paraphrase group, member noise), fitted by hand to the neighbourhood
+#: statistics of real request embeddings (``--real``; docs/verified-cache.md).
+CALIBRATED_WEIGHTS = (0.21, 0.33, 0.38, 0.5, 0.62, 0.25)
+DOMAINS = 10
+GROUP_SIZES = (2, 6)  # members of a paraphrase group (uniform)
+SUBTOPIC_GROUPS = 4
+TOPIC_SUBTOPICS = 8
 
 
 def _progress(msg: str) -> None:
@@ -90,11 +112,22 @@ def _trimmed_rss() -> int:
 def _unit(x: Any) -> Any:
     import numpy as np
 
-    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+    return (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32)
 
 
-def synthetic(n: int, n_get: int, n_put: int, seed: int = 0) -> tuple[Any, Any, Any]:
-    """Stored vectors (n), get queries and put vectors, all clustered (see the docstring)."""
+def gate_threshold() -> float:
+    """The shipped model's recall gate (``model/meta.json``): the lowest cosine a
+    candidate can be served at."""
+    from adapters.verified_cache.model import MODEL_DIR
+
+    meta = json.loads((MODEL_DIR / "meta.json").read_text(encoding="utf-8"))
+    return float(meta["gate_threshold"])
+
+
+def worst_case(n: int, n_get: int, n_miss: int, n_put: int, seed: int = 0) -> tuple[Any, ...]:
+    """The worst case for a graph index: ``n / 8`` random (near-orthogonal) cluster
+    directions of 8 members each. Stored vectors (n), gets (fresh members of stored
+    clusters), misses (members of new clusters: nothing within the gate) and puts."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
@@ -106,11 +139,121 @@ def synthetic(n: int, n_get: int, n_put: int, seed: int = 0) -> tuple[Any, Any, 
         c = centers[np.arange(start, stop) // CLUSTER % n_centers]
         noise = rng.standard_normal((stop - start, DIM), dtype=np.float32)
         stored[start:stop] = _unit(c + SIGMA * noise)
-    gets = _unit(centers[rng.integers(0, n_centers, n_get)]
-                 + SIGMA * rng.standard_normal((n_get, DIM), dtype=np.float32))  # fmt: skip
-    puts = _unit(centers[rng.integers(0, n_centers, n_put)]
-                 + SIGMA * rng.standard_normal((n_put, DIM), dtype=np.float32))  # fmt: skip
-    return stored, gets, puts
+
+    def members(c: Any) -> Any:
+        return _unit(c + SIGMA * rng.standard_normal(c.shape, dtype=np.float32))
+
+    gets = members(centers[rng.integers(0, n_centers, n_get)])
+    misses = members(_unit(rng.standard_normal((n_miss, DIM), dtype=np.float32)))
+    puts = members(centers[rng.integers(0, n_centers, n_put)])
+    return stored, gets, misses, puts
+
+
+def calibrated(n: int, n_get: int, n_miss: int, n_put: int, seed: int = 0) -> tuple[Any, ...]:
+    """Vectors shaped like real request embeddings: a shared mean direction (MiniLM's
+    anisotropy), :data:`DOMAINS` domains, topics of :data:`TOPIC_SUBTOPICS`
+    subtopics of :data:`SUBTOPIC_GROUPS` paraphrase groups of 2-6 members; each
+    vector is the normalised sum of its levels' random unit directions, weighted by
+    :data:`CALIBRATED_WEIGHTS`, the member noise scaled per group by an exponential
+    draw (tight and loose paraphrase groups). More entries mean more topics of
+    the same shape. Returns stored vectors, gets (new members of stored groups),
+    misses (members of new topics: nothing within the gate) and puts."""
+    import numpy as np
+
+    w = CALIBRATED_WEIGHTS
+    rng = np.random.default_rng(seed)
+    mean = _unit(rng.standard_normal(DIM, dtype=np.float32))
+    sizes = rng.integers(GROUP_SIZES[0], GROUP_SIZES[1] + 1, n // GROUP_SIZES[0] + 1)
+    n_groups = int(np.searchsorted(np.cumsum(sizes), n)) + 1
+    sizes = sizes[:n_groups]
+    n_subs = -(-n_groups // SUBTOPIC_GROUPS)
+    n_topics = -(-n_subs // TOPIC_SUBTOPICS)
+    domains = _unit(rng.standard_normal((DOMAINS, DIM), dtype=np.float32))
+    topic_dom = rng.integers(0, DOMAINS, n_topics)
+    topics = _unit(rng.standard_normal((n_topics, DIM), dtype=np.float32))
+    subs = _unit(rng.standard_normal((n_subs, DIM), dtype=np.float32))
+    sub_topic = np.arange(n_subs) // TOPIC_SUBTOPICS
+    noise_w = (w[5] * rng.exponential(1.0, n_groups)).astype(np.float32)
+    base = np.empty((n_groups, DIM), dtype=np.float32)
+    for start in range(0, n_groups, 100_000):
+        g = np.arange(start, min(n_groups, start + 100_000))
+        s_ = g // SUBTOPIC_GROUPS
+        t = sub_topic[s_]
+        own = _unit(rng.standard_normal((len(g), DIM), dtype=np.float32))
+        base[g] = (w[0] * mean + w[1] * domains[topic_dom[t]] + w[2] * topics[t]
+                   + w[3] * subs[s_] + w[4] * own)  # fmt: skip
+    owner = np.repeat(np.arange(n_groups), sizes)[:n]
+
+    def members(groups: Any) -> Any:
+        noise = _unit(rng.standard_normal((len(groups), DIM), dtype=np.float32))
+        return _unit(base[groups] + noise_w[groups, None] * noise)
+
+    stored = np.empty((n, DIM), dtype=np.float32)
+    for start in range(0, n, 100_000):
+        stored[start : start + 100_000] = members(owner[start : start + 100_000])
+    gets = members(owner[rng.integers(0, n, n_get)])  # groups in proportion to their size
+    new = _unit(
+        w[0] * mean + w[1] * domains[rng.integers(0, DOMAINS, n_miss)]
+        + sum(w[i] * _unit(rng.standard_normal((n_miss, DIM), dtype=np.float32)) for i in (2, 3, 4))
+        + w[5] * rng.exponential(1.0, (n_miss, 1)).astype(np.float32)
+        * _unit(rng.standard_normal((n_miss, DIM), dtype=np.float32))
+    )  # fmt: skip
+    puts = members(owner[rng.integers(0, n, n_put)])
+    return stored, gets, new, puts
+
+
+def make_data(kind: str, n: int, n_get: int, n_miss: int, n_put: int) -> tuple[Any, ...]:
+    return (calibrated if kind == "calibrated" else worst_case)(n, n_get, n_miss, n_put)
+
+
+def true_neighbours(stored: Any, queries: Any, k: int) -> tuple[Any, Any]:
+    """Exact top ``k`` (row numbers, cosines; best first, ties by row) of every
+    query over ``stored``, by blocks of rows."""
+    import numpy as np
+
+    best_i = np.zeros((len(queries), 0), dtype=np.int64)
+    best_s = np.zeros((len(queries), 0), dtype=np.float32)
+    for start in range(0, len(stored), 100_000):
+        sims = queries @ stored[start : start + 100_000].T
+        kk = min(k, sims.shape[1])
+        part = np.argpartition(-sims, kk - 1, axis=1)[:, :kk]
+        best_i = np.concatenate([best_i, part + start], axis=1)
+        best_s = np.concatenate([best_s, np.take_along_axis(sims, part, axis=1)], axis=1)
+        order = np.lexsort((best_i, -best_s), axis=1)[:, :k]
+        best_i = np.take_along_axis(best_i, order, axis=1)
+        best_s = np.take_along_axis(best_s, order, axis=1)
+    return best_i, best_s
+
+
+def neighbourhood(vectors: Any, n_queries: int = 1000, seed: int = 0) -> dict[str, float]:
+    """Neighbourhood statistics of a set of unit vectors: medians (and the 1st
+    neighbour's 10th/90th percentiles) of the cosine to the 1st, 10th and 100th
+    nearest other vector over ``n_queries`` of them; mean and standard deviation of
+    the cosine of random pairs; the norm of the mean vector (anisotropy: 0 for
+    isotropic vectors); the share of vectors with a neighbour at or above the gate."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    n = len(vectors)
+    rows = rng.choice(n, min(n, n_queries), replace=False)
+    idx, sims = true_neighbours(vectors, vectors[rows], 101)
+    not_self = idx != rows[:, None]
+    nn = np.stack([s[m][:100] for s, m in zip(sims, not_self, strict=True)])
+    a, b = rng.integers(0, n, 20_000), rng.integers(0, n, 20_000)
+    pairs = np.einsum("ij,ij->i", vectors[a[a != b]], vectors[b[a != b]])
+    gate = gate_threshold()
+    return {
+        "n": n,
+        "nn1": float(np.median(nn[:, 0])),
+        "nn1_p10": float(np.percentile(nn[:, 0], 10)),
+        "nn1_p90": float(np.percentile(nn[:, 0], 90)),
+        "nn10": float(np.median(nn[:, 9])),
+        "nn100": float(np.median(nn[:, 99])),
+        "random_mean": float(pairs.mean()),
+        "random_std": float(pairs.std()),
+        "mean_norm": float(np.linalg.norm(vectors.mean(axis=0))),
+        "share_nn1_at_gate": float((nn[:, 0] >= gate).mean()),
+    }
 
 
 def _stats(ms: list[float]) -> dict[str, float]:
@@ -127,16 +270,63 @@ def _disk(folder: Path) -> int:
 # --- the two stores ------------------------------------------------------------------
 
 
-def run_ours(n: int, n_get: int, n_put: int, folder: Path, reopen: bool) -> dict[str, Any]:
-    import faiss
+def _interleave(gets: Any, misses: Any, seed: int = 1) -> tuple[Any, Any]:
+    """Gets and misses in one seeded random order, and which rows are misses."""
     import numpy as np
+
+    queries = np.concatenate([gets, misses])
+    order = np.random.default_rng(seed).permutation(len(queries))
+    return queries[order], order >= len(gets)
+
+
+def _accuracy(stored: Any, queries: Any, returned: list[list[int]]) -> dict[str, Any]:
+    """Recall@3: the share of the exact top 3 returned; gate recall: the share of
+    queries whose exact top-3 entries at or above the gate were all returned; and
+    which queries have a servable neighbour (exact best cosine at or above the
+    gate). Near-ties count as found: an entry returned in place of one whose
+    cosine it matches within 1e-6 (float32 sums in another order) is no miss."""
+    import numpy as np
+
+    gate = gate_threshold() - 1e-4  # the cache's floor (cache.GATE_SLACK)
+    _, sims = true_neighbours(stored, queries, TOP_K)
+    hits = gate_ok = 0
+    for got, q, s in zip(returned, queries, sims, strict=True):
+        cos = stored[got] @ q if got else np.zeros(0, dtype=np.float32)
+        # the i-th best exact cosine is matched by a returned one at most 1e-6 below
+        hits += sum(int((cos >= c - 1e-6).sum() > i) for i, c in enumerate(s))
+        servable = s[s >= gate]
+        gate_ok += all((cos >= c - 1e-6).sum() > i for i, c in enumerate(servable))
+    return {
+        "recall_at_3": hits / (TOP_K * len(queries)),
+        "gate_recall": gate_ok / len(queries),
+        "servable": (sims[:, 0] >= gate).tolist(),
+    }
+
+
+def _split_stats(ms: list[float], servable: list[bool]) -> dict[str, Any]:
+    yes = [m for m, s in zip(ms, servable, strict=True) if s]
+    no = [m for m, s in zip(ms, servable, strict=True) if not s]
+    return {
+        "get": _stats(ms),
+        "get_servable": _stats(yes) if yes else None,
+        "get_unservable": _stats(no) if no else None,
+        "n_servable": len(yes),
+        "n_unservable": len(no),
+    }
+
+
+def run_ours(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
+    import faiss
 
     from adapters.verified_cache.store import EntryStore, NewEntry
     from cacheeval.schema import Request
 
-    stored, gets, puts = synthetic(n, n_get, n_put)
+    n = args.size
+    stored, gets, misses, puts = make_data(args.data, n, args.gets, args.misses, args.puts)
+    queries, _ = _interleave(gets, misses)
     path = folder / "verified.sqlite"
-    store = EntryStore(path)
+    options = json.loads(args.index_options) if args.index_options else None
+    store = EntryStore(path, index_options=options)
     base = _trimmed_rss()  # libraries loaded, store open and empty
     t0 = time.perf_counter()
     for start in range(0, n, BATCH):
@@ -151,16 +341,18 @@ def run_ours(n: int, n_get: int, n_put: int, folder: Path, reopen: bool) -> dict
     build_s = time.perf_counter() - t0
     memory = _trimmed_rss() - base
     faiss.omp_set_num_threads(1)  # single calls: see the module docstring
-    get_ms, hits = [], 0
-    for i, q in enumerate(gets):
+    floor = gate_threshold() - 1e-4  # what VerifiedCache passes (cache.GATE_SLACK)
+    get_ms, returned = [], []
+    for i, q in enumerate(queries):
         key = f"new request {i}"
         t = time.perf_counter_ns()
         store.exact("", key)
-        got = store.nearest("", q, TOP_K)
+        got = store.nearest("", q, TOP_K, floor=floor)
         get_ms.append((time.perf_counter_ns() - t) / 1e6)
-        sims = stored @ q
-        want = np.argpartition(-sims, TOP_K)[:TOP_K] if n > TOP_K else np.arange(n)
-        hits += len({r.id - 1 for r, _ in got} & set(want.tolist()))
+        returned.append([r.id - 1 for r, _ in got])
+    steps = dict(store.search_steps)
+    accuracy = _accuracy(stored, queries, returned)
+    sweep = _ef_sweep(store, stored, queries, floor) if store._indexes[0].approximate else []
     put_ms = []
     for i, v in enumerate(puts):
         t = time.perf_counter_ns()
@@ -174,40 +366,94 @@ def run_ours(n: int, n_get: int, n_put: int, folder: Path, reopen: bool) -> dict
         store.add("", f"fsync request {i}", Request(f"fsync request {i}"), "answer", v)
         fsync_ms.append((time.perf_counter_ns() - t) / 1e6)
     index = store._indexes[0]
+    regime = (
+        f"hnsw (float16) M {index.hnsw_m} efC {index.ef_construction} efS {index.ef_search}"
+        if index.approximate
+        else "brute force (float32)"
+    )
     t0 = time.perf_counter()
     store.close()  # saves the HNSW index beside the file
     close_s = time.perf_counter() - t0
     out: dict[str, Any] = {
         "store": "verified (ours)",
+        "data": args.data,
         "n": n,
         "build_s": build_s,
-        "get": _stats(get_ms),
+        **_split_stats(get_ms, accuracy["servable"]),
         "put": _stats(put_ms),
         "put_fsync": _stats(fsync_ms),
         "memory_bytes_per_entry": memory / n,
         "disk_bytes_per_entry": _disk(folder) / n,
-        "recall_at_3": hits / (TOP_K * len(gets)),
-        "regime": "hnsw (float16)" if index.approximate else "brute force (float32)",
+        "recall_at_3": accuracy["recall_at_3"],
+        "gate_recall": accuracy["gate_recall"],
+        "search_steps": steps,
+        "ef_sweep": sweep,
+        "regime": regime,
         "close_s": close_s,
     }
-    if reopen:
+    if n <= args.reopen_max:
         t0 = time.perf_counter()
-        again = EntryStore(path)
+        again = EntryStore(path, index_options=options)
         out["reopen_s"] = time.perf_counter() - t0
-        assert len(again) == n + n_put + len(fsync_ms)
+        assert len(again) == n + len(puts) + len(fsync_ms)
         again.close()
     return out
 
 
-def run_gptcache(n: int, n_get: int, n_put: int, folder: Path) -> dict[str, Any]:
+def _ef_sweep(store: Any, stored: Any, queries: Any, floor: float) -> list[dict[str, Any]]:
+    """The same gets again on the same graph at wider first searches (efSearch 128,
+    256), with and without the floor: what more recall costs."""
+    index = store._indexes[0]
+    default = index.ef_search
+    out = []
+    for ef in (default, 2 * default, 4 * default):
+        index.ef_search = ef
+        for gated in (False, True):
+            ms, returned = [], []
+            for q in queries:
+                t = time.perf_counter_ns()
+                got = store.nearest("", q, TOP_K, floor=floor if gated else None)
+                ms.append((time.perf_counter_ns() - t) / 1e6)
+                returned.append([r.id - 1 for r, _ in got])
+            acc = _accuracy(stored, queries, returned)
+            row = {"ef_search": ef, "floor": gated, **_split_stats(ms, acc["servable"])}
+            out.append(
+                {**row, "recall_at_3": acc["recall_at_3"], "gate_recall": acc["gate_recall"]}
+            )
+    index.ef_search = default
+    return out
+
+
+def sweep_markdown(results: list[dict[str, Any]]) -> str:
+    """What a wider first search buys, per (data, size) of ours on HNSW."""
+    lines = [
+        "| data | entries | efSearch | floor (gate-aware) | get p50 | get p95 | servable p50 / p95"
+        " | none servable p50 / p95 | recall@3 | gate recall |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        for e in r.get("ef_sweep") or []:
+            yes, no = e["get_servable"], e["get_unservable"]
+            lines.append(
+                f"| {r['data']} | {r['n']:,} | {e['ef_search']} | {'yes' if e['floor'] else 'no'}"
+                f" | {e['get']['p50_ms']:.3f} | {e['get']['p95_ms']:.3f}"
+                f" | {_p(yes, 'p50_ms')} / {_p(yes, 'p95_ms')} | {_p(no, 'p50_ms')} /"
+                f" {_p(no, 'p95_ms')} | {e['recall_at_3']:.4f} | {e['gate_recall']:.4f} |"
+            )
+    return "\n".join(lines)
+
+
+def run_gptcache(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     import faiss
     from gptcache.manager import CacheBase, VectorBase, get_data_manager
 
-    stored, gets, puts = synthetic(n, n_get, n_put)
+    n = args.size
+    stored, gets, misses, puts = make_data(args.data, n, args.gets, args.misses, args.puts)
+    queries, _ = _interleave(gets, misses)
     dm = get_data_manager(
         CacheBase("sqlite", sql_url=f"sqlite:///{folder / 'gptcache.db'}"),
         VectorBase("faiss", dimension=DIM, index_path=str(folder / "faiss.index")),
-        max_size=n + n_put + 10,
+        max_size=n + len(puts) + 10,
     )
     base = _trimmed_rss()  # libraries loaded, store open and empty
     t0 = time.perf_counter()
@@ -225,11 +471,13 @@ def run_gptcache(n: int, n_get: int, n_put: int, folder: Path) -> dict[str, Any]
     memory = _trimmed_rss() - base
     faiss.omp_set_num_threads(1)
     get_ms = []
-    for q in gets:
+    for q in queries:
         t = time.perf_counter_ns()
         for res in dm.search(q, top_k=TOP_K) or []:
             dm.get_scalar_data(res)
         get_ms.append((time.perf_counter_ns() - t) / 1e6)
+    _, sims = true_neighbours(stored, queries, 1)
+    servable = (sims[:, 0] >= gate_threshold() - 1e-4).tolist()
     put_ms = []
     for i, v in enumerate(puts):
         t = time.perf_counter_ns()
@@ -238,15 +486,102 @@ def run_gptcache(n: int, n_get: int, n_put: int, folder: Path) -> dict[str, Any]
     dm.close()  # writes faiss.index
     return {
         "store": "GPTCache (SQLite + faiss)",
+        "data": args.data,
         "n": n,
         "build_s": build_s,
-        "get": _stats(get_ms),
+        **_split_stats(get_ms, servable),
         "put": _stats(put_ms),
         "put_fsync": _stats(put_ms),  # its SQLite commits with synchronous=FULL already
         "memory_bytes_per_entry": memory / n,
         "disk_bytes_per_entry": _disk(folder) / n,
         "recall_at_3": 1.0,  # IndexFlatL2: exact
+        "gate_recall": 1.0,
+        "search_steps": {},
         "regime": "flat (float32)",
+    }
+
+
+def real_texts() -> list[str]:
+    """Every distinct request text of cachebench.jsonl (both sides) and of the stress
+    rows ``cacheeval stress`` makes from sources/stress/prompts.txt and from the dev
+    split's queries (written to a temporary folder)."""
+    from cacheeval.support.layout import REPO_ROOT as root
+
+    texts: list[str] = []
+    files = [root / "cachebench.jsonl"]
+    with tempfile.TemporaryDirectory(prefix="bench_store_real_") as tmp:
+        for name, extra in (
+            ("prompts", [str(root / "sources" / "stress" / "prompts.txt")]),
+            ("dev", [str(root / "cachebench.jsonl"), "--field", "query_a", "--where", "split=dev"]),
+        ):
+            out = Path(tmp) / f"stress_{name}.jsonl"
+            subprocess.run(
+                [sys.executable, "-m", "cacheeval", "stress", *extra, "--out", str(out)],
+                check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            files.append(out)
+        for f in files:
+            for line in f.read_text(encoding="utf-8").splitlines():
+                row = json.loads(line)
+                texts += [t for t in (row.get("query_a"), row.get("query_b")) if t and t.strip()]
+    return list(dict.fromkeys(texts))
+
+
+def run_real(args: argparse.Namespace) -> dict[str, Any]:
+    """Neighbourhood statistics of real request embeddings beside the two generators'
+    at the same size, and HNSW recall on the real embeddings themselves (500 of
+    them looked up among the rest, the index forced to HNSW from the first entry)."""
+    import faiss
+    import numpy as np
+
+    from adapters.verified_cache.cache import Resources
+    from adapters.verified_cache.model import Verifier
+    from adapters.verified_cache.store import EntryStore, NewEntry
+    from cacheeval.schema import Request
+
+    texts = real_texts()
+    _progress(f"real: embedding {len(texts):,} request texts")
+    res = Resources(verifier=Verifier.load())
+    vectors = np.asarray(res.encode(texts), dtype=np.float32)
+    n = len(vectors)
+    stats = {
+        "real (MiniLM)": neighbourhood(vectors),
+        "calibrated": neighbourhood(calibrated(n, 0, 0, 0)[0]),
+        "worst": neighbourhood(worst_case(n, 0, 0, 0)[0]),
+    }
+    rows = np.random.default_rng(2).permutation(n)
+    q_rows, s_rows = rows[:500], np.sort(rows[500:])
+    options = json.loads(args.index_options) if args.index_options else None
+    store = EntryStore(brute_force_max=0, index_options=options)
+    store.add_many([NewEntry("", str(i), Request(str(i)), "", vectors[i]) for i in s_rows])
+    faiss.omp_set_num_threads(1)
+    floor = gate_threshold() - 1e-4
+    index = store._indexes[0]
+    graph, gated, get_ms = [], [], []
+    for v in vectors[q_rows]:
+        graph.append([int(s_rows[i - 1]) for i in index.search(v, TOP_K)[0].tolist()])
+        t = time.perf_counter_ns()
+        got = store.nearest("", v, TOP_K, floor=floor)
+        get_ms.append((time.perf_counter_ns() - t) / 1e6)
+        gated.append([int(s_rows[r.id - 1]) for r, _ in got])
+    stored = vectors[s_rows]
+    remap = {int(r): j for j, r in enumerate(s_rows)}
+    plain = _accuracy(stored, vectors[q_rows], [[remap[r] for r in g] for g in graph])
+    acc = _accuracy(stored, vectors[q_rows], [[remap[r] for r in g] for g in gated])
+    return {
+        "texts": n,
+        "stats": stats,
+        "hnsw": {
+            "stored": len(s_rows),
+            "queries": len(q_rows),
+            "graph_recall_at_3": plain["recall_at_3"],
+            "recall_at_3": acc["recall_at_3"],
+            "gate_recall": acc["gate_recall"],
+            "servable": sum(acc["servable"]),
+            "search_steps": dict(store.search_steps),
+            "get": _stats(get_ms),
+            "regime": f"M {index.hnsw_m} efC {index.ef_construction} efS {index.ef_search}",
+        },
     }
 
 
@@ -276,19 +611,24 @@ def _worker(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="bench_store_") as tmp:
         folder = Path(tmp)
         if args.worker == "ours":
-            result = run_ours(args.size, args.gets, args.puts, folder, args.size <= args.reopen_max)
+            result = run_ours(args, folder)
         elif args.worker == "gptcache":
-            result = run_gptcache(args.size, args.gets, args.puts, folder)
+            result = run_gptcache(args, folder)
+        elif args.worker == "real":
+            result = run_real(args)
         else:
             result = {"model": run_model()}
     print(json.dumps(result))
     return 0
 
 
-def _spawn(kind: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
+def _spawn(kind: str, size: int, data: str, args: argparse.Namespace) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "scripts.bench_verified_store", "--worker", kind,
-           "--size", str(size), "--gets", str(args.gets), "--puts", str(args.puts),
+           "--size", str(size), "--data", data, "--gets", str(args.gets),
+           "--misses", str(args.misses), "--puts", str(args.puts),
            "--reopen-max", str(args.reopen_max)]  # fmt: skip
+    if args.index_options:
+        cmd += ["--index-options", args.index_options]
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"{kind} at {size:,}: worker exited {proc.returncode}")
@@ -296,22 +636,40 @@ def _spawn(kind: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def _p(stats: dict[str, float] | None, key: str) -> str:
+    return f"{stats[key]:.3f}" if stats else "-"
+
+
 def markdown(results: list[dict[str, Any]], model: dict[str, Any] | None, cpu: str) -> str:
     lines = [
-        f"CPU: {cpu}; top_k {TOP_K}; 384-d clustered unit vectors; times in ms per call.",
+        f"CPU: {cpu}; top_k {TOP_K}; 384-d unit vectors; gate {gate_threshold():.2f};"
+        " times in ms per call.",
         "",
-        "| store | entries | get p50 | get p95 | put p50 | put p95 | put p50 fsync | recall@3"
-        " | RAM B/entry | disk B/entry | build s | close s | reopen s | index |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| data | store | entries | get p50 | get p95 | servable p50 / p95 | none servable"
+        " p50 / p95 | put p50 | put p95 | put p50 fsync | recall@3 | gate recall"
+        " | wider / exhaustive | RAM B/entry | disk B/entry | build s | close s | reopen s"
+        " | index |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         reopen = f"{r['reopen_s']:.1f}" if "reopen_s" in r else "-"
         close = f"{r['close_s']:.1f}" if "close_s" in r else "-"
+        yes, no = r["get_servable"], r["get_unservable"]
+        steps = r.get("search_steps") or {}
+        total = sum(steps.values())
+        escalated = (
+            f"{steps.get('wider', 0) / total:.1%} / {steps.get('exhaustive', 0) / total:.1%}"
+            if total
+            else "-"
+        )
         lines.append(
-            f"| {r['store']} | {r['n']:,} | {r['get']['p50_ms']:.3f} | {r['get']['p95_ms']:.3f}"
+            f"| {r['data']} | {r['store']} | {r['n']:,} | {r['get']['p50_ms']:.3f}"
+            f" | {r['get']['p95_ms']:.3f} | {_p(yes, 'p50_ms')} / {_p(yes, 'p95_ms')}"
+            f" ({r['n_servable']}) | {_p(no, 'p50_ms')} / {_p(no, 'p95_ms')} ({r['n_unservable']})"
             f" | {r['put']['p50_ms']:.3f} | {r['put']['p95_ms']:.3f}"
             f" | {r['put_fsync']['p50_ms']:.3f} | {r['recall_at_3']:.4f}"
-            f" | {r['memory_bytes_per_entry']:,.0f} | {r['disk_bytes_per_entry']:,.0f}"
+            f" | {r['gate_recall']:.4f} | {escalated} | {r['memory_bytes_per_entry']:,.0f}"
+            f" | {r['disk_bytes_per_entry']:,.0f}"
             f" | {r['build_s']:.1f} | {close} | {reopen} | {r['regime']} |"
         )
     lines.append("")
@@ -325,6 +683,34 @@ def markdown(results: list[dict[str, Any]], model: dict[str, Any] | None, cpu: s
     return "\n".join(lines)
 
 
+def real_markdown(real: dict[str, Any]) -> str:
+    """The ``--real`` tables: neighbourhood statistics, HNSW on real embeddings."""
+    lines = [
+        f"Neighbourhood statistics at {real['texts']:,} vectors (medians over 1,000 of them):",
+        "",
+        "| vectors | 1st nn | 1st nn p10 / p90 | 10th nn | 100th nn | random pair mean / std"
+        " | mean vector norm | share with a 1st nn at the gate |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, st in real["stats"].items():
+        lines.append(
+            f"| {name} | {st['nn1']:.3f} | {st['nn1_p10']:.3f} / {st['nn1_p90']:.3f}"
+            f" | {st['nn10']:.3f} | {st['nn100']:.3f} | {st['random_mean']:.3f} /"
+            f" {st['random_std']:.3f} | {st['mean_norm']:.3f} | {st['share_nn1_at_gate']:.3f} |"
+        )
+    h = real["hnsw"]
+    lines += [
+        "",
+        f"HNSW ({h['regime']}) on the real embeddings: {h['queries']} of them looked up among"
+        f" the other {h['stored']:,} ({h['servable']} with a servable neighbour): graph alone"
+        f" recall@3 {h['graph_recall_at_3']:.4f}; gate-aware store recall@3"
+        f" {h['recall_at_3']:.4f}, gate recall {h['gate_recall']:.4f}, steps"
+        f" {h['search_steps']}, get p50 {h['get']['p50_ms']:.3f} ms, p95"
+        f" {h['get']['p95_ms']:.3f} ms.",
+    ]
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -332,13 +718,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=",".join(str(s) for s in DEFAULT_SIZES),
         help="comma-separated store sizes (default 1000,10000,100000,1000000)",
     )
+    parser.add_argument("--data", default=",".join(DATASETS),
+                        help="synthetic data sets: calibrated, worst (default both)")  # fmt: skip
     parser.add_argument("--gets", type=int, default=500, help="timed gets per size")
+    parser.add_argument("--misses", type=int, default=100,
+                        help="timed gets with no servable neighbour per size")  # fmt: skip
     parser.add_argument("--puts", type=int, default=300, help="timed puts per size")
     parser.add_argument("--no-gptcache", action="store_true", help="ours only")
+    parser.add_argument("--gptcache-data", default=None,
+                        help="data sets GPTCache runs on (default: every --data)")  # fmt: skip
+    parser.add_argument("--real", action="store_true",
+                        help="also: real request embeddings' statistics, HNSW recall")  # fmt: skip
+    parser.add_argument("--index-options", default=None,
+                        help='HNSW settings as JSON, e.g. {"hnsw_m": 32}')  # fmt: skip
     parser.add_argument("--reopen-max", type=int, default=1_000_000,
                         help="time reopening the closed store up to this size")  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write the results here")
-    parser.add_argument("--worker", choices=("ours", "gptcache", "model"), help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=("ours", "gptcache", "model", "real"),
+                        help=argparse.SUPPRESS)  # fmt: skip
     parser.add_argument("--size", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -351,29 +748,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not sizes or min(sizes) < 10:
         print("--sizes: each size must be at least 10", file=sys.stderr)
         return 2
+    datas = [d.strip() for d in args.data.split(",") if d.strip()]
+    g_datas = datas if args.gptcache_data is None else args.gptcache_data.split(",")
+    if not datas or any(d not in DATASETS for d in [*datas, *g_datas]):
+        print(f"--data/--gptcache-data: choose among {', '.join(DATASETS)}", file=sys.stderr)
+        return 2
     from scripts.machine import cpu_model
 
     _progress("model call")
-    model = _spawn("model", 0, args)["model"]
+    model = _spawn("model", 0, "worst", args)["model"]
+    real = None
+    if args.real:
+        _progress("real request embeddings")
+        real = _spawn("real", 0, "calibrated", args)
+        print(real_markdown(real), flush=True)
     results = []
     for n in sizes:
-        for kind in ("ours",) if args.no_gptcache else ("ours", "gptcache"):
-            _progress(f"{kind} at {n:,} entries")
-            t0 = time.perf_counter()
-            r = _spawn(kind, n, args)
-            results.append(r)
-            _progress(
-                f"{kind} at {n:,}: done in {time.perf_counter() - t0:.0f} s; get p50"
-                f" {r['get']['p50_ms']:.3f} ms, put p50 {r['put']['p50_ms']:.3f} ms,"
-                f" {r['memory_bytes_per_entry']:,.0f} B/entry"
-            )
+        for data in datas:
+            kinds = ["ours"] + (["gptcache"] if data in g_datas and not args.no_gptcache else [])
+            for kind in kinds:
+                _progress(f"{kind} at {n:,} entries ({data})")
+                t0 = time.perf_counter()
+                r = _spawn(kind, n, data, args)
+                results.append(r)
+                _progress(
+                    f"{kind} at {n:,} ({data}): done in {time.perf_counter() - t0:.0f} s; get p50"
+                    f" {r['get']['p50_ms']:.3f} ms, p95 {r['get']['p95_ms']:.3f} ms, put p50"
+                    f" {r['put']['p50_ms']:.3f} ms, recall@3 {r['recall_at_3']:.4f}, gate recall"
+                    f" {r['gate_recall']:.4f}, {r['memory_bytes_per_entry']:,.0f} B/entry"
+                )
     table = markdown(results, model, cpu_model())
     print(table)
+    print()
+    print(sweep_markdown(results))
     if args.json:
         args.json.write_text(
-            json.dumps({"cpu": cpu_model(), "model": model, "results": results}, indent=1) + "\n",
+            json.dumps({"cpu": cpu_model(), "model": model, "real": real, "results": results},
+                       indent=1) + "\n",
             encoding="utf-8",
-        )
+        )  # fmt: skip
     return 0
 
 

@@ -315,6 +315,9 @@ def span_cosine(span_a: str, span_b: str, memo: TextMemo, *, compute: bool = Tru
 
 
 COS_DIFF = FEATURE_NAMES.index("cos_diff")
+#: The store's floor sits this far below the recall gate: the gate compares the
+#: cosine rounded to the features' 4 decimals, so 0.39995 passes a gate of 0.4.
+GATE_SLACK = 1e-4
 
 
 def features_for(
@@ -509,11 +512,13 @@ class VerifiedCache:
             self._store.touch(rec.id)
             return Decision(True, rec.answer, "exact", 1.0, "identical request", cosine=1.0)
         vector, tokens = self.resources.query_embedding(req.query)
-        nearest = self._store.nearest(scope, vector, self.top_k)
+        gate = self._gate_threshold()
+        # an HNSW scope that finds nothing at the gate searches again, wider, then
+        # exhaustively: "nothing servable" is never an artefact of the graph
+        nearest = self._store.nearest(scope, vector, self.top_k, floor=gate - GATE_SLACK)
         if not nearest:  # every entry of the scope has expired
             return Decision(False, None, "embedding", 0.0, "no live entry in scope")
         best_cos = nearest[0][1]
-        gate = self._gate_threshold()
         # the gate reads the cosine at the verifier's precision, as training does
         candidates = [(e, cos) for e, cos in nearest if quantize(cos) >= gate]
         if not candidates:

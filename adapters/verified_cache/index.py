@@ -16,13 +16,17 @@ regimes:
 
 Removal: HNSW cannot delete a node. A removed entry is a tombstone, cleared
 in a bitmap of live slots that the search filters on (faiss ``IDSelectorBitmap``);
-once tombstones outnumber live entries the graph is rebuilt from the live
-vectors (decoded from the index itself) in the ``remove`` that crosses that
-line.
+once tombstones outnumber live entries (:attr:`ScopeIndex.rebuild_due`) the graph
+is rebuilt from the live vectors, decoded from the index itself. The rebuild
+runs beside the index, not inside a write (:class:`Rebuild`): it snapshots the
+slots, builds a new graph while this one keeps serving (tombstones filtered),
+adds the entries stored meanwhile and swaps the new graph in, carrying over the
+removals made meanwhile. :meth:`ScopeIndex.rebuild_now` does all of it at once.
 
 Not thread-safe on its own: the store calls ``add``/``remove`` under its write
 lock and ``search`` under its read lock (faiss and numpy searches on an index
-nobody writes run concurrently).
+nobody writes run concurrently); a :class:`Rebuild` says which of its steps
+need which lock.
 """
 
 from __future__ import annotations
@@ -39,13 +43,17 @@ if TYPE_CHECKING:
 #: HNSW (M=16, efSearch 64, float16) ~0.3 ms at any size: the lines cross near 8k.
 BRUTE_FORCE_MAX = 8192
 #: HNSW graph degree (links per node on the upper layers, twice that on the base
-#: layer): 16 keeps the graph at ~150 bytes per entry.
-HNSW_M = 16
-EF_CONSTRUCTION = 80
+#: layer: ~280 bytes per entry). Measured on vectors shaped like real request
+#: embeddings (docs/verified-cache.md, "Recall"): M 16 stalls below recall 0.99
+#: at 100k entries whatever the efSearch; M 32 reaches it.
+HNSW_M = 32
+EF_CONSTRUCTION = 100
 EF_SEARCH = 64
 #: A rebuild needs at least this many tombstones (and more tombstones than live
 #: entries), so that a small index is never rebuilt over and over.
 MIN_TOMBSTONES_FOR_REBUILD = 1024
+#: Rows a rebuild decodes or adds at a time (it checks for cancellation between).
+REBUILD_CHUNK = 16_384
 
 
 class ScopeIndex:
@@ -91,6 +99,7 @@ class ScopeIndex:
         self._hnsw: Any = None
         self._bitmap = np.zeros(0, dtype=np.uint8)  # live slots, faiss bit order
         self._selector: Any = None
+        self._rebuilding: Rebuild | None = None
 
     # -- state ----------------------------------------------------------------------
 
@@ -147,8 +156,6 @@ class ScopeIndex:
         self._live -= 1
         if self._hnsw is not None:
             self._bitmap[slot >> 3] &= np.uint8(0xFF ^ (1 << (slot & 7)))
-            if self.tombstones > max(self._live, MIN_TOMBSTONES_FOR_REBUILD - 1):
-                self._rebuild_hnsw()
         elif self.tombstones > max(self._live, 64):
             self._compact_matrix()
         return True
@@ -228,14 +235,35 @@ class ScopeIndex:
         self._set_bits(np.arange(n))
         self._n = self._live = n
 
-    def _rebuild_hnsw(self) -> None:
-        import numpy as np
+    @property
+    def rebuild_due(self) -> bool:
+        """An HNSW graph whose tombstones outnumber its live entries (and number at
+        least :data:`MIN_TOMBSTONES_FOR_REBUILD`), with no rebuild under way."""
+        return (
+            self._hnsw is not None
+            and self._rebuilding is None
+            and self.tombstones > max(self._live, MIN_TOMBSTONES_FOR_REBUILD - 1)
+        )
 
-        n = self._n
-        vectors = np.empty((n, self.dim), dtype=np.float32)
-        self._hnsw.reconstruct_n(0, n, vectors)
-        keep = self._alive[:n]
-        self._build_from(self._ids[:n][keep].copy(), vectors[keep])
+    @property
+    def rebuilding(self) -> Rebuild | None:
+        """The rebuild under way, if any."""
+        return self._rebuilding
+
+    def begin_rebuild(self) -> Rebuild:
+        """Start a rebuild (caller holds the write lock: a snapshot of the slots)."""
+        if self._hnsw is None:
+            raise ValueError("only an HNSW index is rebuilt")
+        if self._rebuilding is not None:
+            raise ValueError("a rebuild is already under way")
+        self._rebuilding = Rebuild(self)
+        return self._rebuilding
+
+    def rebuild_now(self) -> None:
+        """Rebuild the graph from the live entries at once (nobody else using it)."""
+        job = self.begin_rebuild()
+        job.build()
+        job.finish()
 
     def _compact_matrix(self) -> None:
         import numpy as np
@@ -307,10 +335,13 @@ class ScopeIndex:
 
     # -- reading --------------------------------------------------------------------
 
-    def search(self, vector: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def search(
+        self, vector: np.ndarray, k: int, *, ef: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The ids of the (at most) ``k`` live entries nearest ``vector`` and their
         cosines, best first; equal cosines in insertion order. Exact in the exact
-        regime; in the approximate one the cosines are float16 estimates."""
+        regime; in the approximate one the cosines are float16 estimates and
+        ``ef`` (default :attr:`ef_search`) sets how widely the graph is searched."""
         import numpy as np
 
         k = min(k, self._live)
@@ -321,10 +352,33 @@ class ScopeIndex:
         import faiss
 
         params = faiss.SearchParametersHNSW()  # type: ignore[attr-defined]
-        params.efSearch = max(self.ef_search, k)
+        params.efSearch = max(ef or self.ef_search, k)
         if self._live < self._n:
             params.sel = self._selector
         sims, slots = self._hnsw.search(
+            np.ascontiguousarray(vector, dtype=np.float32).reshape(1, -1), k, params=params
+        )
+        found = slots[0] >= 0
+        return self._ids[slots[0][found]], sims[0][found]
+
+    def search_exhaustive(self, vector: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Like :meth:`search`, but every live entry is compared (no graph): in the
+        approximate regime a scan of the float16 vectors (~80 ms per million, one
+        thread), whose result misses nothing the float16 cosines rank in the top ``k``."""
+        import numpy as np
+
+        k = min(k, self._live)
+        if k <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        if self._hnsw is None:
+            return self._search_exact(vector, k)
+        import faiss
+
+        params = faiss.SearchParameters()  # type: ignore[attr-defined]
+        if self._live < self._n:
+            params.sel = self._selector
+        storage = faiss.downcast_index(self._hnsw.storage)
+        sims, slots = storage.search(
             np.ascontiguousarray(vector, dtype=np.float32).reshape(1, -1), k, params=params
         )
         found = slots[0] >= 0
@@ -346,3 +400,139 @@ class ScopeIndex:
             cand = np.arange(n)
         order = cand[np.lexsort((cand, -sims[cand]))][:k]
         return self._ids[order], sims[order]
+
+
+class Rebuild:
+    """One rebuild of a :class:`ScopeIndex`'s HNSW graph, in steps that let the old
+    graph keep serving (and taking puts and removals) until the new one is ready:
+
+    1. :meth:`ScopeIndex.begin_rebuild` (write lock): remembers the slots used so
+       far and which of them are live (the snapshot);
+    2. :meth:`decode_step` (read lock, one chunk per call): decodes the
+       snapshot's live vectors from the old graph's float16 storage (lossless:
+       they are stored again as the same float16 values);
+    3. :meth:`build` (no lock: nobody else sees the new graph): the new graph;
+    4. :meth:`take_new` (read lock) then :meth:`add` (no lock), as often as
+       wanted: the entries added to the old graph since, in slot order;
+    5. :meth:`finish` (write lock): the last entries added, then the swap; every
+       slot keeps its entry id, and the live flags are read from the old index
+       at that moment, so removals made during the rebuild stay removed.
+
+    :meth:`cancel` at any point: the remaining steps do nothing.
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.standard_normal((40, 8)).astype(np.float32)
+    >>> x /= np.linalg.norm(x, axis=1, keepdims=True)
+    >>> ix = ScopeIndex(8, brute_force_max=0)
+    >>> ix.add(np.arange(1, 31), x[:30])
+    >>> job = ix.begin_rebuild()
+    >>> while job.decode_step():
+    ...     pass
+    >>> job.build()
+    >>> ix.add(np.arange(31, 41), x[30:])  # stored during the rebuild
+    >>> ix.remove(3)                       # removed during the rebuild
+    True
+    >>> job.finish(), len(ix), ix.tombstones, int(ix.search(x[35], 1)[0][0])
+    (True, 39, 1, 36)
+    """
+
+    def __init__(self, index: ScopeIndex) -> None:
+        import numpy as np
+
+        self.index = index
+        #: live slots of the snapshot (the new graph's first entries, in order)
+        self._keep = np.flatnonzero(index._alive[: index._n])
+        self._parts: list[np.ndarray] = []
+        self._decoded = 0  # of _keep
+        self._next_slot = index._n  # the first old slot not yet in the new graph
+        self._slots: list[np.ndarray] = [self._keep]  # old slots, in the new graph's order
+        self._pending: list[np.ndarray] = []
+        self._new: Any = None
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        if self.index._rebuilding is self:
+            self.index._rebuilding = None
+
+    def decode_step(self) -> bool:
+        """Decode the next chunk of the snapshot's live vectors; True while more remain."""
+        import numpy as np
+
+        if self.cancelled or self._decoded >= len(self._keep):
+            return False
+        slots = self._keep[self._decoded : self._decoded + REBUILD_CHUNK]
+        lo, hi = int(slots[0]), int(slots[-1]) + 1
+        block = np.empty((hi - lo, self.index.dim), dtype=np.float32)
+        self.index._hnsw.reconstruct_n(lo, hi - lo, block)
+        self._parts.append(block[slots - lo])
+        self._decoded += len(slots)
+        return self._decoded < len(self._keep)
+
+    def build(self) -> None:
+        """Build the new graph from the decoded vectors (in chunks, so that a
+        cancellation stops it early)."""
+        import numpy as np
+
+        if self.cancelled:
+            return
+        while self.decode_step():  # whatever the caller left undecoded
+            pass
+        dim = self.index.dim
+        vectors = np.concatenate(self._parts) if self._parts else np.zeros((0, dim), np.float32)
+        self._parts = []
+        new = self.index._new_hnsw()
+        new.train(np.ascontiguousarray(vectors[: min(len(vectors), 1024)]))
+        for start in range(0, len(vectors), REBUILD_CHUNK):
+            if self.cancelled:
+                return
+            new.add(np.ascontiguousarray(vectors[start : start + REBUILD_CHUNK]))
+        self._new = new
+
+    def take_new(self) -> np.ndarray:
+        """The vectors of the entries added to the old graph since the snapshot (or
+        the previous call), in slot order."""
+        import numpy as np
+
+        ix = self.index
+        lo, hi = self._next_slot, ix._n
+        block = np.empty((hi - lo, ix.dim), dtype=np.float32)
+        if hi > lo:
+            ix._hnsw.reconstruct_n(lo, hi - lo, block)
+            self._slots.append(np.arange(lo, hi))
+        self._next_slot = hi
+        return block
+
+    def add(self, vectors: np.ndarray) -> None:
+        """Add what :meth:`take_new` gave to the new graph."""
+        if len(vectors) and self._new is not None and not self.cancelled:
+            self._new.add(vectors)
+
+    def finish(self) -> bool:
+        """Catch up and swap the new graph in; False (nothing changed) when the
+        rebuild was cancelled or never built."""
+        import numpy as np
+
+        ix = self.index
+        if self.cancelled or self._new is None or ix._rebuilding is not self:
+            return False
+        self.add(self.take_new())
+        slots = np.concatenate(self._slots)
+        n = len(slots)
+        assert self._new.ntotal == n, "the new graph lost or doubled an entry"
+        ids, alive = ix._ids[slots].copy(), ix._alive[slots].copy()
+        assert int(alive.sum()) == ix._live, "a live entry is missing from the new graph"
+        cap = max(64, 2 * n)
+        ix._hnsw = self._new
+        ix._ids = np.zeros(cap, dtype=np.int64)
+        ix._ids[:n] = ids
+        ix._alive = np.zeros(cap, dtype=bool)
+        ix._alive[:n] = alive
+        ix._bitmap = np.zeros(0, dtype=np.uint8)
+        ix._new_bitmap(cap)
+        ix._set_bits(np.flatnonzero(alive))
+        ix._n = n
+        ix._rebuilding = None
+        self._new = None
+        return True

@@ -8,7 +8,9 @@ the query's word pieces (:class:`~adapters.embedders.WordPieces`). In memory:
   entry with that key: the exact tier is one dict lookup (the digest is checked
   against the entry's full key before it is served);
 * one :class:`~.index.ScopeIndex` per scope (brute force up to
-  :data:`~.index.BRUTE_FORCE_MAX` entries, then HNSW over float16 vectors);
+  :data:`~.index.BRUTE_FORCE_MAX` entries, then HNSW over float16 vectors;
+  :meth:`EntryStore.nearest` with a ``floor`` widens an HNSW search, then scans,
+  before it reports nothing at or above the floor);
 * the **LRU order** (an ordered dict id -> scope number; a ``get`` that serves
   an entry moves it to the back);
 * the entries themselves: all of them without ``path``; with ``path``, only a
@@ -37,7 +39,11 @@ cut the last few committed entries may be lost, never the database.
 **Concurrency**: lookups hold the read side of a readers-writer lock and run
 side by side (the index searches release the GIL); ``add`` holds the write side,
 so writes are serialised and never seen half-done. In path mode each thread
-reads through its own SQLite connection.
+reads through its own SQLite connection. An HNSW graph whose tombstones
+outnumber its live entries is rebuilt by a background thread
+(:class:`~.index.Rebuild`): decoded under the read lock a chunk at a time,
+built with no lock, swapped under the write lock; lookups and ``add`` go on
+against the old graph meanwhile.
 
 **Eviction**: with ``max_entries``, an ``add`` beyond it evicts the least
 recently used entries (served or stored longest ago); with ``ttl_seconds``, an
@@ -48,36 +54,44 @@ injectable for tests; it must not go backwards.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import sqlite3
 import threading
 import time
-import uuid
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cacheeval.schema import Request
 
-from .index import BRUTE_FORCE_MAX, ScopeIndex
+from .entry_db import (
+    _COLUMNS,
+    STORE_FORMAT,
+    RWLock,
+    _Sqlite,
+    key_digest,
+    request_from_json,
+    request_json,
+    tokens_blob,
+    tokens_from_blob,
+)
+from .index import BRUTE_FORCE_MAX, Rebuild, ScopeIndex
 
 if TYPE_CHECKING:
     import numpy as np
 
     from adapters.embedders import WordPieces
 
-#: Bumped when the SQLite layout changes; a store of another version is refused.
-STORE_FORMAT = 1
 #: Decoded entries kept in memory in path mode (the candidates of recent lookups).
 RECORD_MEMO = 4096
 #: Extra candidates an HNSW search returns, re-ranked by their exact float32
 #: cosines: float16 cosines swap near-ties (members of one paraphrase cluster
 #: differ by ~1e-3), so the exact top k must be picked from a few more.
 RERANK = 8
+#: A gate-aware search that found nothing at or above the floor searches again
+#: with this many times the efSearch, then exhaustively (:meth:`EntryStore.nearest`).
+ESCALATE_EF = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,183 +123,6 @@ class NewEntry:
     vector: np.ndarray
     tokens: WordPieces | None = None
     side: Any = None
-
-
-def key_digest(scope: str, exact_key: str) -> int:
-    """A signed 64-bit digest of (scope, exact key): the exact map's key."""
-    h = hashlib.blake2b(f"{scope}\x1e{exact_key}".encode(), digest_size=8).digest()
-    return int.from_bytes(h, "little", signed=True)
-
-
-class RWLock:
-    """Many readers or one writer; a waiting writer keeps new readers out (so a
-    stream of lookups cannot starve ``add``)."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
-        self._readers = 0
-        self._writing = False
-        self._writers_waiting = 0
-
-    @contextmanager
-    def read(self) -> Iterator[None]:
-        with self._cond:
-            while self._writing or self._writers_waiting:
-                self._cond.wait()
-            self._readers += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._readers -= 1
-                if not self._readers:
-                    self._cond.notify_all()
-
-    @contextmanager
-    def write(self) -> Iterator[None]:
-        with self._cond:
-            self._writers_waiting += 1
-            while self._writing or self._readers:
-                self._cond.wait()
-            self._writers_waiting -= 1
-            self._writing = True
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._writing = False
-                self._cond.notify_all()
-
-
-# --- encoding for SQLite -------------------------------------------------------------
-
-
-def request_json(request: Request) -> str:
-    return json.dumps(
-        {
-            "query": request.query,
-            "context": [dict(t) for t in request.context] if request.context is not None else None,
-            "system_prompt": request.system_prompt,
-            "tools": [dict(t) for t in request.tools] if request.tools is not None else None,
-        },
-        ensure_ascii=False,
-    )
-
-
-def request_from_json(text: str) -> Request:
-    d = json.loads(text)
-    return Request(
-        query=d["query"],
-        context=tuple(d["context"]) if d["context"] is not None else None,
-        system_prompt=d["system_prompt"],
-        tools=tuple(d["tools"]) if d["tools"] is not None else None,
-    )
-
-
-def tokens_blob(tokens: WordPieces | None) -> bytes | None:
-    """Word pieces as bytes: n, dim (uint32), ids (int32), wordlike (uint8), vectors (float32)."""
-    import numpy as np
-
-    if tokens is None:
-        return None
-    vecs = np.ascontiguousarray(tokens.vectors, dtype=np.float32)
-    n = len(tokens.ids)
-    dim = vecs.shape[1] if vecs.ndim == 2 else 0
-    return b"".join(
-        [
-            np.array([n, dim], dtype="<u4").tobytes(),
-            np.asarray(tokens.ids, dtype="<i4").tobytes(),
-            np.asarray(tokens.wordlike, dtype=np.uint8).tobytes(),
-            vecs.astype("<f4").tobytes(),
-        ]
-    )
-
-
-def tokens_from_blob(blob: bytes | None) -> WordPieces | None:
-    import numpy as np
-
-    from adapters.embedders import WordPieces
-
-    if blob is None:
-        return None
-    n, dim = (int(x) for x in np.frombuffer(blob, dtype="<u4", count=2))
-    at = 8
-    ids = np.frombuffer(blob, dtype="<i4", count=n, offset=at)
-    at += 4 * n
-    wordlike = np.frombuffer(blob, dtype=np.uint8, count=n, offset=at)
-    at += n
-    vecs = np.frombuffer(blob, dtype="<f4", count=n * dim, offset=at).reshape(n, dim)
-    return WordPieces(
-        tuple(int(i) for i in ids), tuple(bool(w) for w in wordlike), vecs.astype(np.float32)
-    )
-
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS entries (
-    id INTEGER PRIMARY KEY,
-    scope TEXT NOT NULL,
-    key_digest INTEGER NOT NULL,
-    exact_key TEXT NOT NULL,
-    request TEXT NOT NULL,
-    answer TEXT NOT NULL,
-    vector BLOB NOT NULL,
-    tokens BLOB,
-    created REAL NOT NULL,
-    used REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS entries_created ON entries (created);
-"""
-_COLUMNS = "id, scope, exact_key, request, answer, vector, tokens, created"
-
-
-class _Sqlite:
-    """The SQLite side of a path store: one writer connection (used under the
-    store's write lock) and one read connection per reading thread."""
-
-    def __init__(self, path: Path, *, durable: bool = False) -> None:
-        self.path = path
-        self.synchronous = "FULL" if durable else "NORMAL"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.writer = self._connect()
-        self.writer.executescript(_SCHEMA)
-        row = self.writer.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
-        if row is None:
-            with self.writer:
-                self.writer.execute("INSERT INTO meta VALUES ('format', ?)", (str(STORE_FORMAT),))
-        elif int(row[0]) != STORE_FORMAT:
-            raise ValueError(f"{path}: store format {row[0]}, this code reads {STORE_FORMAT}")
-        with self.writer:  # names this database: an index saved beside another is not its own
-            self.writer.execute(
-                "INSERT OR IGNORE INTO meta VALUES ('uuid', ?)", (uuid.uuid4().hex,)
-            )
-        self.uuid = self.writer.execute("SELECT value FROM meta WHERE key = 'uuid'").fetchone()[0]
-        self._local = threading.local()
-        self._readers: list[sqlite3.Connection] = []
-        self._readers_lock = threading.Lock()
-
-    def _connect(self) -> sqlite3.Connection:
-        con = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        con.execute("PRAGMA journal_mode=WAL")
-        con.execute(f"PRAGMA synchronous={self.synchronous}")
-        con.execute("PRAGMA busy_timeout=10000")
-        return con
-
-    def reader(self) -> sqlite3.Connection:
-        con: sqlite3.Connection | None = getattr(self._local, "con", None)
-        if con is None:
-            con = self._connect()
-            self._local.con = con
-            with self._readers_lock:
-                self._readers.append(con)
-        return con
-
-    def close(self) -> None:
-        with self._readers_lock:
-            for con in self._readers:
-                con.close()
-            self._readers.clear()
-        self.writer.close()
 
 
 def _record(row: Sequence[Any]) -> Record:
@@ -324,6 +161,7 @@ class EntryStore:
         brute_force_max: int = BRUTE_FORCE_MAX,
         durable: bool = False,
         index_options: dict[str, int] | None = None,
+        background_rebuild: bool = True,
     ) -> None:
         if max_entries is not None and max_entries < 1:
             raise ValueError(f"max_entries must be >= 1, got {max_entries}")
@@ -338,13 +176,23 @@ class EntryStore:
         #: ``ef_construction``, ``ef_search``; see docs/verified_cache.md for the
         #: recall they buy at 1M entries)
         self.index_options = dict(index_options or {})
+        #: whether HNSW rebuilds run in a background thread (False: inside the
+        #: ``add`` that makes one due, as a stall)
+        self.background_rebuild = background_rebuild
+        #: how many HNSW lookups stopped at each step of :meth:`nearest`
+        self.search_steps: Counter[str] = Counter()
         self._lock = RWLock()
         self._lru_lock = threading.Lock()
         self._memo_lock = threading.Lock()
+        self._rebuilds: dict[int, tuple[Rebuild, threading.Thread]] = {}
+        #: called with (phase, scope number) by a background rebuild: tests hold it there
+        self._rebuild_hook: Callable[[str, int], None] | None = None
         self._init_state()
         self._db = _Sqlite(self.path, durable=durable) if self.path is not None else None
         if self._db is not None:
             self._load()
+            with self._lock.write():
+                self._start_due_rebuilds()
 
     def _init_state(self) -> None:
         self._exact: dict[int, int] = {}
@@ -632,7 +480,8 @@ class EntryStore:
         return out
 
     def _forget(self, ids: list[int], digests: dict[int, int]) -> None:
-        """Drop ``ids`` from memory: index, exact map, LRU, records (already gone from SQLite)."""
+        """Drop ``ids`` from memory: index, exact map, LRU, records (already gone from
+        SQLite); start the HNSW rebuilds this makes due (caller holds the write lock)."""
         for entry_id in dict.fromkeys(ids):
             number = self._lru.pop(entry_id, None)
             if number is None:
@@ -644,6 +493,85 @@ class EntryStore:
             if digest is not None and self._exact.get(digest) == entry_id:
                 del self._exact[digest]
             self._touched.pop(entry_id, None)
+        if ids:
+            self._start_due_rebuilds()
+
+    # -- rebuilding HNSW graphs beside the lock -------------------------------------------
+
+    def _start_due_rebuilds(self) -> None:
+        """Start a rebuild for every HNSW scope whose tombstones outnumber its live
+        entries (caller holds the write lock): in a background thread, or at once
+        when ``background_rebuild`` is off."""
+        for number, index in self._indexes.items():
+            if not index.rebuild_due:
+                continue
+            if not self.background_rebuild:
+                index.rebuild_now()
+                continue
+            job = index.begin_rebuild()
+            thread = threading.Thread(
+                target=self._rebuild, args=(number, index, job), daemon=True,
+                name=f"verified-store-rebuild-{number}",
+            )  # fmt: skip
+            self._rebuilds[number] = (job, thread)
+            thread.start()
+
+    def _rebuild(self, number: int, index: ScopeIndex, job: Rebuild) -> None:
+        """A background rebuild (see :class:`~.index.Rebuild`): decode and catch up
+        under the read lock a chunk at a time, build with no lock, swap under the
+        write lock. Lookups and puts go on meanwhile against the old graph."""
+        hook = self._rebuild_hook
+        try:
+            if hook is not None:
+                hook("snapshot", number)
+            more = True
+            while more and not job.cancelled:
+                with self._lock.read():
+                    more = job.decode_step()
+            job.build()
+            if hook is not None:
+                hook("built", number)
+            for _ in range(8):  # catch up outside the write lock while puts keep coming
+                with self._lock.read():
+                    if job.cancelled:
+                        break
+                    fresh = job.take_new()
+                job.add(fresh)
+                if len(fresh) < 256:
+                    break
+            with self._lock.write():
+                if self._indexes.get(number) is index and job.finish():
+                    # removals during the rebuild may already call for the next one
+                    del self._rebuilds[number]
+                    self._start_due_rebuilds()
+        finally:
+            with self._lock.write():
+                if index.rebuilding is job:
+                    job.cancel()
+                if self._rebuilds.get(number, (None,))[0] is job:
+                    del self._rebuilds[number]
+
+    def wait_for_rebuilds(self, timeout: float | None = None) -> bool:
+        """Wait for the background rebuilds under way; False if one still runs."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            with self._lock.read():
+                threads = [t for _, t in self._rebuilds.values()]
+            if not threads:
+                return True
+            for t in threads:
+                t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+                if t.is_alive():
+                    return False
+
+    def _cancel_rebuilds(self) -> None:
+        """Stop the background rebuilds (caller holds no lock) and wait for them."""
+        with self._lock.write():
+            jobs = list(self._rebuilds.values())
+            for job, _ in jobs:
+                job.cancel()
+        for _, thread in jobs:
+            thread.join()
 
     def _remember(self, rec: Record) -> None:
         with self._memo_lock:
@@ -683,6 +611,7 @@ class EntryStore:
         """Delete every entry (in SQLite and the saved index too)."""
         import shutil
 
+        self._cancel_rebuilds()
         with self._lock.write():
             if self._db is not None:
                 with self._db.writer as con:
@@ -698,6 +627,7 @@ class EntryStore:
         SQLite (path mode; a no-op in memory and when already closed)."""
         if self._db is None:
             return
+        self._cancel_rebuilds()
         self.save_index()
         with self._lock.write():
             if self._db is None:
@@ -738,16 +668,22 @@ class EntryStore:
             return None
         return rec
 
-    def nearest(self, scope: str, vector: np.ndarray, k: int) -> list[tuple[Record, float]]:
+    def nearest(
+        self, scope: str, vector: np.ndarray, k: int, *, floor: float | None = None
+    ) -> list[tuple[Record, float]]:
         """The (at most) ``k`` live entries of ``scope`` with the highest cosine to
         ``vector``, best first (ties: oldest first), with those cosines.
 
         A brute-force scope gives its own matrix-vector products. An HNSW scope is
         asked for :data:`RERANK` more candidates than ``k`` by its float16 cosines;
         their exact float32 cosines (from the stored vectors, read alone) pick and
-        order the ``k``, whose whole records are then read."""
-        import numpy as np
+        order the ``k``, whose whole records are then read.
 
+        ``floor``: the lowest cosine a caller can use (the cache's recall gate).
+        When an HNSW search finds no candidate at or above it, the search is
+        repeated wider (efSearch x :data:`ESCALATE_EF`), then over every vector
+        (:meth:`~.index.ScopeIndex.search_exhaustive`), before "nothing above the
+        floor" is believed: a miss costs more, a hit nothing more."""
         with self._lock.read():
             number = self._scope_numbers.get(scope)
             index = self._indexes.get(number) if number is not None else None
@@ -758,9 +694,16 @@ class EntryStore:
                 records = self._fetch(ids.tolist())
                 return [(r, float(s)) for r, s in zip(records, sims, strict=True)
                         if not self._expired(r)]  # fmt: skip
-            ids, _ = index.search(vector, k + RERANK)
-            vectors = self._vectors(ids.tolist())
-            exact = np.stack([vectors[i] for i in ids.tolist()]) @ np.asarray(vector, np.float32)
+            ids, exact = self._reranked(index, vector, k, ef=None)
+            step = "graph"
+            if floor is not None and not (len(exact) and exact.max() >= floor):
+                ids, exact = self._reranked(index, vector, k, ef=index.ef_search * ESCALATE_EF)
+                step = "wider"
+                if not (len(exact) and exact.max() >= floor):
+                    ids, exact = self._reranked(index, vector, k, ef=0)
+                    step = "exhaustive"
+            with self._lru_lock:
+                self.search_steps[step] += 1
             order = sorted(range(len(ids)), key=lambda j: (-float(exact[j]), int(ids[j])))
             best = [int(ids[j]) for j in order]
             cos = {int(ids[j]): float(exact[j]) for j in order}
@@ -769,6 +712,23 @@ class EntryStore:
                 take, best = best[: k - len(out)], best[k - len(out) :]
                 out += [(r, cos[r.id]) for r in self._fetch(take) if not self._expired(r)]
             return out
+
+    def _reranked(
+        self, index: ScopeIndex, vector: np.ndarray, k: int, ef: int | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Candidate ids of an HNSW scope (``ef`` 0: exhaustive) and their exact
+        float32 cosines."""
+        import numpy as np
+
+        if ef == 0:
+            ids, _ = index.search_exhaustive(vector, k + RERANK)
+        else:
+            ids, _ = index.search(vector, k + RERANK, ef=ef)
+        if not len(ids):
+            return ids, np.zeros(0, dtype=np.float32)
+        vectors = self._vectors(ids.tolist())
+        exact = np.stack([vectors[i] for i in ids.tolist()]) @ np.asarray(vector, np.float32)
+        return ids, exact
 
     def _vectors(self, ids: list[int]) -> dict[int, np.ndarray]:
         """The float32 vectors of ``ids`` (from the memo, else SQLite's vector column)."""

@@ -277,6 +277,7 @@ def test_eviction_leaves_the_hnsw_index(monkeypatch: pytest.MonkeyPatch) -> None
         store.add("", f"q{i}", Request(f"q{i}"), f"a{i}", x[i])
     index = store._indexes[0]
     assert index.approximate and len(index) == 300 == len(store)
+    assert store.wait_for_rebuilds(60)
     assert index.tombstones <= 300  # rebuilt when the tombstones outnumbered the live
     assert sorted(index.ids().tolist()) == list(range(701, 1001))
     for i in range(0, 1000, 7):
@@ -453,3 +454,226 @@ def test_index_options_reach_every_scope_index(tmp_path: Path) -> None:
     store.close()
     again = EntryStore(tmp_path / "o.sqlite", brute_force_max=50, index_options=opts)
     assert again._indexes[0].ef_search == 16 and again._indexes[0]._hnsw.hnsw.efSearch == 16
+
+
+# --- gate-aware search ------------------------------------------------------------------
+
+
+def test_a_brute_force_scope_ignores_the_floor(resources: Resources) -> None:
+    cache = VerifiedCache(resources=resources)
+    for i, q in enumerate(queries(300, seed=21)):
+        cache.put(q, f"a{i}")
+    for q in queries(50, seed=22):
+        v = resources.encode([q])[0]
+        plain = [(r.id, s) for r, s in cache.store.nearest("", v, 3)]
+        assert [(r.id, s) for r, s in cache.store.nearest("", v, 3, floor=0.99)] == plain
+    assert not cache.store.search_steps  # no graph, no escalation
+
+
+class ClusterEmbedder:
+    """Texts "... topic N ..." embedded near the N-th of 400 random directions in 256
+    dimensions (a little noise from the text's digest); other texts by digest
+    alone. Well-separated paraphrase clusters: a graph search either reaches a
+    query's cluster or finds nothing near it."""
+
+    name = "cluster256"
+    dim = 256  # unrelated texts stay far below the gate (cosine sd 0.06)
+    version = "test"
+    centres = unit_vectors(400, 256, seed=30)
+
+    def encode(self, texts: list[str]) -> Any:
+        import hashlib
+        import re
+
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+            noise = np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
+            m = re.search(r"topic (\d+)", text)
+            v = self.centres[int(m.group(1)) % 400] + 0.04 * noise if m else noise
+            out[i] = v / np.linalg.norm(v)
+        return out
+
+
+def _cluster_caches(options: dict[str, int]) -> tuple[Resources, VerifiedCache, VerifiedCache]:
+    """The same 2,000 requests in 300 clusters in a brute-force cache and in one
+    forced to HNSW from the first entry with ``options``."""
+    res = Resources(verifier=Verifier.load(), embedder=ClusterEmbedder())
+    texts = [f"{WORDS[i % 12]} about topic {i % 300} {WORDS[i % 7]} {i}" for i in range(2000)]
+    exact = VerifiedCache(resources=res)
+    graph = VerifiedCache(resources=res, index_options=options)
+    graph.store.brute_force_max = 0
+    for i, q in enumerate(texts):
+        exact.put(q, f"a{i}")
+        graph.put(q, f"a{i}")
+    assert graph.store._indexes[0].approximate and not exact.store._indexes[0].approximate
+    return res, exact, graph
+
+
+#: 300 probes near a stored cluster, 60 near none (topics 300-399 were never stored)
+PROBES = [f"{WORDS[i % 5]} on topic {(i * 7) % 300} {WORDS[i % 11]}" for i in range(300)] + [
+    f"{WORDS[i % 5]} on topic {300 + i % 100} {WORDS[i % 3]}" for i in range(60)
+]
+
+
+def test_gate_aware_search_decides_as_brute_force_where_something_is_servable() -> None:
+    # a sparse graph searched narrowly (M 8, efConstruction 40, efSearch 2)
+    res, exact, graph = _cluster_caches({"hnsw_m": 8, "ef_construction": 40, "ef_search": 2})
+    gate = exact._gate_threshold()
+    servable = 0
+    for q in PROBES:
+        v = res.encode([q])[0]
+        want = exact.store.nearest("", v, 3)
+        got = graph.store.nearest("", v, 3, floor=gate - 1e-4)
+        if want[0][1] >= gate:
+            servable += 1
+            assert [r.id for r, _ in got] == [r.id for r, _ in want], q
+            assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-6)
+            assert decisions(graph, [q]) == decisions(exact, [q]), q
+        else:  # nothing servable: the exhaustive step confirmed it, both miss
+            assert got[0][1] < gate
+            assert not graph.lookup(q).hit and not exact.lookup(q).hit
+    steps = graph.store.search_steps
+    assert servable == 300 and steps["exhaustive"] >= 2 * 60, steps  # nearest + lookup
+
+
+def test_a_graph_that_misses_the_cluster_escalates(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the worst case of a graph index: its search ends in a region far from the
+    # query. Made certain here by answering the narrow search with the query's
+    # antipode's neighbours; the wider and exhaustive steps are faiss's own
+    res, exact, graph = _cluster_caches({})
+    probes = PROBES[:100]
+    want = [[r.id for r, _ in exact.store.nearest("", res.encode([q])[0], 3)] for q in probes]
+    want_decisions = decisions(exact, probes)
+    index = graph.store._indexes[0]
+    real = ScopeIndex.search
+
+    def lost(self: ScopeIndex, vector: Any, k: int, *, ef: int | None = None) -> Any:
+        return real(self, -vector if ef is None and self is index else vector, k, ef=ef)
+
+    monkeypatch.setattr(ScopeIndex, "search", lost)
+    gate = exact._gate_threshold()
+    for q, ids in zip(probes, want, strict=True):
+        v = res.encode([q])[0]
+        assert [r.id for r, _ in graph.store.nearest("", v, 3, floor=gate - 1e-4)] == ids
+        # without the floor, the lost search is believed
+        assert graph.store.nearest("", v, 3)[0][0].id != ids[0]
+    assert decisions(graph, probes) == want_decisions
+    assert graph.store.search_steps["wider"] >= 100
+    assert index.approximate
+
+
+# --- background rebuilds ------------------------------------------------------------------
+
+
+def test_lookups_and_puts_proceed_during_a_background_rebuild(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index_module, "MIN_TOMBSTONES_FOR_REBUILD", 50)
+    x = unit_vectors(3000, 16, seed=25)
+    store = EntryStore(tmp_path / "rebuild.sqlite", max_entries=400, brute_force_max=100)
+    held, release = threading.Event(), threading.Event()
+
+    def hook(phase: str, number: int) -> None:
+        if phase == "built" and not held.is_set():  # hold the first rebuild, built
+            held.set()
+            assert release.wait(120)
+
+    store._rebuild_hook = hook
+    _fill(store, x, 0, 1000)  # 600 evicted: a rebuild starts and is held
+    assert held.wait(60)
+    index = store._indexes[0]
+    assert index.rebuilding is not None
+    errors: list[BaseException] = []
+    start = threading.Barrier(8)
+
+    def writer(w: int) -> None:  # 4 x 250 puts, each evicting one entry
+        start.wait()
+        for i in range(1000 + w * 250, 1000 + (w + 1) * 250):
+            store.add("", f"q{i}", Request(f"q{i}"), f"a{i}", x[i])
+
+    def reader(r: int) -> None:
+        start.wait()
+        for i in range(r, 3000, 20):
+            got = store.nearest("", x[i], 3)
+            assert got and len({rec.id for rec, _ in got}) == len(got)
+            rec = store.exact("", f"q{i}")
+            assert rec is None or rec.answer == f"a{i}"
+
+    def run(fn: Any, arg: int) -> None:
+        try:
+            fn(arg)
+        except BaseException as e:  # surfaced below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(writer, w)) for w in range(4)]
+    threads += [threading.Thread(target=run, args=(reader, r)) for r in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    # every put and lookup finished while the rebuild was still held
+    assert not errors, errors
+    assert not any(t.is_alive() for t in threads)
+    assert index.rebuilding is not None and not release.is_set()
+    release.set()
+    assert store.wait_for_rebuilds(120)
+    live = sorted(r.id for r in store.records())
+    assert len(live) == len(store) == 400
+    assert sorted(index.ids().tolist()) == live  # nothing lost, nothing duplicated
+    assert index.tombstones <= max(len(index), 49)
+    keys = {r.exact_key for r in store.records()}
+    for rec in store.records():  # every live entry is its own nearest neighbour
+        got = store.nearest("", x[int(rec.exact_key[1:])], 1)
+        assert got[0][0].id == rec.id
+    for i in range(0, 2000, 13):  # and the evicted ones are gone
+        if f"q{i}" not in keys:
+            assert store.exact("", f"q{i}") is None
+    store.close()
+    again = EntryStore(tmp_path / "rebuild.sqlite", max_entries=400, brute_force_max=100)
+    assert sorted(again._indexes[0].ids().tolist()) == live
+    again.close()
+
+
+def test_closing_cancels_a_rebuild_under_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index_module, "MIN_TOMBSTONES_FOR_REBUILD", 50)
+    x = unit_vectors(800, 16, seed=26)
+    store = EntryStore(tmp_path / "cancel.sqlite", max_entries=200, brute_force_max=100)
+    gate = threading.Event()
+    store._rebuild_hook = lambda phase, number: None if gate.wait(0.5) else None
+    _fill(store, x, 0, 800)
+    store.close()  # cancels and joins whatever rebuild runs: no thread left behind
+    assert not store._rebuilds
+    again = EntryStore(tmp_path / "cancel.sqlite", max_entries=200, brute_force_max=100)
+    assert again.wait_for_rebuilds(60)
+    assert sorted(again._indexes[0].ids().tolist()) == sorted(r.id for r in again.records())
+    assert len(again) == 200
+
+
+def test_a_rebuild_in_the_foreground_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(index_module, "MIN_TOMBSTONES_FOR_REBUILD", 50)
+    x = unit_vectors(700, 16, seed=27)
+    store = EntryStore(max_entries=200, brute_force_max=100, background_rebuild=False)
+    _fill(store, x, 0, 700)
+    index = store._indexes[0]
+    assert not store._rebuilds and index.rebuilding is None
+    assert index.tombstones <= max(len(index), 49)  # rebuilt inside the puts
+    assert sorted(index.ids().tolist()) == list(range(501, 701))
+
+
+def test_the_exhaustive_step_skips_tombstones_and_matches_brute_force() -> None:
+    x = unit_vectors(600, 16, seed=28)
+    ix = ScopeIndex(16, brute_force_max=0)
+    ix.add(np.arange(1, 601), x)
+    for entry_id in range(1, 601, 3):
+        assert ix.remove(entry_id)
+    live = np.array([i for i in range(1, 601) if (i - 1) % 3])
+    for v in x[::17]:
+        ids, sims = ix.search_exhaustive(v, 5)
+        exact = x[live - 1] @ v
+        want = live[np.argsort(-exact, kind="stable")[:5]]
+        assert ids.tolist() == want.tolist()  # float16 cosines, far apart here
+        assert not set(ids.tolist()) & set(range(1, 601, 3))
+        assert sims == pytest.approx(np.sort(exact)[::-1][:5], abs=2e-3)

@@ -1,0 +1,201 @@
+"""The SQLite side of the verified cache's entry store (:mod:`.store`): the table
+layout, how a request and its word pieces are encoded in it, the connections
+(one writer, one reader per thread), and the readers-writer lock the store
+holds around them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cacheeval.schema import Request
+
+if TYPE_CHECKING:
+    from adapters.embedders import WordPieces
+
+#: Bumped when the SQLite layout changes; a store of another version is refused.
+STORE_FORMAT = 1
+
+
+def key_digest(scope: str, exact_key: str) -> int:
+    """A signed 64-bit digest of (scope, exact key): the exact map's key."""
+    h = hashlib.blake2b(f"{scope}\x1e{exact_key}".encode(), digest_size=8).digest()
+    return int.from_bytes(h, "little", signed=True)
+
+
+class RWLock:
+    """Many readers or one writer; a waiting writer keeps new readers out (so a
+    stream of lookups cannot starve ``add``)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._readers = 0
+        self._writing = False
+        self._writers_waiting = 0
+
+    @contextmanager
+    def read(self) -> Iterator[None]:
+        with self._cond:
+            while self._writing or self._writers_waiting:
+                self._cond.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                if not self._readers:
+                    self._cond.notify_all()
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        with self._cond:
+            self._writers_waiting += 1
+            while self._writing or self._readers:
+                self._cond.wait()
+            self._writers_waiting -= 1
+            self._writing = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writing = False
+                self._cond.notify_all()
+
+
+# --- encoding for SQLite -------------------------------------------------------------
+
+
+def request_json(request: Request) -> str:
+    return json.dumps(
+        {
+            "query": request.query,
+            "context": [dict(t) for t in request.context] if request.context is not None else None,
+            "system_prompt": request.system_prompt,
+            "tools": [dict(t) for t in request.tools] if request.tools is not None else None,
+        },
+        ensure_ascii=False,
+    )
+
+
+def request_from_json(text: str) -> Request:
+    d = json.loads(text)
+    return Request(
+        query=d["query"],
+        context=tuple(d["context"]) if d["context"] is not None else None,
+        system_prompt=d["system_prompt"],
+        tools=tuple(d["tools"]) if d["tools"] is not None else None,
+    )
+
+
+def tokens_blob(tokens: WordPieces | None) -> bytes | None:
+    """Word pieces as bytes: n, dim (uint32), ids (int32), wordlike (uint8), vectors (float32)."""
+    import numpy as np
+
+    if tokens is None:
+        return None
+    vecs = np.ascontiguousarray(tokens.vectors, dtype=np.float32)
+    n = len(tokens.ids)
+    dim = vecs.shape[1] if vecs.ndim == 2 else 0
+    return b"".join(
+        [
+            np.array([n, dim], dtype="<u4").tobytes(),
+            np.asarray(tokens.ids, dtype="<i4").tobytes(),
+            np.asarray(tokens.wordlike, dtype=np.uint8).tobytes(),
+            vecs.astype("<f4").tobytes(),
+        ]
+    )
+
+
+def tokens_from_blob(blob: bytes | None) -> WordPieces | None:
+    import numpy as np
+
+    from adapters.embedders import WordPieces
+
+    if blob is None:
+        return None
+    n, dim = (int(x) for x in np.frombuffer(blob, dtype="<u4", count=2))
+    at = 8
+    ids = np.frombuffer(blob, dtype="<i4", count=n, offset=at)
+    at += 4 * n
+    wordlike = np.frombuffer(blob, dtype=np.uint8, count=n, offset=at)
+    at += n
+    vecs = np.frombuffer(blob, dtype="<f4", count=n * dim, offset=at).reshape(n, dim)
+    return WordPieces(
+        tuple(int(i) for i in ids), tuple(bool(w) for w in wordlike), vecs.astype(np.float32)
+    )
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS entries (
+    id INTEGER PRIMARY KEY,
+    scope TEXT NOT NULL,
+    key_digest INTEGER NOT NULL,
+    exact_key TEXT NOT NULL,
+    request TEXT NOT NULL,
+    answer TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    tokens BLOB,
+    created REAL NOT NULL,
+    used REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS entries_created ON entries (created);
+"""
+_COLUMNS = "id, scope, exact_key, request, answer, vector, tokens, created"
+
+
+class _Sqlite:
+    """The SQLite side of a path store: one writer connection (used under the
+    store's write lock) and one read connection per reading thread."""
+
+    def __init__(self, path: Path, *, durable: bool = False) -> None:
+        self.path = path
+        self.synchronous = "FULL" if durable else "NORMAL"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.writer = self._connect()
+        self.writer.executescript(_SCHEMA)
+        row = self.writer.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+        if row is None:
+            with self.writer:
+                self.writer.execute("INSERT INTO meta VALUES ('format', ?)", (str(STORE_FORMAT),))
+        elif int(row[0]) != STORE_FORMAT:
+            raise ValueError(f"{path}: store format {row[0]}, this code reads {STORE_FORMAT}")
+        with self.writer:  # names this database: an index saved beside another is not its own
+            self.writer.execute(
+                "INSERT OR IGNORE INTO meta VALUES ('uuid', ?)", (uuid.uuid4().hex,)
+            )
+        self.uuid = self.writer.execute("SELECT value FROM meta WHERE key = 'uuid'").fetchone()[0]
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+
+    def _connect(self) -> sqlite3.Connection:
+        con = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        con.execute("PRAGMA journal_mode=WAL")
+        con.execute(f"PRAGMA synchronous={self.synchronous}")
+        con.execute("PRAGMA busy_timeout=10000")
+        return con
+
+    def reader(self) -> sqlite3.Connection:
+        con: sqlite3.Connection | None = getattr(self._local, "con", None)
+        if con is None:
+            con = self._connect()
+            self._local.con = con
+            with self._readers_lock:
+                self._readers.append(con)
+        return con
+
+    def close(self) -> None:
+        with self._readers_lock:
+            for con in self._readers:
+                con.close()
+            self._readers.clear()
+        self.writer.close()
