@@ -393,7 +393,9 @@ class VerifiedCache:
     ``max_entries``: evict the least recently used beyond it; ``ttl_seconds``:
     never serve an entry older than that; ``clock``: the time source for both
     (:mod:`.store`); ``index_options``: HNSW settings for scopes beyond 8,192
-    entries (``hnsw_m``, ``ef_construction``, ``ef_search``). ``close()`` (or
+    entries (``hnsw_m``, ``ef_construction``, ``ef_search``); ``exhaustive_max``:
+    the largest such scope a lookup that found nothing servable scans in full
+    (None: any; bounds a miss's cost). ``close()`` (or
     ``with``) saves the index, writes the last-used times and closes the file.
     """
 
@@ -407,6 +409,7 @@ class VerifiedCache:
     ttl_seconds: float | None = None
     clock: Callable[[], float] = field(default=time.time, repr=False)
     index_options: dict[str, int] | None = None
+    exhaustive_max: int | None = None
     _store: EntryStore = field(init=False, repr=False)
     _sides: OrderedDict[int, Side] = field(default_factory=OrderedDict, init=False, repr=False)
     _sides_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
@@ -419,6 +422,7 @@ class VerifiedCache:
             ttl_seconds=self.ttl_seconds,
             clock=self.clock,
             index_options=self.index_options,
+            exhaustive_max=self.exhaustive_max,
         )
 
     def __enter__(self) -> VerifiedCache:

@@ -162,6 +162,7 @@ class EntryStore:
         durable: bool = False,
         index_options: dict[str, int] | None = None,
         background_rebuild: bool = True,
+        exhaustive_max: int | None = None,
     ) -> None:
         if max_entries is not None and max_entries < 1:
             raise ValueError(f"max_entries must be >= 1, got {max_entries}")
@@ -179,6 +180,12 @@ class EntryStore:
         #: whether HNSW rebuilds run in a background thread (False: inside the
         #: ``add`` that makes one due, as a stall)
         self.background_rebuild = background_rebuild
+        #: the largest HNSW scope a gate-aware lookup may scan exhaustively when
+        #: the wider search found nothing servable (None: any size). A scan of a
+        #: million float16 vectors takes 60-120 ms on every such miss; a bound
+        #: caps a miss's cost at the wider search, at the price of gate recall
+        #: (docs/verified-cache.md)
+        self.exhaustive_max = exhaustive_max
         #: how many HNSW lookups stopped at each step of :meth:`nearest`
         self.search_steps: Counter[str] = Counter()
         self._lock = RWLock()
@@ -682,8 +689,9 @@ class EntryStore:
         ``floor``: the lowest cosine a caller can use (the cache's recall gate).
         When an HNSW search finds no candidate at or above it, the search is
         repeated wider (efSearch x :data:`ESCALATE_EF`), then over every vector
-        (:meth:`~.index.ScopeIndex.search_exhaustive`), before "nothing above the
-        floor" is believed: a miss costs more, a hit nothing more."""
+        (:meth:`~.index.ScopeIndex.search_exhaustive`; only in scopes of at most
+        :attr:`exhaustive_max` entries), before "nothing above the floor" is
+        believed: a miss costs more, a hit nothing more."""
         with self._lock.read():
             number = self._scope_numbers.get(scope)
             index = self._indexes.get(number) if number is not None else None
@@ -699,7 +707,9 @@ class EntryStore:
             if floor is not None and not (len(exact) and exact.max() >= floor):
                 ids, exact = self._reranked(index, vector, k, ef=index.ef_search * ESCALATE_EF)
                 step = "wider"
-                if not (len(exact) and exact.max() >= floor):
+                if not (len(exact) and exact.max() >= floor) and (
+                    self.exhaustive_max is None or len(index) <= self.exhaustive_max
+                ):
                     ids, exact = self._reranked(index, vector, k, ef=0)
                     step = "exhaustive"
             with self._lru_lock:

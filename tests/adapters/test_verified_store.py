@@ -563,6 +563,29 @@ def test_a_graph_that_misses_the_cluster_escalates(monkeypatch: pytest.MonkeyPat
     assert index.approximate
 
 
+def test_exhaustive_max_bounds_what_a_miss_scans(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a probe far from every entry: the graph and the wider search find nothing
+    # above the floor; the scan runs only in a scope within exhaustive_max
+    res, _, graph = _cluster_caches({})
+    index = graph.store._indexes[0]
+    far = -res.encode([PROBES[0]])[0]
+    scanned = []
+    real = ScopeIndex.search_exhaustive
+
+    def counting(self: ScopeIndex, vector: Any, k: int) -> Any:
+        scanned.append(len(self))
+        return real(self, vector, k)
+
+    monkeypatch.setattr(ScopeIndex, "search_exhaustive", counting)
+    graph.store.nearest("", far, 3, floor=0.99)
+    assert scanned == [len(index)]
+    graph.store.exhaustive_max = len(index) - 1
+    before = dict(graph.store.search_steps)
+    graph.store.nearest("", far, 3, floor=0.99)
+    assert scanned == [len(index)]  # no second scan
+    assert graph.store.search_steps["wider"] == before.get("wider", 0) + 1
+
+
 # --- background rebuilds ------------------------------------------------------------------
 
 
