@@ -309,7 +309,8 @@ def _test_lines(data: dict[str, Any]) -> list[str]:
     t = data["test"]
     t_cmp = part_comparison(t)
     lines = [
-        "## Test split (verifier trained on train and the training corpus, threshold certified on dev)",
+        "## Test split (verifier trained on train and the training corpus, "
+        "threshold certified on dev)",
         "",
         f"{t['verified']['n']} test rows. Latency is the timed decision per row: "
         "for the verified cache `get(side b)` (embedding side b + features + model); side a "
