@@ -80,7 +80,7 @@ def _ok(kind: str, text: str, original: str, replacement: str) -> bool:
         # a work's part: not every work has one
         ("work", "When was the second part of Don Quixote published?"),
         # a statement naming other things by name, a place in a text about its history
-        ("software", "I've used Paint Shop Pro and GIMP on Windows."),
+        ("software", "I've tried Krita and GIMP on my Linux laptop."),
         ("country", "Why is Germany blamed for WW2?"),
         # a worked example's numbers go with the rest of it
         ("number", "Write f(n) so that f(2) is 5 for every caller."),
@@ -99,7 +99,7 @@ def _ok(kind: str, text: str, original: str, replacement: str) -> bool:
         # a swap one letter away reads as a typo; a hotel is never a gym
         ("venue", "Find a hotel in Lisbon for 2 guests."),
         # "have" that owns something does not contract
-        ("contraction", "For fiction, I have little proof of it."),
+        ("contraction", "Honestly, I have no idea why it broke."),
         # "have to" never contracts; a count the text goes on to list
         ("contraction", "How long do I have to wait before painting?"),
         ("number_word", "I have two questions: one about tax and one about rent."),

@@ -6,7 +6,7 @@ A blind audit of rows made from real forum sentences found the unnatural
 identity variants in three places, each guarded here:
 
 * **statements of fact**: a swapped year, place or opposite turns a claim about
-  the world into a false one ("X's election in 1960" -> "in 1956"). A statement
+  the world into a false one ("the bridge opened in 1932" -> "in 1928"). A statement
   is edited only when it speaks of the writer's own life, and never by a kind
   that reverses what it says (an antonym, an added negation, with/without);
 * **a word that repeats the swapped one**: the same name elsewhere in the text
@@ -178,7 +178,7 @@ _REGIONS = frozenset(lex.ENTITIES["country"]) | frozenset(lex.ENTITIES["us_state
 
 def place_problem(cls: str, text: str, start: int, end: int) -> str | None:
     """A named place, language or people swapped beside another that anchors it:
-    any other in a statement ("being Danish and living in Austria"), a country
+    any other in a statement ("a Norwegian who moved to Chile"), a country
     or state beside a city in any text ("Kyoto, in Japan")."""
     if cls not in NAMED_KINDS:
         return None

@@ -122,7 +122,7 @@ def is_request(text: str) -> bool:
     keyword request) rather than reporting something.
 
     >>> is_request("Explain compound interest with an example."), is_request(
-    ...     "Police said they will conduct tests to confirm the man's identity.")
+    ...     "The council says the old bridge will reopen after the repairs.")
     (True, False)
     """
     stripped = text.strip()
@@ -167,7 +167,7 @@ _IMPERATIVES = frozenset(
 def asks_for_something(text: str) -> bool:
     """:func:`is_request`, less the statements it lets through by their first word.
 
-    >>> asks_for_something("Let me share my opinion as a citizen."), asks_for_something(
+    >>> asks_for_something("Let me tell you about my week at the lake."), asks_for_something(
     ...     "Any tips for a first marathon?")
     (False, True)
     """

@@ -290,8 +290,8 @@ def test_substitution_spans_are_short_swaps_only() -> None:
     assert substitution_spans(content_diff(a, a)) == ("", "")
     c = analyze("Play jazz in the kitchen")
     assert substitution_spans(content_diff(analyze("Play jazz"), c)) == ("", "")  # an addition
-    long_a = analyze("The acquisition should close by the end of the month")
-    long_b = analyze("The deal is expected to close later this month")
+    long_a = analyze("The merger should be finished before the quarter ends")
+    long_b = analyze("The takeover is due to wrap up ahead of the quarter's end")
     assert substitution_spans(content_diff(long_a, long_b)) == ("", "")  # a rewording
 
 
@@ -702,15 +702,15 @@ def test_negation_inside_a_rewording_is_not_a_negation_change() -> None:
 def test_honorifics_company_suffixes_and_demonyms_are_no_entity_change() -> None:
     same = [
         (
-            "Mr. Perroud said the issue is behind Nestle Inc.",
-            "Perroud said the issue is behind Nestle.",
+            "Ms. Varga said the recall is behind Lumora Inc.",
+            "Varga said the recall is behind Lumora.",
         ),
         (
-            "the U.S. civil administrator said Monday",
-            "the American civil administrator said Monday",
+            "the U.S. trade envoy said on Tuesday",
+            "the American trade envoy said on Tuesday",
         ),
         ("What is the capital of France?", "What is the French capital?"),
-        ("Shares of Infineon AG fell", "Infineon shares fell"),
+        ("Shares of Kestrel AG rose", "Kestrel shares rose"),
         # military and political titles, abbreviated as news copy writes them
         ("Gen. Petraeus told reporters", "Petraeus told reporters"),
         ("Sen. Kerry and Gov. Davis spoke", "Kerry and Davis spoke"),
