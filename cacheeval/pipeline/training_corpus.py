@@ -148,13 +148,19 @@ def manifest(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def graded_reference(
     bench: Path, domains_dir: Path, heldout_dir: Path | None = None
 ) -> tuple[list[dict[str, Any]], set[str]]:
-    """What the corpus must stay apart from: the dev and test rows of ``bench`` and
-    every held-out pool row (texts), and the family keys of every public shard row
-    in ``domains_dir`` (all splits) and of the held-out pools."""
+    """What the corpus must stay apart from: the dev and test rows of ``bench``,
+    every held-out pool row and every line of the shipped stress prompts
+    (``sources/stress/prompts.txt``: ``reports/STRESS.md`` grades caches on rows
+    made from them) (texts), and the family keys of every public shard row in
+    ``domains_dir`` (all splits) and of the held-out pools."""
     from ..support.jsonio import iter_jsonl
     from .heldout import HELDOUT_DIR, pool
 
     graded = [r for _, r in iter_jsonl(bench) if r.get("split") in ("dev", "test")]
+    stress_prompts = SOURCES_DIR / "stress" / "prompts.txt"
+    for n, line in enumerate(stress_prompts.read_text("utf-8").splitlines(), 1):
+        if line.strip():
+            graded.append({"id": f"sources/stress/prompts.txt:{n}", "query_a": line})
     families: set[str] = set()
     for path in sorted(domains_dir.glob("*.jsonl")):
         families.update(family_of(r.get("source")) for _, r in iter_jsonl(path))
