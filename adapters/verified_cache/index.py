@@ -463,6 +463,9 @@ class Rebuild:
         if self.cancelled or self._decoded >= len(self._keep):
             return False
         slots = self._keep[self._decoded : self._decoded + REBUILD_CHUNK]
+        # a span of at most two chunks of old slots: live slots can be sparse (a
+        # hot set, then a long evicted run), and the whole span is decoded
+        slots = slots[slots < slots[0] + 2 * REBUILD_CHUNK]
         lo, hi = int(slots[0]), int(slots[-1]) + 1
         block = np.empty((hi - lo, self.index.dim), dtype=np.float32)
         self.index._hnsw.reconstruct_n(lo, hi - lo, block)

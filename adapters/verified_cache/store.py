@@ -55,6 +55,7 @@ injectable for tests; it must not go backwards.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections import Counter, OrderedDict
@@ -192,6 +193,9 @@ class EntryStore:
         self._lru_lock = threading.Lock()
         self._memo_lock = threading.Lock()
         self._rebuilds: dict[int, tuple[Rebuild, threading.Thread]] = {}
+        #: scopes whose background rebuild raised, and the error: not retried until
+        #: the store is opened again (a rebuild that fails once fails the same way)
+        self.rebuild_errors: dict[int, BaseException] = {}
         #: called with (phase, scope number) by a background rebuild: tests hold it there
         self._rebuild_hook: Callable[[str, int], None] | None = None
         self._init_state()
@@ -510,7 +514,7 @@ class EntryStore:
         entries (caller holds the write lock): in a background thread, or at once
         when ``background_rebuild`` is off."""
         for number, index in self._indexes.items():
-            if not index.rebuild_due:
+            if not index.rebuild_due or number in self.rebuild_errors:
                 continue
             if not self.background_rebuild:
                 index.rebuild_now()
@@ -551,6 +555,14 @@ class EntryStore:
                     # removals during the rebuild may already call for the next one
                     del self._rebuilds[number]
                     self._start_due_rebuilds()
+        except Exception as exc:  # the old graph keeps serving, with its tombstones
+            with self._lock.write():
+                self.rebuild_errors[number] = exc
+            print(
+                f"verified store: rebuilding scope {number} failed ({exc!r}); the old "
+                "graph keeps serving, no retry until the store is reopened",
+                file=sys.stderr,
+            )
         finally:
             with self._lock.write():
                 if index.rebuilding is job:
@@ -702,26 +714,36 @@ class EntryStore:
                 records = self._fetch(ids.tolist())
                 return [(r, float(s)) for r, s in zip(records, sims, strict=True)
                         if not self._expired(r)]  # fmt: skip
-            ids, exact = self._reranked(index, vector, k, ef=None)
-            step = "graph"
-            if floor is not None and not (len(exact) and exact.max() >= floor):
-                ids, exact = self._reranked(index, vector, k, ef=index.ef_search * ESCALATE_EF)
-                step = "wider"
-                if not (len(exact) and exact.max() >= floor) and (
-                    self.exhaustive_max is None or len(index) <= self.exhaustive_max
-                ):
-                    ids, exact = self._reranked(index, vector, k, ef=0)
-                    step = "exhaustive"
+            steps: list[tuple[str, int | None]] = [("graph", None)]
+            if floor is not None:
+                steps.append(("wider", index.ef_search * ESCALATE_EF))
+                if self.exhaustive_max is None or len(index) <= self.exhaustive_max:
+                    steps.append(("exhaustive", 0))
+            used = "graph"
+            for name, ef in steps:
+                used, out = name, self._live_nearest(index, vector, k, ef)
+                # an expired candidate never counts as servable: it is dropped
+                # before the floor is asked, so it cannot stop the widening
+                if floor is None or any(c >= floor for _, c in out):
+                    break
             with self._lru_lock:
-                self.search_steps[step] += 1
-            order = sorted(range(len(ids)), key=lambda j: (-float(exact[j]), int(ids[j])))
-            best = [int(ids[j]) for j in order]
-            cos = {int(ids[j]): float(exact[j]) for j in order}
-            out: list[tuple[Record, float]] = []
-            while best and len(out) < k:  # expired ones give their place to the next
-                take, best = best[: k - len(out)], best[k - len(out) :]
-                out += [(r, cos[r.id]) for r in self._fetch(take) if not self._expired(r)]
+                self.search_steps[used] += 1
             return out
+
+    def _live_nearest(
+        self, index: ScopeIndex, vector: np.ndarray, k: int, ef: int | None
+    ) -> list[tuple[Record, float]]:
+        """One search step of :meth:`nearest` in an HNSW scope: the ``k`` best
+        unexpired candidates by exact cosine (ties: oldest first), with them."""
+        ids, exact = self._reranked(index, vector, k, ef=ef)
+        order = sorted(range(len(ids)), key=lambda j: (-float(exact[j]), int(ids[j])))
+        best = [int(ids[j]) for j in order]
+        cos = {int(ids[j]): float(exact[j]) for j in order}
+        out: list[tuple[Record, float]] = []
+        while best and len(out) < k:  # expired ones give their place to the next
+            take, best = best[: k - len(out)], best[k - len(out) :]
+            out += [(r, cos[r.id]) for r in self._fetch(take) if not self._expired(r)]
+        return out
 
     def _reranked(
         self, index: ScopeIndex, vector: np.ndarray, k: int, ef: int | None

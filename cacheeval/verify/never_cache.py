@@ -42,6 +42,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from ..schema import Request
@@ -121,6 +122,7 @@ class QuickPattern:
         return self.full.finditer(text) if self.may_match(text) else iter(())
 
 
+@lru_cache(maxsize=1024)  # mutation() builds one per offered tool, per request
 def _words(pattern: str) -> QuickPattern:
     return QuickPattern(re.compile(rf"\b(?:{pattern})\b", re.IGNORECASE))
 

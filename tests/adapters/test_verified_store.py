@@ -664,10 +664,24 @@ def test_closing_cancels_a_rebuild_under_way(
     monkeypatch.setattr(index_module, "MIN_TOMBSTONES_FOR_REBUILD", 50)
     x = unit_vectors(800, 16, seed=26)
     store = EntryStore(tmp_path / "cancel.sqlite", max_entries=200, brute_force_max=100)
-    gate = threading.Event()
-    store._rebuild_hook = lambda phase, number: None if gate.wait(0.5) else None
+    held = threading.Event()
+
+    def hold_until_cancelled(phase: str, number: int) -> None:
+        # the rebuild stays at its snapshot until it is cancelled (30 s at most)
+        job = store._rebuilds[number][0]
+        held.set()
+        deadline = time.monotonic() + 30
+        while not job.cancelled and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    store._rebuild_hook = hold_until_cancelled
     _fill(store, x, 0, 800)
+    assert held.wait(30), "a rebuild should be under way"
+    job = next(iter(store._rebuilds.values()))[0]
+    started = time.monotonic()
     store.close()  # cancels and joins whatever rebuild runs: no thread left behind
+    assert job.cancelled
+    assert time.monotonic() - started < 10  # cancelled, not waited out
     assert not store._rebuilds
     again = EntryStore(tmp_path / "cancel.sqlite", max_entries=200, brute_force_max=100)
     assert again.wait_for_rebuilds(60)
@@ -700,3 +714,58 @@ def test_the_exhaustive_step_skips_tombstones_and_matches_brute_force() -> None:
         assert ids.tolist() == want.tolist()  # float16 cosines, far apart here
         assert not set(ids.tolist()) & set(range(1, 601, 3))
         assert sims == pytest.approx(np.sort(exact)[::-1][:5], abs=2e-3)
+
+
+def test_an_expired_candidate_does_not_stop_the_widening(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the graph's first search returns only an expired entry above the floor; a live
+    # servable entry exists: the lookup must go on to the wider search and find it
+    now = [1000.0]
+    dim = 16
+    x = unit_vectors(600, dim, seed=41)
+    store = EntryStore(brute_force_max=100, ttl_seconds=50, clock=lambda: now[0])
+    store.add_many([_new("old", x[0])])
+    now[0] += 100  # "old" is now expired
+    near = (x[0] + 0.02 * x[1]) / np.linalg.norm(x[0] + 0.02 * x[1])
+    store.add_many([_new("live", near)] + [_new(f"q{i}", x[i]) for i in range(2, 600)])
+    assert store._indexes[0].approximate
+    real = ScopeIndex.search
+
+    def narrow_sees_only_the_expired(
+        self: ScopeIndex, vector: Any, k: int, *, ef: Any = None
+    ) -> Any:
+        ids, sims = real(self, vector, k, ef=ef)
+        if ef is None:  # the first, narrow search: only entry 1 ("old")
+            keep = ids == 1
+            return ids[keep], sims[keep]
+        return ids, sims
+
+    monkeypatch.setattr(ScopeIndex, "search", narrow_sees_only_the_expired)
+    got = store.nearest("", x[0], 3, floor=0.9)
+    assert got and got[0][0].request.query == "live"
+    assert store.search_steps["wider"] == 1
+    assert all(r.request.query != "old" for r, _ in got)
+
+
+def test_a_failing_background_rebuild_is_recorded_and_not_retried(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from adapters.verified_cache.index import Rebuild
+
+    calls = []
+
+    def broken(self: Rebuild) -> None:
+        calls.append(1)
+        raise RuntimeError("no memory for the new graph")
+
+    monkeypatch.setattr(Rebuild, "build", broken)
+    x = unit_vectors(3000, 16, seed=42)
+    store = EntryStore(max_entries=1200, brute_force_max=100)
+    for i in range(0, 3000, 100):  # evictions make rebuilds due again and again
+        store.add_many([_new(f"q{j}", x[j]) for j in range(i, i + 100)])
+        assert store.wait_for_rebuilds(timeout=10)
+    assert calls == [1]  # tried once, never again in this store
+    assert isinstance(store.rebuild_errors[0], RuntimeError)
+    assert "rebuilding scope 0 failed" in capsys.readouterr().err
+    # the old graph, with its tombstones, still serves the live entries
+    got = store.nearest("", x[2999], 1)
+    assert got[0][0].request.query == "q2999"
