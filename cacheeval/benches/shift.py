@@ -128,8 +128,6 @@ def evaluate_shift(
     the two full reports per cache, and each cache's test-split predictions
     (label-free, e.g. for the leaderboard's reference rows).
     """
-    from ..run.harness import cache_name_of, predict, score
-
     shifts: list[CacheShift] = []
     reports: dict[str, tuple[Report, Report]] = {}
     test_predictions: dict[str, list[Prediction]] = {}
@@ -137,14 +135,25 @@ def evaluate_shift(
         pair = []
         for label, rows in (("test split", test_rows), ("slice", slice_rows)):
             log(f"{name}: {label} ({len(rows)} rows)")
-            cache = make()
-            preds = predict(cache, rows)
+            preds, report = _grade(name, make, rows)
             if label == "test split":
                 test_predictions[name] = preds
-            pair.append(score(preds, rows, cache_name=name or cache_name_of(cache), split="test"))
+            pair.append(report)
         reports[name] = (pair[0], pair[1])
         shifts.append(cache_shift(name, pair[0], pair[1]))
     return shifts, reports, test_predictions
+
+
+def _grade(
+    name: str, make: Callable[[], Any], rows: Sequence[Row]
+) -> tuple[list[Prediction], Report]:
+    """A fresh instance of one cache on ``rows``: its predictions (the cache sees
+    only pairs) and their report, graded as the test split."""
+    from ..run.harness import cache_name_of, predict, score
+
+    cache = make()
+    preds = predict(cache, rows)
+    return preds, score(preds, rows, cache_name=name or cache_name_of(cache), split="test")
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,17 +174,12 @@ def evaluate_slices(
 ) -> list[SeedSlice]:
     """Grade every cache on further slices, given as (seed, slice sha256, rows): a
     fresh instance per slice, as :func:`evaluate_shift` does."""
-    from ..run.harness import cache_name_of, predict, score
-
     out: list[SeedSlice] = []
     for seed, sha, rows in slices:
         sides: dict[str, Side] = {}
         for name, make in caches:
             log(f"{name}: slice of seed {seed} ({len(rows)} rows)")
-            cache = make()
-            report = score(predict(cache, rows), rows, cache_name=name or cache_name_of(cache),
-                           split="test")  # fmt: skip
-            sides[name] = side_of_confusion(report.confusion)
+            sides[name] = side_of_confusion(_grade(name, make, rows)[1].confusion)
         out.append(SeedSlice(seed, sha, len(rows), sides))
     return out
 
