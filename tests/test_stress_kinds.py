@@ -271,3 +271,12 @@ def test_policy_prompt_rows_are_miss_by_policy() -> None:
     )  # fmt: skip
     assert check_row(unpoliced).binary is None
     assert request_policy("How do I reverse a list?") == ALLOWED
+
+
+def test_the_rules_noise_kinds_are_the_noise_family() -> None:
+    # the identity guards wrap every kind outside NOISE_KINDS: a noise kind missing
+    # from it would be refused as if it changed a fact, an identity kind in it unguarded
+    from cacheeval.verify.perturbation import KINDS
+    from cacheeval.verify.perturbation_rules import NOISE_KINDS
+
+    assert {k for k, (family, _) in KINDS.items() if family == "noise"} == NOISE_KINDS
