@@ -25,13 +25,17 @@ def number_value(token: str) -> float:
     return float(token.lstrip("$€£").replace(",", ""))
 
 
+_YEAR_TOKEN = re.compile(r"(18|19|20)\d\d")
+_DIGIT = re.compile(r"\d")
+
+
 def is_year(token: str) -> bool:
     """A four-digit year between 1800 and 2099."""
-    return bool(re.fullmatch(r"(18|19|20)\d\d", token))
+    return _YEAR_TOKEN.fullmatch(token) is not None
 
 
 def number_shape(token: str) -> str:
-    return re.sub(r"\d", "9", token)
+    return _DIGIT.sub("9", token)
 
 
 _MONTH_WORDS = frozenset(

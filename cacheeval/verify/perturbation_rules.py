@@ -36,6 +36,7 @@ from .perturbation_text import (
     at_word_boundary,
     inside_quotes_or_code,
     is_request,
+    lower_words,
     names,
     next_word,
     pair_in,
@@ -89,12 +90,15 @@ _LEXICON_WORDS = frozenset(
 )
 
 
+_TYPO_WORD = re.compile(r"[a-z]{5,}")
+
+
 def typo_target(text: str, start: int, end: int) -> str | None:
     """Why the word at [start, end) may not carry a typo (None when it may): a
     lower-case word of five letters or more, outside quotes and code, that no
     curated list names and that no answer-deciding word list protects."""
     word = text[start:end]
-    if not re.fullmatch(r"[a-z]{5,}", word):
+    if not _TYPO_WORD.fullmatch(word):
         return f"{word!r} is not a lower-case word of five letters or more"
     if not at_word_boundary(text, start, end):
         return f"{word!r} is not a whole word"
@@ -270,7 +274,7 @@ def _entity(cls: str, *, target: bool = False) -> Validator:
             text, start, end
         ):
             return f"{o} is part of a longer name"
-        if cls == "proglang" and not set(re.findall(r"[a-z]+", text.lower())) & lex.CODE_CUES:
+        if cls == "proglang" and not lower_words(text, "[a-z]+") & lex.CODE_CUES:
             return "the text is not about programming"
         if cls == "proglang" and _CODE_SHOWN.search(text):
             return "the text shows code or an error of that language"
@@ -325,7 +329,7 @@ def _entity(cls: str, *, target: bool = False) -> Validator:
         elif _EITHER_WAY.search(text):
             return "a question with two possible answers: the swap may keep the answer"
         if cls == "first_name":
-            words = set(re.findall(r"[a-z-]+", text.lower()))
+            words = lower_words(text, "[a-z-]+")
             if previous_word(text, start) not in lex.NAME_CUES or not words & lex.WRITING_WORDS:
                 return "the name is not the person a message is written to or for"
         return None
@@ -402,7 +406,7 @@ def _noun(cls: str) -> Validator:
         if fit is not None and not (a[0] in fit and b[0] in fit):
             return f"'{previous_word(text, start)} {b[0]}' is not what the superlative measures"
         if cls == "element":
-            words = set(re.findall(r"[^\W\d_]+", text.lower()))
+            words = lower_words(text, r"[^\W\d_]+")
             if not words & lex.ELEMENT_CUES:
                 return "the question is not about the element itself"
         if not capital and o not in lex.CAPITALISED_NOUNS and (o != o.lower() or r != r.lower()):
@@ -440,7 +444,7 @@ def _noun(cls: str) -> Validator:
                 return f"{o} modifies the next word in a report ({o} {nxt})"
         if prev in SUBJECT_PRONOUNS:
             return f"{o} after a subject pronoun"
-        if cls == "family_member" and set(re.findall(r"[a-z]+", text.lower())) & lex.WRITING_WORDS:
+        if cls == "family_member" and lower_words(text, "[a-z]+") & lex.WRITING_WORDS:
             return "a message to a relative reads much the same whoever it is for"
         if cls == "meal" and re.search(r"\b(?:tonight|this (?:morning|evening))\b", text, re.I):
             return "the text names the time of the meal"
@@ -472,7 +476,7 @@ def _work(text: str, start: int, end: int, o: str, r: str) -> str | None:
         return f"the text names {a[1]}, the maker of {o}"
     if not at_word_boundary(text, start, end):
         return "not whole words"
-    words = set(re.findall(r"[^\W\d_]+", text.lower()))
+    words = lower_words(text, r"[^\W\d_]+")
     langs_o, langs_r = _work_languages(o), _work_languages(r)
     if len(langs_o) > 1:  # a title several languages share: the question's words decide
         cues = {lex.WORK_CUE_LANGUAGES[w] for w in words if w in lex.WORK_CUE_LANGUAGES}

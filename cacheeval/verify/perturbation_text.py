@@ -11,6 +11,8 @@ from .never_cache import ASKING_START
 _WORD_CHAR = re.compile(r"[\w+#]")
 _NEXT_WORD = re.compile(r"\s+([A-Za-z']+)")
 _PREVIOUS_WORD = re.compile(r"([A-Za-z']+)\s+\Z")
+#: The first run of letters and apostrophes (matched at a text's start).
+FIRST_WORD = re.compile(r"[A-Za-z']+")
 
 
 def at_word_boundary(text: str, start: int, end: int) -> bool:
@@ -126,7 +128,7 @@ def is_request(text: str) -> bool:
     (True, False)
     """
     stripped = text.strip()
-    first = re.match(r"[A-Za-z']+", stripped)
+    first = FIRST_WORD.match(stripped)
     word = first.group().lower() if first else ""
     if "?" in stripped or word in ASKING_START or word in REQUEST_VERBS:
         return True
@@ -171,7 +173,7 @@ def asks_for_something(text: str) -> bool:
     ...     "Any tips for a first marathon?")
     (False, True)
     """
-    first = re.match(r"[A-Za-z']+", text.strip())
+    first = FIRST_WORD.match(text.strip())
     if first and first.group().lower() in _IMPERATIVES:
         return True
     if first and first.group().lower() in _SUBORDINATORS and "?" not in text:
@@ -207,10 +209,28 @@ def is_personal(text: str) -> bool:
     return _FIRST_PERSON.search(_HEDGES.sub(" ", text)) is not None
 
 
+@lru_cache(maxsize=256)  # the validators of one prompt ask about its text again and again
+def lower_words(text: str, pattern: str) -> frozenset[str]:
+    """The matches of ``pattern`` in ``text`` lower-cased (``set(re.findall(pattern,
+    text.lower()))``, computed once per text).
+
+    >>> sorted(lower_words("Sort a List in Python", "[a-z]+"))
+    ['a', 'in', 'list', 'python', 'sort']
+    """
+    return frozenset(re.findall(pattern, text.lower()))
+
+
 def names(text: str, word: str) -> bool:
     """Whether ``text`` already holds ``word`` as a whole word (any case).
 
     >>> names("TCP and UDP", "udp"), names("Pythonic", "Python")
     (True, False)
     """
-    return re.search(rf"(?<![\w+#]){re.escape(word)}(?![\w+#])", text, re.IGNORECASE) is not None
+    if text.isascii() and word.isascii() and word.lower() not in text.lower():
+        return False  # ASCII case folding is lower(): no match (saves the regex)
+    return _whole_word(word).search(text) is not None
+
+
+@lru_cache(maxsize=4096)  # a word is looked for in many texts: compile it once
+def _whole_word(word: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w+#]){re.escape(word)}(?![\w+#])", re.IGNORECASE)

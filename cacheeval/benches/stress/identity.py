@@ -95,6 +95,10 @@ class EntitySwap:
         self.lower = cls in lex.LOWERCASE_CLASSES
         lowered = [m.lower() for m in self.members if m.lower() not in lex.LOWERCASE_AMBIGUOUS]
         self.lower_pattern = alternation(lowered)
+        #: (member, lower-case member, usable in lower case) of every member
+        self.lowered = [
+            (m, m.lower(), m.lower() not in lex.LOWERCASE_AMBIGUOUS) for m in self.members
+        ]
 
     def __call__(self, text: str, rng: random.Random) -> Edit | None:
         lower = self.lower and text == text.lower()
@@ -102,9 +106,11 @@ class EntitySwap:
         found = list(pattern.finditer(text))
         if not found:
             return None
-        others = [w for w in self.members if w.lower() not in text.lower()]
+        low = text.lower()
         if lower:
-            others = [w.lower() for w in others if w.lower() not in lex.LOWERCASE_AMBIGUOUS]
+            others = [w for _, w, plain in self.lowered if plain and w not in low]
+        else:
+            others = [m for m, w, _ in self.lowered if w not in low]
         picks = rng.sample(others, min(8, len(others)))
         if self.cls == "software":  # the same kind of software: an OS for an OS
             groups = [g for g in lex.SOFTWARE_GROUPS if any(m.group() in g for m in found)]
