@@ -37,6 +37,7 @@ NAMED_KINDS = frozenset(
 )  # fmt: skip
 
 
+@lru_cache(maxsize=256)  # every replacement tried at one span asks again
 def statement_problem(kind: str, text: str) -> str | None:
     """Why an identity edit of ``kind`` may not touch ``text`` because the text is
     a statement (None for a request, or a statement about the writer's own life
@@ -65,6 +66,7 @@ _PRESUPPOSED = (NAMED_KINDS - {"software", "proglang"}) | {
 _WHY = re.compile(r"\W*why\b", re.IGNORECASE)
 
 
+@lru_cache(maxsize=256)  # every replacement tried at one span asks again
 def presupposition_problem(kind: str, text: str) -> str | None:
     """A "why" question about the world takes its facts for granted: "Why is the
     sky blue?" or "Why did remote work spread so quickly in 2020?" becomes a false
@@ -121,6 +123,10 @@ def _occurrences(text: str, token: str) -> int:
     return count
 
 
+_CAPITALISED = re.compile(r"[A-Z][a-z]+")
+
+
+@lru_cache(maxsize=256)  # every replacement tried at one span asks again
 def repeat_problem(kind: str, text: str, start: int, end: int, o: str) -> str | None:
     """Why the span may not change because the text repeats it: the same token
     again (a link, an alias, a second mention) or, for a name, a word of its
@@ -133,7 +139,7 @@ def repeat_problem(kind: str, text: str, start: int, end: int, o: str) -> str | 
         return None
     rest = text[:start] + " " + text[end:]
     family = {w.lower() for w in gw.DEMONYMS.get(o, ())}
-    for word in re.findall(r"[A-Z][a-z]+", rest):
+    for word in _CAPITALISED.findall(rest):
         low = word.lower()
         if low in family or (len(o) >= 5 and len(word) >= 5 and low[:4] == o[:4].lower()):
             return f"{word} names the family of {o}"
@@ -184,6 +190,7 @@ def _places(text: str) -> tuple[tuple[int, int, str], ...]:
     return tuple((m.start(), m.end(), m.group()) for m in _PLACE_PATTERN.finditer(text))
 
 
+@lru_cache(maxsize=256)  # every replacement tried at one span asks again
 def place_problem(cls: str, text: str, start: int, end: int) -> str | None:
     """A named place, language or people swapped beside another that anchors it:
     any other in a statement ("being Danish and living in Austria"), a country

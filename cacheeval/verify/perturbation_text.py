@@ -11,6 +11,7 @@ from .never_cache import ASKING_START
 _WORD_CHAR = re.compile(r"[\w+#]")
 _NEXT_WORD = re.compile(r"\s+([A-Za-z']+)")
 _PREVIOUS_WORD = re.compile(r"([A-Za-z']+)\s+\Z")
+_WORD_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'")
 #: The first run of letters and apostrophes (matched at a text's start).
 FIRST_WORD = re.compile(r"[A-Za-z']+")
 
@@ -71,8 +72,19 @@ def next_word(text: str, end: int) -> str:
 
 def previous_word(text: str, start: int) -> str:
     """The lower-cased word right before ``start`` ("" at the start)."""
-    m = _PREVIOUS_WORD.search(text, 0, start)
-    return m.group(1).lower() if m else ""
+    # _PREVIOUS_WORD.search(text, 0, start), without scanning the text from 0 (a
+    # test holds them equal): str.rstrip and the regex's \s both strip what
+    # str.isspace calls whitespace
+    if start <= 0:
+        return ""
+    head = text[:start]
+    word_end = len(head.rstrip())
+    if word_end == len(head):
+        return ""
+    i = word_end
+    while i and head[i - 1] in _WORD_LETTERS:
+        i -= 1
+    return head[i:word_end].lower()
 
 
 _NAME_AFTER = re.compile(r"(?:'s)?\s+[A-Z]")
@@ -81,6 +93,7 @@ _PLACE_AFTER = re.compile(r",\s+[A-Z][a-z]")
 _PLACE_BEFORE = re.compile(r"[A-Z][a-z]+,\s+\Z")
 
 
+@lru_cache(maxsize=256)  # every replacement tried at one span asks again
 def part_of_name(text: str, start: int, end: int) -> bool:
     """Whether the span sits inside a longer proper name: a capitalised word right
     after it ("Sun Microsystems", "Sweden's Karolinska") or right before it, not

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from collections.abc import Callable, Sequence
@@ -67,6 +68,31 @@ def shuffle(rng: random.Random, items: list[Any]) -> None:
         while j >= n:
             j = getrandbits(k)
         items[i], items[j] = items[j], items[i]
+
+
+def sample(rng: random.Random, population: Sequence[Any], k: int) -> list[Any]:
+    """``rng.sample(population, k)``, the same items from the same draws (a test
+    holds them equal), about twice as fast for the short lists the proposers
+    draw from: CPython's pool method, written without its per-draw method call.
+    A population past the pool's size bound goes to ``rng.sample`` itself."""
+    n = len(population)
+    setsize = 21
+    if k > 5:
+        setsize += 4 ** math.ceil(math.log(k * 3, 4))
+    if n > setsize or not 0 <= k <= n:
+        return rng.sample(population, k)
+    getrandbits = rng.getrandbits
+    pool = list(population)
+    result = []
+    for i in range(k):
+        m = n - i
+        b = m.bit_length()
+        j = getrandbits(b)
+        while j >= m:
+            j = getrandbits(b)
+        result.append(pool[j])
+        pool[j] = pool[m - 1]
+    return result
 
 
 def first_valid(
