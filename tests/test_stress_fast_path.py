@@ -3,6 +3,10 @@ code gives: the JSON lines (:func:`stress_lines`) are ``dumps`` of the rows
 (:func:`stress_rows`) byte for byte, the never-cache rules' quick conditions
 (:class:`QuickPattern`) never change a match, and the direction guard only
 refuses texts the proposer finds nothing in (drawing nothing from the generator).
+The proposers' and validators' shortcuts (``sample``/``shuffle`` without
+``random``'s per-draw calls, ``previous_word`` and ``names`` without a regex
+scan, per-text word sets, the one-character word test) give what the plain
+code gives, and the memoised checks do not depend on what ran before.
 """
 
 from __future__ import annotations
@@ -26,7 +30,13 @@ from cacheeval.generators.common import token_set
 from cacheeval.support.jsonio import dumps
 from cacheeval.verify import never_cache
 from cacheeval.verify.never_cache import QuickPattern
-from cacheeval.verify.perturbation_text import _PREVIOUS_WORD, lower_words, names, previous_word
+from cacheeval.verify.perturbation_text import (
+    _PREVIOUS_WORD,
+    at_word_boundary,
+    lower_words,
+    names,
+    previous_word,
+)
 
 QUERIES = [
     "How do I reverse a list in Python?",
@@ -265,3 +275,11 @@ def test_memoised_checks_do_not_depend_on_what_ran_before() -> None:
     first = [edits_for(p, random.Random(f"9:{p.line}"), 9) for p in prompts]
     backwards = [edits_for(p, random.Random(f"9:{p.line}"), 9) for p in reversed(prompts)]
     assert first == backwards[::-1]
+
+
+def test_word_character_test_is_the_regex() -> None:
+    word_char = re.compile(r"[\w+#]")
+    for code in range(0x110000):
+        c = chr(code)
+        assert (c.isalnum() or c in "_+#") == (word_char.match(c) is not None), hex(code)
+    assert at_word_boundary("a C++ b", 2, 5) and not at_word_boundary("cats", 0, 3)

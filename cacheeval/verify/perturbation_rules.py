@@ -34,6 +34,9 @@ from .perturbation_questions import question_focus_problem
 from .perturbation_text import (
     NAME_BEFORE,
     at_word_boundary,
+    exact_word,
+    found,
+    found_before,
     inside_quotes_or_code,
     is_request,
     lower_words,
@@ -69,6 +72,7 @@ ENTITY_KINDS: dict[str, str] = {
 _PUNCT_END = re.compile(r"\A[?.!]*\Z")
 FRAME_SLOT = r"((?:[\w'-]+ ){0,3}[\w'-]+)"
 _DIRECTION = re.compile(r"\A(from )?(.+?) (to|into) (.+)\Z")
+_TYPO_WORD = re.compile(r"[a-z]{5,}")
 
 
 # --- helpers -------------------------------------------------------------------------
@@ -88,9 +92,6 @@ _LEXICON_WORDS = frozenset(
     )
     for w in group
 )
-
-
-_TYPO_WORD = re.compile(r"[a-z]{5,}")
 
 
 def typo_target(text: str, start: int, end: int) -> str | None:
@@ -303,7 +304,7 @@ def _entity(cls: str, *, target: bool = False) -> Validator:
             return "not a cuisine before a word about food"
         if cls in ("language", "country") and next_word(text, end) in lex.CUISINE_NEXT:
             return "a cuisine (kind 'cuisine')"
-        if len(re.findall(rf"(?<![\w+#]){re.escape(o)}(?![\w+#])", text)) > 1:
+        if len(exact_word(o).findall(text)) > 1:
             return f"{o} occurs twice: one swap would leave the other"
         if cls in ("month", "weekday") and sum(
             names(text, m) for m in lex.ENTITIES[cls] if m != mo
@@ -319,14 +320,14 @@ def _entity(cls: str, *, target: bool = False) -> Validator:
             return problem
         if cls == "currency" and (problem := currency_problem(text, mr)):
             return problem
-        if cls == "landmark" and re.search(r"\bstate\b", text, re.I) and mr not in gw.US_LANDMARKS:
+        if cls == "landmark" and _STATE.search(text) and mr not in gw.US_LANDMARKS:
             return f"{mr} is in no US state"
-        if cls in ("city", "country") and _NAMED_AFTER_NOUN.search(text, 0, start):
+        if cls in ("city", "country") and found_before(_NAMED_AFTER_NOUN, text, start):
             return f"{o} names a wall, a treaty or a battle here"
-        if cls == "country" and _DRIVING_SIDE.search(text):
+        if cls == "country" and found(_DRIVING_SIDE, text):
             if (mo in gw.LEFT_DRIVING) == (mr in gw.LEFT_DRIVING):
                 return f"{mo} and {mr} drive on the same side: the answer stays"
-        elif _EITHER_WAY.search(text):
+        elif found(_EITHER_WAY, text):
             return "a question with two possible answers: the swap may keep the answer"
         if cls == "first_name":
             words = lower_words(text, "[a-z-]+")
@@ -337,6 +338,7 @@ def _entity(cls: str, *, target: bool = False) -> Validator:
     return check
 
 
+_STATE = re.compile(r"\bstate\b", re.I)
 #: Code or an error message in the text: it stays in its own language.
 _CODE_SHOWN = re.compile(r"\n|```|Traceback|\b\w+(?:Error|Exception)\b")
 #: A place inside the name of a thing ("le mur de Berlin", "the treaty of paris").

@@ -8,7 +8,6 @@ from functools import lru_cache
 
 from .never_cache import ASKING_START
 
-_WORD_CHAR = re.compile(r"[\w+#]")
 _NEXT_WORD = re.compile(r"\s+([A-Za-z']+)")
 _PREVIOUS_WORD = re.compile(r"([A-Za-z']+)\s+\Z")
 _WORD_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'")
@@ -22,9 +21,11 @@ def at_word_boundary(text: str, start: int, end: int) -> bool:
     >>> at_word_boundary("a C++ b", 2, 5), at_word_boundary("cats", 0, 3)
     (True, False)
     """
+    # c.isalnum() or c in "_+#" is re.match(r"[\w+#]", c) for one character (\w is
+    # str.isalnum() and "_"; a test holds them equal), without a regex call
     before = text[start - 1] if start > 0 else " "
     after = text[end] if end < len(text) else " "
-    return not _WORD_CHAR.match(before) and not _WORD_CHAR.match(after)
+    return not (before.isalnum() or before in "_+#") and not (after.isalnum() or after in "_+#")
 
 
 def inside_quotes_or_code(text: str, start: int) -> bool:
@@ -231,6 +232,24 @@ def lower_words(text: str, pattern: str) -> frozenset[str]:
     ['a', 'in', 'list', 'python', 'sort']
     """
     return frozenset(re.findall(pattern, text.lower()))
+
+
+@lru_cache(maxsize=4096)  # the same words are looked for in many texts
+def exact_word(word: str) -> re.Pattern[str]:
+    """``word`` as a whole word, case-sensitive (letters, digits, ``_+#`` are word)."""
+    return re.compile(rf"(?<![\w+#]){re.escape(word)}(?![\w+#])")
+
+
+@lru_cache(maxsize=256)  # every candidate and replacement of one text asks again
+def found(pattern: re.Pattern[str], text: str) -> bool:
+    """``pattern.search(text) is not None``, computed once per text."""
+    return pattern.search(text) is not None
+
+
+@lru_cache(maxsize=256)
+def found_before(pattern: re.Pattern[str], text: str, end: int) -> bool:
+    """``pattern.search(text, 0, end) is not None``, computed once per span."""
+    return pattern.search(text, 0, end) is not None
 
 
 def names(text: str, word: str) -> bool:

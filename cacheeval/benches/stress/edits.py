@@ -107,12 +107,14 @@ def first_valid(
         return None
     validator = VALIDATORS[kind]
     order = list(range(len(candidates)))
-    shuffle(rng, order)
+    if len(order) > 1:  # a list of one draws nothing
+        shuffle(rng, order)
     for i in order:
         start, end, options = candidates[i]
         original = text[start:end]
         opts = list(options)
-        shuffle(rng, opts)
+        if len(opts) > 1:
+            shuffle(rng, opts)
         for replacement in opts:
             if (
                 replacement != original
