@@ -111,7 +111,8 @@ def edits_for(prompt: Prompt, rng: random.Random, per_prompt: int) -> list[Edit]
     queues: dict[str, list[str]] = {}
     for fam in FAMILIES:
         kinds = sorted(candidates & _BY_FAMILY[fam], key=_RANK.__getitem__)
-        shuffle(rng, kinds)
+        if len(kinds) > 1:  # a list of one draws nothing
+            shuffle(rng, kinds)
         queues[fam] = kinds
     out: list[Edit] = []
     seen: set[tuple[Any, ...]] = set()
