@@ -3,6 +3,10 @@ code gives: the JSON lines (:func:`stress_lines`) are ``dumps`` of the rows
 (:func:`stress_rows`) byte for byte, the never-cache rules' quick conditions
 (:class:`QuickPattern`) never change a match, and the direction guard only
 refuses texts the proposer finds nothing in (drawing nothing from the generator).
+The proposers' and validators' shortcuts (``sample``/``shuffle`` without
+``random``'s per-draw calls, ``previous_word`` and ``names`` without a regex
+scan, per-text word sets, the one-character word test) give what the plain
+code gives, and the memoised checks do not depend on what ran before.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import re
 
 import pytest
 
-from cacheeval.benches.stress.edits import Prompt, shuffle
+from cacheeval.benches.stress.edits import Prompt, sample, shuffle
 from cacheeval.benches.stress.generate import (
     GUARDS,
     StressStats,
@@ -20,12 +24,19 @@ from cacheeval.benches.stress.generate import (
     stress_lines,
     stress_rows,
 )
-from cacheeval.benches.stress.identity import _DIRECTION, IDENTITY
+from cacheeval.benches.stress.identity import _DIRECTION, IDENTITY, _reshaped
 from cacheeval.benches.stress.triggers import DirectionGuard
 from cacheeval.generators.common import token_set
 from cacheeval.support.jsonio import dumps
 from cacheeval.verify import never_cache
 from cacheeval.verify.never_cache import QuickPattern
+from cacheeval.verify.perturbation_text import (
+    _PREVIOUS_WORD,
+    at_word_boundary,
+    lower_words,
+    names,
+    previous_word,
+)
 
 QUERIES = [
     "How do I reverse a list in Python?",
@@ -192,3 +203,83 @@ def test_shuffle_is_random_shuffle() -> None:
             shuffle(ours, a)
             theirs.shuffle(b)
             assert a == b and ours.getstate() == theirs.getstate(), (seed, n)
+
+
+def test_sample_is_random_sample() -> None:
+    for seed in range(10):
+        for n in (*range(12), 21, 22, 84, 85, 86, 200):
+            for k in sorted({0, min(1, n), min(4, n), min(6, n), min(8, n), n}):
+                ours, theirs = random.Random(seed), random.Random(seed)
+                population = [f"w{i}" for i in range(n)]
+                assert sample(ours, population, k) == theirs.sample(population, k), (seed, n, k)
+                assert ours.getstate() == theirs.getstate(), (seed, n, k)
+
+
+#: Letters, apostrophes, ASCII and Unicode whitespace (NBSP, em space, the
+#: separators \x1c-\x1f), a zero-width space (not whitespace), case-folding
+#: letters (Kelvin sign, long s, dotted I) and punctuation.
+_ALPHABET = "ab Z'K \t\n\xa0\u2003\x1c\x1f\u200b.,9é\u212aſİ+#"
+
+
+def _random_texts(n: int, length: int = 14) -> list[str]:
+    rng = random.Random(7)
+    return [
+        *QUERIES,
+        *("".join(rng.choice(_ALPHABET) for _ in range(rng.randrange(length))) for _ in range(n)),
+    ]
+
+
+def test_previous_word_is_the_regex() -> None:
+    rng = random.Random(3)
+    for text in _random_texts(20_000):
+        for start in {-1, 0, len(text), len(text) + 2, rng.randrange(len(text) + 1)}:
+            m = _PREVIOUS_WORD.search(text, 0, start)
+            assert previous_word(text, start) == (m.group(1).lower() if m else ""), (text, start)
+
+
+def test_names_is_the_regex() -> None:
+    rng = random.Random(4)
+    texts = _random_texts(5_000)
+    for text in texts:
+        for word in ("ab", "K", "s", "Ab Z", "+", "é", rng.choice(texts)[:3] or "a"):
+            regex = rf"(?<![\w+#]){re.escape(word)}(?![\w+#])"
+            expected = re.search(regex, text, re.IGNORECASE) is not None
+            assert names(text, word) == expected, (text, word)
+
+
+def test_lower_words_is_findall() -> None:
+    for text in _random_texts(2_000):
+        for pattern in ("[a-z]+", "[a-z-]+", "[a-z0-9]+", r"[^\W\d_]+"):
+            assert lower_words(text, pattern) == set(re.findall(pattern, text.lower()))
+
+
+def test_reshaped_is_the_plain_reshape() -> None:
+    def plain(token: str, digits: str) -> str:
+        it = iter(digits)
+        return "".join(next(it) if c.isdigit() else c for c in token)
+
+    for token, digits in [
+        ("250", "350"),
+        ("$1,200", "1300"),
+        ("3.5", "45"),
+        ("٣٤", "35"),
+        ("7", "8"),
+    ]:
+        assert _reshaped(token, digits) == plain(token, digits)
+
+
+def test_memoised_checks_do_not_depend_on_what_ran_before() -> None:
+    """The validators' per-text caches (guards, places, word sets) give each
+    prompt the same edits whether it runs first, last, or again."""
+    prompts = _prompts()
+    first = [edits_for(p, random.Random(f"9:{p.line}"), 9) for p in prompts]
+    backwards = [edits_for(p, random.Random(f"9:{p.line}"), 9) for p in reversed(prompts)]
+    assert first == backwards[::-1]
+
+
+def test_word_character_test_is_the_regex() -> None:
+    word_char = re.compile(r"[\w+#]")
+    for code in range(0x110000):
+        c = chr(code)
+        assert (c.isalnum() or c in "_+#") == (word_char.match(c) is not None), hex(code)
+    assert at_word_boundary("a C++ b", 2, 5) and not at_word_boundary("cats", 0, 3)

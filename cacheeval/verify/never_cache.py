@@ -295,12 +295,15 @@ ASKING_START = frozenset(
 _SHORT_REQUEST_WORDS = 6
 
 
+_ASK_WORDS = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
+
+
 def asks(query: str) -> bool:
     """Whether ``query`` asks for something (a question, an imperative, or a short
     keyword request) rather than reporting it: "What's the Nasdaq at?", "Latest
     news about Apple" ask; "The Nasdaq closed 10.73 points higher on Friday." does
     not (a statement about a past figure needs no live data)."""
-    words = re.findall(r"[^\W_]+(?:'[^\W_]+)?", query.lower())
+    words = _ASK_WORDS.findall(query.lower())
     if "?" in query or len(words) <= _SHORT_REQUEST_WORDS:
         return True
     return bool(words) and words[0] in ASKING_START

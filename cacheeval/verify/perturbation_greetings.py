@@ -8,9 +8,10 @@ after a statement, a reply in a debate or a rhetorical question.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from . import stress_lexicon as lex
-from .perturbation_text import REQUEST_VERBS, asks_for_something, at_word_boundary
+from .perturbation_text import FIRST_WORD, REQUEST_VERBS, asks_for_something, at_word_boundary
 
 #: Question words a greeting ending in ", " or ": " may lower-case.
 LOWERABLE_OPENERS = frozenset(
@@ -18,11 +19,22 @@ LOWERABLE_OPENERS = frozenset(
 )
 
 
-def greeting_validator(text: str, start: int, end: int, o: str, r: str) -> str | None:
-    if not asks_for_something(text) or not opens_request(re.split(r"(?<=[.!?])\s", text)[0]):
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+_SENTENCE_ENDS = re.compile(r"(?<=[.!?])\s+")
+
+
+@lru_cache(maxsize=256)  # the greeting proposer tries many greetings on one text
+def _greeting_text_problem(text: str) -> str | None:
+    if not asks_for_something(text) or not opens_request(_SENTENCE_END.split(text)[0]):
         return "a greeting before a report, not a request"
     if _RHETORICAL.search(text):
         return "a greeting before a rhetorical question"
+    return None
+
+
+def greeting_validator(text: str, start: int, end: int, o: str, r: str) -> str | None:
+    if problem := _greeting_text_problem(text):
+        return problem
     if start != 0 or not at_word_boundary(text, start, end) or not o:
         return "the span is not the first word"
     for g in lex.GREETINGS:
@@ -70,20 +82,21 @@ def opens_request(sentence: str) -> bool:
     >>> opens_request("How do I sort a list?"), opens_request("Buy a screen and use it.")
     (True, False)
     """
-    first = re.match(r"[A-Za-z']+", sentence.strip())
+    first = FIRST_WORD.match(sentence.strip())
     word = first.group().lower() if first else ""
     if word in _QUESTION_WORDS:
         return sentence.rstrip().endswith("?")
     return word in _TASK_VERBS and "?" not in sentence
 
 
+@lru_cache(maxsize=256)
 def closer_problem(text: str) -> str | None:
     """Why a thanks may not follow ``text``: it is no request for help (a
     statement, a rhetorical question), or its last sentence is no question or
     instruction."""
     if not asks_for_something(text):
         return "a thanks after a report, not a request"
-    last = re.split(r"(?<=[.!?])\s+", text.strip())[-1]
+    last = _SENTENCE_ENDS.split(text.strip())[-1]
     if not opens_request(last):
         return "the text does not end in a question or an instruction"
     if _RHETORICAL.search(text):

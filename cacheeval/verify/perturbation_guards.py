@@ -22,7 +22,7 @@ from functools import lru_cache
 
 from . import stress_guard_words as gw
 from . import stress_lexicon as lex
-from .perturbation_text import asks_for_something, is_personal, previous_word
+from .perturbation_text import asks_for_something, is_personal, lower_words, previous_word
 
 #: Kinds that reverse what a statement says: only ever applied to a request.
 REQUEST_ONLY = frozenset(
@@ -37,6 +37,7 @@ NAMED_KINDS = frozenset(
 )  # fmt: skip
 
 
+@lru_cache(maxsize=256)  # every replacement tried at one span asks again
 def statement_problem(kind: str, text: str) -> str | None:
     """Why an identity edit of ``kind`` may not touch ``text`` because the text is
     a statement (None for a request, or a statement about the writer's own life
@@ -62,15 +63,19 @@ _PRESUPPOSED = (NAMED_KINDS - {"software", "proglang"}) | {
 }  # fmt: skip
 
 
+_WHY = re.compile(r"\W*why\b", re.IGNORECASE)
+
+
+@lru_cache(maxsize=256)  # every replacement tried at one span asks again
 def presupposition_problem(kind: str, text: str) -> str | None:
     """A "why" question about the world takes its facts for granted: "Why is the
     sky blue?" or "Why did remote work spread so quickly in 2020?" becomes a false
     premise with another colour or year. About the asker's own things ("Why does
     my battery drain on Windows?") the swap asks a new question."""
-    why = re.match(r"\W*why\b", text, re.IGNORECASE)
+    why = _WHY.match(text)
     if kind in _PRESUPPOSED and why and not is_personal(text):
         return "a why-question presupposes the fact the swap changes"
-    if kind == "event" and set(re.findall(r"[a-z-]+", text.lower())) & gw.EVENT_TIES:
+    if kind == "event" and lower_words(text, "[a-z-]+") & gw.EVENT_TIES:
         return "the text names something of that event only (the axis powers)"
     return None
 
@@ -118,6 +123,10 @@ def _occurrences(text: str, token: str) -> int:
     return count
 
 
+_CAPITALISED = re.compile(r"[A-Z][a-z]+")
+
+
+@lru_cache(maxsize=256)  # every replacement tried at one span asks again
 def repeat_problem(kind: str, text: str, start: int, end: int, o: str) -> str | None:
     """Why the span may not change because the text repeats it: the same token
     again (a link, an alias, a second mention) or, for a name, a word of its
@@ -130,7 +139,7 @@ def repeat_problem(kind: str, text: str, start: int, end: int, o: str) -> str | 
         return None
     rest = text[:start] + " " + text[end:]
     family = {w.lower() for w in gw.DEMONYMS.get(o, ())}
-    for word in re.findall(r"[A-Z][a-z]+", rest):
+    for word in _CAPITALISED.findall(rest):
         low = word.lower()
         if low in family or (len(o) >= 5 and len(word) >= 5 and low[:4] == o[:4].lower()):
             return f"{word} names the family of {o}"
@@ -176,22 +185,26 @@ _GROUND_TRAVEL = re.compile(r"\b(?:train|trains|drive|driving|bus|coach|ferry|ca
 _REGIONS = frozenset(lex.ENTITIES["country"]) | frozenset(lex.ENTITIES["us_state"])
 
 
+@lru_cache(maxsize=256)  # asked for every candidate and replacement of one text
+def _places(text: str) -> tuple[tuple[int, int, str], ...]:
+    return tuple((m.start(), m.end(), m.group()) for m in _PLACE_PATTERN.finditer(text))
+
+
+@lru_cache(maxsize=256)  # every replacement tried at one span asks again
 def place_problem(cls: str, text: str, start: int, end: int) -> str | None:
     """A named place, language or people swapped beside another that anchors it:
     any other in a statement ("a Norwegian who moved to Chile"), a country
     or state beside a city in any text ("Kyoto, in Japan")."""
     if cls not in NAMED_KINDS:
         return None
-    others = [
-        m.group() for m in _PLACE_PATTERN.finditer(text) if m.end() <= start or m.start() >= end
-    ]
+    others = [w for s, e, w in _places(text) if e <= start or s >= end]
     statement = not asks_for_something(text)
     if others and statement:
         return f"a statement that also names {others[0]}: the swap breaks what it says"
     names = _PROPER_NAME.findall(text[:start] + " " + text[end:])
     if statement and any(n not in _NOT_NAMES for n in names):
         return "a statement that names other things by name: the swap breaks what it says"
-    if cls in ("country", "city") and set(re.findall(r"[a-z0-9]+", text.lower())) & gw.HISTORY_TIES:
+    if cls in ("country", "city") and lower_words(text, "[a-z0-9]+") & gw.HISTORY_TIES:
         return "a place in a text about its history (a war, a regime)"
     if cls == "city" and any(o in _REGIONS for o in others):
         return "a city beside the country or state it is in"
@@ -237,8 +250,7 @@ def celestial_problem(text: str, start: int, o: str, r: str) -> str | None:
         return f"'the {r}' is not how the body is named"
     if not the and (o in with_article or r in with_article):
         return f"{o if o in with_article else r} needs 'the'"
-    words = set(re.findall(r"[a-z]+", text.lower()))
-    if words & gw.CELESTIAL_TIED:
+    if lower_words(text, "[a-z]+") & gw.CELESTIAL_TIED:
         return "the text ties the body to its role (an eclipse, an orbit)"
     return None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 
 from . import stress_lexicon as lex
 from .perturbation_guards import fixed_number_problem
@@ -25,13 +26,17 @@ def number_value(token: str) -> float:
     return float(token.lstrip("$€£").replace(",", ""))
 
 
+_YEAR_TOKEN = re.compile(r"(18|19|20)\d\d")
+_DIGIT = re.compile(r"\d")
+
+
 def is_year(token: str) -> bool:
     """A four-digit year between 1800 and 2099."""
-    return bool(re.fullmatch(r"(18|19|20)\d\d", token))
+    return _YEAR_TOKEN.fullmatch(token) is not None
 
 
 def number_shape(token: str) -> str:
-    return re.sub(r"\d", "9", token)
+    return _DIGIT.sub("9", token)
 
 
 _MONTH_WORDS = frozenset(
@@ -41,10 +46,17 @@ _MONTH_WORDS = frozenset(
 _SERIES_AFTER = re.compile(r"\s+(?:series|model|edition|index)\b", re.IGNORECASE)
 
 
+_WORD_BEFORE = re.compile(r"([A-Za-z][\w'&.]*)\s+\Z")
+_YEAR_AFTER = re.compile(r",?\s+(?:18|19|20)\d\d\b")
+_CAPITAL_BEFORE = re.compile(r"[A-Z][A-Za-z]*\s*\Z")
+_SENTENCE_OPENER_BEFORE = re.compile(r"(?:^|[.?!]\s+)[A-Z][a-z]*\s*\Z")
+
+
 #: A unit written against its number ("10km", "300g", "2L").
 _ATTACHED_UNIT = re.compile(r"(?:km|kg|mi|cm|mm|ft|lbs?|oz|g|l|ml|m|h|hrs?|min|gb|mb|tb)\b", re.I)
 
 
+@lru_cache(maxsize=256)  # every replacement tried at one span asks again
 def number_target(text: str, start: int, end: int) -> str | None:
     """Why the number at [start, end) may not change (None when it may): a whole
     token, not part of a version, a hyphenated compound, an ordinal or an id,
@@ -63,18 +75,16 @@ def number_target(text: str, start: int, end: int) -> str | None:
         return f"{token!r} is part of a longer token"
     if after == "." and end + 1 < len(text) and text[end + 1].isdigit():
         return f"{token!r} is part of a version or a date"
-    raw = re.search(r"([A-Za-z][\w'&.]*)\s+\Z", text[:start])
+    raw = _WORD_BEFORE.search(text[:start])
     head = text[: raw.start()] if raw else ""
     opens = not head.strip() or head.rstrip()[-1:] in '.?!:;"('
     if raw and raw.group(1)[:1].isupper() and not opens:
         return f"{token!r} follows a name (a version, a model, an index: S&P 500)"
     if raw and raw.group(1).rstrip(".").lower() in _MONTH_WORDS:
         return f"{token!r} is a day of a date"
-    if re.match(r",?\s+(?:18|19|20)\d\d\b", text[end:]):
+    if _YEAR_AFTER.match(text[end:]):
         return f"{token!r} is a day of a date"
-    if re.search(r"[A-Z][A-Za-z]*\s*\Z", text[:start]) and not re.search(
-        r"(?:^|[.?!]\s+)[A-Z][a-z]*\s*\Z", text[:start]
-    ):
+    if _CAPITAL_BEFORE.search(text[:start]) and not _SENTENCE_OPENER_BEFORE.search(text[:start]):
         return f"{token!r} follows a capitalised name (a version or model number)"
     if _SERIES_AFTER.match(text, end):
         return f"{token!r} names a series or a model"

@@ -34,8 +34,12 @@ from .perturbation_questions import question_focus_problem
 from .perturbation_text import (
     NAME_BEFORE,
     at_word_boundary,
+    exact_word,
+    found,
+    found_before,
     inside_quotes_or_code,
     is_request,
+    lower_words,
     names,
     next_word,
     pair_in,
@@ -68,6 +72,7 @@ ENTITY_KINDS: dict[str, str] = {
 _PUNCT_END = re.compile(r"\A[?.!]*\Z")
 FRAME_SLOT = r"((?:[\w'-]+ ){0,3}[\w'-]+)"
 _DIRECTION = re.compile(r"\A(from )?(.+?) (to|into) (.+)\Z")
+_TYPO_WORD = re.compile(r"[a-z]{5,}")
 
 
 # --- helpers -------------------------------------------------------------------------
@@ -94,7 +99,7 @@ def typo_target(text: str, start: int, end: int) -> str | None:
     lower-case word of five letters or more, outside quotes and code, that no
     curated list names and that no answer-deciding word list protects."""
     word = text[start:end]
-    if not re.fullmatch(r"[a-z]{5,}", word):
+    if not _TYPO_WORD.fullmatch(word):
         return f"{word!r} is not a lower-case word of five letters or more"
     if not at_word_boundary(text, start, end):
         return f"{word!r} is not a whole word"
@@ -270,7 +275,7 @@ def _entity(cls: str, *, target: bool = False) -> Validator:
             text, start, end
         ):
             return f"{o} is part of a longer name"
-        if cls == "proglang" and not set(re.findall(r"[a-z]+", text.lower())) & lex.CODE_CUES:
+        if cls == "proglang" and not lower_words(text, "[a-z]+") & lex.CODE_CUES:
             return "the text is not about programming"
         if cls == "proglang" and _CODE_SHOWN.search(text):
             return "the text shows code or an error of that language"
@@ -299,7 +304,7 @@ def _entity(cls: str, *, target: bool = False) -> Validator:
             return "not a cuisine before a word about food"
         if cls in ("language", "country") and next_word(text, end) in lex.CUISINE_NEXT:
             return "a cuisine (kind 'cuisine')"
-        if len(re.findall(rf"(?<![\w+#]){re.escape(o)}(?![\w+#])", text)) > 1:
+        if len(exact_word(o).findall(text)) > 1:
             return f"{o} occurs twice: one swap would leave the other"
         if cls in ("month", "weekday") and sum(
             names(text, m) for m in lex.ENTITIES[cls] if m != mo
@@ -315,17 +320,17 @@ def _entity(cls: str, *, target: bool = False) -> Validator:
             return problem
         if cls == "currency" and (problem := currency_problem(text, mr)):
             return problem
-        if cls == "landmark" and re.search(r"\bstate\b", text, re.I) and mr not in gw.US_LANDMARKS:
+        if cls == "landmark" and _STATE.search(text) and mr not in gw.US_LANDMARKS:
             return f"{mr} is in no US state"
-        if cls in ("city", "country") and _NAMED_AFTER_NOUN.search(text, 0, start):
+        if cls in ("city", "country") and found_before(_NAMED_AFTER_NOUN, text, start):
             return f"{o} names a wall, a treaty or a battle here"
-        if cls == "country" and _DRIVING_SIDE.search(text):
+        if cls == "country" and found(_DRIVING_SIDE, text):
             if (mo in gw.LEFT_DRIVING) == (mr in gw.LEFT_DRIVING):
                 return f"{mo} and {mr} drive on the same side: the answer stays"
-        elif _EITHER_WAY.search(text):
+        elif found(_EITHER_WAY, text):
             return "a question with two possible answers: the swap may keep the answer"
         if cls == "first_name":
-            words = set(re.findall(r"[a-z-]+", text.lower()))
+            words = lower_words(text, "[a-z-]+")
             if previous_word(text, start) not in lex.NAME_CUES or not words & lex.WRITING_WORDS:
                 return "the name is not the person a message is written to or for"
         return None
@@ -333,6 +338,7 @@ def _entity(cls: str, *, target: bool = False) -> Validator:
     return check
 
 
+_STATE = re.compile(r"\bstate\b", re.I)
 #: Code or an error message in the text: it stays in its own language.
 _CODE_SHOWN = re.compile(r"\n|```|Traceback|\b\w+(?:Error|Exception)\b")
 #: A place inside the name of a thing ("le mur de Berlin", "the treaty of paris").
@@ -402,7 +408,7 @@ def _noun(cls: str) -> Validator:
         if fit is not None and not (a[0] in fit and b[0] in fit):
             return f"'{previous_word(text, start)} {b[0]}' is not what the superlative measures"
         if cls == "element":
-            words = set(re.findall(r"[^\W\d_]+", text.lower()))
+            words = lower_words(text, r"[^\W\d_]+")
             if not words & lex.ELEMENT_CUES:
                 return "the question is not about the element itself"
         if not capital and o not in lex.CAPITALISED_NOUNS and (o != o.lower() or r != r.lower()):
@@ -440,7 +446,7 @@ def _noun(cls: str) -> Validator:
                 return f"{o} modifies the next word in a report ({o} {nxt})"
         if prev in SUBJECT_PRONOUNS:
             return f"{o} after a subject pronoun"
-        if cls == "family_member" and set(re.findall(r"[a-z]+", text.lower())) & lex.WRITING_WORDS:
+        if cls == "family_member" and lower_words(text, "[a-z]+") & lex.WRITING_WORDS:
             return "a message to a relative reads much the same whoever it is for"
         if cls == "meal" and re.search(r"\b(?:tonight|this (?:morning|evening))\b", text, re.I):
             return "the text names the time of the meal"
@@ -472,7 +478,7 @@ def _work(text: str, start: int, end: int, o: str, r: str) -> str | None:
         return f"the text names {a[1]}, the maker of {o}"
     if not at_word_boundary(text, start, end):
         return "not whole words"
-    words = set(re.findall(r"[^\W\d_]+", text.lower()))
+    words = lower_words(text, r"[^\W\d_]+")
     langs_o, langs_r = _work_languages(o), _work_languages(r)
     if len(langs_o) > 1:  # a title several languages share: the question's words decide
         cues = {lex.WORK_CUE_LANGUAGES[w] for w in words if w in lex.WORK_CUE_LANGUAGES}

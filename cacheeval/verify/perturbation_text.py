@@ -8,9 +8,11 @@ from functools import lru_cache
 
 from .never_cache import ASKING_START
 
-_WORD_CHAR = re.compile(r"[\w+#]")
 _NEXT_WORD = re.compile(r"\s+([A-Za-z']+)")
 _PREVIOUS_WORD = re.compile(r"([A-Za-z']+)\s+\Z")
+_WORD_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'")
+#: The first run of letters and apostrophes (matched at a text's start).
+FIRST_WORD = re.compile(r"[A-Za-z']+")
 
 
 def at_word_boundary(text: str, start: int, end: int) -> bool:
@@ -19,9 +21,11 @@ def at_word_boundary(text: str, start: int, end: int) -> bool:
     >>> at_word_boundary("a C++ b", 2, 5), at_word_boundary("cats", 0, 3)
     (True, False)
     """
+    # c.isalnum() or c in "_+#" is re.match(r"[\w+#]", c) for one character (\w is
+    # str.isalnum() and "_"; a test holds them equal), without a regex call
     before = text[start - 1] if start > 0 else " "
     after = text[end] if end < len(text) else " "
-    return not _WORD_CHAR.match(before) and not _WORD_CHAR.match(after)
+    return not (before.isalnum() or before in "_+#") and not (after.isalnum() or after in "_+#")
 
 
 def inside_quotes_or_code(text: str, start: int) -> bool:
@@ -69,8 +73,19 @@ def next_word(text: str, end: int) -> str:
 
 def previous_word(text: str, start: int) -> str:
     """The lower-cased word right before ``start`` ("" at the start)."""
-    m = _PREVIOUS_WORD.search(text, 0, start)
-    return m.group(1).lower() if m else ""
+    # _PREVIOUS_WORD.search(text, 0, start), without scanning the text from 0 (a
+    # test holds them equal): str.rstrip and the regex's \s both strip what
+    # str.isspace calls whitespace
+    if start <= 0:
+        return ""
+    head = text[:start]
+    word_end = len(head.rstrip())
+    if word_end == len(head):
+        return ""
+    i = word_end
+    while i and head[i - 1] in _WORD_LETTERS:
+        i -= 1
+    return head[i:word_end].lower()
 
 
 _NAME_AFTER = re.compile(r"(?:'s)?\s+[A-Z]")
@@ -79,6 +94,7 @@ _PLACE_AFTER = re.compile(r",\s+[A-Z][a-z]")
 _PLACE_BEFORE = re.compile(r"[A-Z][a-z]+,\s+\Z")
 
 
+@lru_cache(maxsize=256)  # every replacement tried at one span asks again
 def part_of_name(text: str, start: int, end: int) -> bool:
     """Whether the span sits inside a longer proper name: a capitalised word right
     after it ("Sun Microsystems", "Sweden's Karolinska") or right before it, not
@@ -126,7 +142,7 @@ def is_request(text: str) -> bool:
     (True, False)
     """
     stripped = text.strip()
-    first = re.match(r"[A-Za-z']+", stripped)
+    first = FIRST_WORD.match(stripped)
     word = first.group().lower() if first else ""
     if "?" in stripped or word in ASKING_START or word in REQUEST_VERBS:
         return True
@@ -171,7 +187,7 @@ def asks_for_something(text: str) -> bool:
     ...     "Any tips for a first marathon?")
     (False, True)
     """
-    first = re.match(r"[A-Za-z']+", text.strip())
+    first = FIRST_WORD.match(text.strip())
     if first and first.group().lower() in _IMPERATIVES:
         return True
     if first and first.group().lower() in _SUBORDINATORS and "?" not in text:
@@ -207,10 +223,46 @@ def is_personal(text: str) -> bool:
     return _FIRST_PERSON.search(_HEDGES.sub(" ", text)) is not None
 
 
+@lru_cache(maxsize=256)  # the validators of one prompt ask about its text again and again
+def lower_words(text: str, pattern: str) -> frozenset[str]:
+    """The matches of ``pattern`` in ``text`` lower-cased (``set(re.findall(pattern,
+    text.lower()))``, computed once per text).
+
+    >>> sorted(lower_words("Sort a List in Python", "[a-z]+"))
+    ['a', 'in', 'list', 'python', 'sort']
+    """
+    return frozenset(re.findall(pattern, text.lower()))
+
+
+@lru_cache(maxsize=4096)  # the same words are looked for in many texts
+def exact_word(word: str) -> re.Pattern[str]:
+    """``word`` as a whole word, case-sensitive (letters, digits, ``_+#`` are word)."""
+    return re.compile(rf"(?<![\w+#]){re.escape(word)}(?![\w+#])")
+
+
+@lru_cache(maxsize=256)  # every candidate and replacement of one text asks again
+def found(pattern: re.Pattern[str], text: str) -> bool:
+    """``pattern.search(text) is not None``, computed once per text."""
+    return pattern.search(text) is not None
+
+
+@lru_cache(maxsize=256)
+def found_before(pattern: re.Pattern[str], text: str, end: int) -> bool:
+    """``pattern.search(text, 0, end) is not None``, computed once per span."""
+    return pattern.search(text, 0, end) is not None
+
+
 def names(text: str, word: str) -> bool:
     """Whether ``text`` already holds ``word`` as a whole word (any case).
 
     >>> names("TCP and UDP", "udp"), names("Pythonic", "Python")
     (True, False)
     """
-    return re.search(rf"(?<![\w+#]){re.escape(word)}(?![\w+#])", text, re.IGNORECASE) is not None
+    if text.isascii() and word.isascii() and word.lower() not in text.lower():
+        return False  # ASCII case folding is lower(): no match (saves the regex)
+    return _whole_word(word).search(text) is not None
+
+
+@lru_cache(maxsize=4096)  # a word is looked for in many texts: compile it once
+def _whole_word(word: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w+#]){re.escape(word)}(?![\w+#])", re.IGNORECASE)

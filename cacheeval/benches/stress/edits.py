@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from collections.abc import Callable, Sequence
@@ -69,6 +70,31 @@ def shuffle(rng: random.Random, items: list[Any]) -> None:
         items[i], items[j] = items[j], items[i]
 
 
+def sample(rng: random.Random, population: Sequence[Any], k: int) -> list[Any]:
+    """``rng.sample(population, k)``, the same items from the same draws (a test
+    holds them equal), about twice as fast for the short lists the proposers
+    draw from: CPython's pool method, written without its per-draw method call.
+    A population past the pool's size bound goes to ``rng.sample`` itself."""
+    n = len(population)
+    setsize = 21
+    if k > 5:
+        setsize += 4 ** math.ceil(math.log(k * 3, 4))
+    if n > setsize or not 0 <= k <= n:
+        return rng.sample(population, k)
+    getrandbits = rng.getrandbits
+    pool = list(population)
+    result = []
+    for i in range(k):
+        m = n - i
+        b = m.bit_length()
+        j = getrandbits(b)
+        while j >= m:
+            j = getrandbits(b)
+        result.append(pool[j])
+        pool[j] = pool[m - 1]
+    return result
+
+
 def first_valid(
     kind: str,
     text: str,
@@ -81,12 +107,14 @@ def first_valid(
         return None
     validator = VALIDATORS[kind]
     order = list(range(len(candidates)))
-    shuffle(rng, order)
+    if len(order) > 1:  # a list of one draws nothing
+        shuffle(rng, order)
     for i in order:
         start, end, options = candidates[i]
         original = text[start:end]
         opts = list(options)
-        shuffle(rng, opts)
+        if len(opts) > 1:
+            shuffle(rng, opts)
         for replacement in opts:
             if (
                 replacement != original

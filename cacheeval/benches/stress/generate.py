@@ -12,9 +12,15 @@ Speed (``python -m scripts.bench_stress``): :func:`stress_lines` writes each
 row's JSON line directly (:class:`~.rows.RowLines`, side a encoded and
 tokenised once per prompt), :data:`GUARDS` skip a proposer whose pattern cannot
 be in the text, and the never-cache rules test a cheap condition before each
-regex (:class:`~cacheeval.verify.never_cache.QuickPattern`). None of them
-changes a byte of the output (``tests/test_stress_fast_path.py``); the rest of
-the time is in the proposers and the checker's validators.
+regex (:class:`~cacheeval.verify.never_cache.QuickPattern`). The proposers
+draw with :func:`~.edits.sample` and :func:`~.edits.shuffle` (``random``'s
+own draws without its per-draw calls), and the validators' checks of a whole
+text or a span are memoised (small LRU caches: every replacement tried at one
+span asks them again) with their patterns compiled once. None of them changes
+a byte of the output (``tests/test_stress_fast_path.py``). About half the time
+is still in the proposers and validators (plain Python over many short
+checks); the rest is the rows' JSON lines, the never-cache rules and the
+per-prompt generator.
 """
 
 from __future__ import annotations
@@ -105,7 +111,8 @@ def edits_for(prompt: Prompt, rng: random.Random, per_prompt: int) -> list[Edit]
     queues: dict[str, list[str]] = {}
     for fam in FAMILIES:
         kinds = sorted(candidates & _BY_FAMILY[fam], key=_RANK.__getitem__)
-        shuffle(rng, kinds)
+        if len(kinds) > 1:  # a list of one draws nothing
+            shuffle(rng, kinds)
         queues[fam] = kinds
     out: list[Edit] = []
     seen: set[tuple[Any, ...]] = set()

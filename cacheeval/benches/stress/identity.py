@@ -13,11 +13,15 @@ import re
 from ...verify import stress_lexicon as lex
 from ...verify.perturbation import ENTITY_KINDS, FRAME_SLOT, is_year, number_shape
 from ...verify.perturbation_questions import QUESTION_FOCUS
-from .edits import Edit, Proposer, alternation, first_valid
+from .edits import Edit, Proposer, alternation, first_valid, sample
 from .pairs import PairSwap
 
 _NUMBER = re.compile(r"\d+/\d+|[$€£]?\d[\d,]*(?:\.\d+)?")
+_NON_DIGIT = re.compile(r"\D")
 _YEAR = re.compile(r"(?<![\w.])(?:18|19|20)\d\d(?![\w.])")
+
+
+_DELTAS = (1, 2, 3, -1, -2, -3)
 
 
 def _new_digits(digits: str, rng: random.Random) -> list[str]:
@@ -29,7 +33,7 @@ def _new_digits(digits: str, rng: random.Random) -> list[str]:
     low = 10 ** (len(sig) - 1) if len(sig) > 1 else 2
     high = 10 ** len(sig) - 1
     out = []
-    for delta in rng.sample([1, 2, 3, -1, -2, -3], 6):  # near: 2.5 years, never 6.5
+    for delta in sample(rng, _DELTAS, 6):  # near: 2.5 years, never 6.5
         new = value + delta
         if low <= new <= high and new != value:
             text = str(new) + "0" * zeros
@@ -40,6 +44,8 @@ def _new_digits(digits: str, rng: random.Random) -> list[str]:
 
 def _reshaped(token: str, digits: str) -> str:
     """``digits`` written in ``token``'s shape (symbol, commas, decimal point)."""
+    if len(token) == len(digits) and token.isdigit():
+        return digits  # what the join below gives, without a generator
     it = iter(digits)
     return "".join(next(it) if c.isdigit() else c for c in token)
 
@@ -55,9 +61,9 @@ def number(text: str, rng: random.Random) -> Edit | None:
         if "/" in token:
             num, den = (int(x) for x in token.split("/"))
             fractions = [f"{n}/{den}" for n in range(1, min(den, 30)) if n != num]
-            candidates.append((start, end, rng.sample(fractions, min(4, len(fractions)))))
+            candidates.append((start, end, sample(rng, fractions, min(4, len(fractions)))))
             continue
-        digits = re.sub(r"\D", "", token)
+        digits = _NON_DIGIT.sub("", token)
         if "." in token:
             whole, frac = token.lstrip("$€£").replace(",", "").split(".")
             if whole.strip("0"):
@@ -67,7 +73,8 @@ def number(text: str, rng: random.Random) -> Edit | None:
         else:
             news = _new_digits(digits, rng)
         options = [_reshaped(token, d) for d in news if len(d) == len(digits)]
-        options = [o for o in options if number_shape(o) == number_shape(token)]
+        shape = number_shape(token)
+        options = [o for o in options if number_shape(o) == shape]
         candidates.append((start, end, options))
     return first_valid("number", text, rng, candidates)
 
@@ -95,6 +102,10 @@ class EntitySwap:
         self.lower = cls in lex.LOWERCASE_CLASSES
         lowered = [m.lower() for m in self.members if m.lower() not in lex.LOWERCASE_AMBIGUOUS]
         self.lower_pattern = alternation(lowered)
+        #: (member, lower-case member, usable in lower case) of every member
+        self.lowered = [
+            (m, m.lower(), m.lower() not in lex.LOWERCASE_AMBIGUOUS) for m in self.members
+        ]
 
     def __call__(self, text: str, rng: random.Random) -> Edit | None:
         lower = self.lower and text == text.lower()
@@ -102,10 +113,12 @@ class EntitySwap:
         found = list(pattern.finditer(text))
         if not found:
             return None
-        others = [w for w in self.members if w.lower() not in text.lower()]
+        low = text.lower()
         if lower:
-            others = [w.lower() for w in others if w.lower() not in lex.LOWERCASE_AMBIGUOUS]
-        picks = rng.sample(others, min(8, len(others)))
+            others = [w for _, w, plain in self.lowered if plain and w not in low]
+        else:
+            others = [m for m, w, _ in self.lowered if w not in low]
+        picks = sample(rng, others, min(8, len(others)))
         if self.cls == "software":  # the same kind of software: an OS for an OS
             groups = [g for g in lex.SOFTWARE_GROUPS if any(m.group() in g for m in found)]
             picks = sorted({w for g in groups for w in g} - {m.group() for m in found})

@@ -7,7 +7,8 @@ import re
 
 from ...verify import stress_lexicon as lex
 from ...verify.perturbation import LOWERABLE_OPENERS, VALIDATORS, typo_target
-from .edits import CODE_CHARS, Edit, Proposer, first_valid
+from ...verify.perturbation_text import FIRST_WORD
+from .edits import CODE_CHARS, Edit, Proposer, first_valid, sample, shuffle
 from .pairs import PairSwap
 
 _WORD = re.compile(r"[a-z]{5,}")
@@ -35,9 +36,14 @@ def case_upper(text: str, rng: random.Random) -> Edit | None:
     return Edit("case_upper", 0, len(text), text, up)
 
 
+_INNER_SPACE = re.compile(r"(?<=\w) (?=\w)")
+_PUNCT_TAIL = re.compile(r"[?.!]*\Z")
+_COMMA = re.compile(r",(?= )")
+
+
 def spacing(text: str, rng: random.Random) -> Edit | None:
     """One space doubled, or a space put before the final question mark."""
-    spaces = [m.start() for m in re.finditer(r"(?<=\w) (?=\w)", text)]
+    spaces = [m.start() for m in _INNER_SPACE.finditer(text)]
     options: list[tuple[int, int, str]] = []
     if spaces:
         i = spaces[rng.randrange(len(spaces))]
@@ -53,7 +59,7 @@ def spacing(text: str, rng: random.Random) -> Edit | None:
 
 def punct_end(text: str, rng: random.Random) -> Edit | None:
     """The final punctuation dropped, doubled, or added when missing."""
-    m = re.search(r"[?.!]*\Z", text)
+    m = _PUNCT_TAIL.search(text)
     assert m is not None
     tail = m.group()
     if text[: m.start()].rstrip() != text[: m.start()] or not text[: m.start()]:
@@ -73,14 +79,14 @@ def punct_end(text: str, rng: random.Random) -> Edit | None:
 
 def punct_comma(text: str, rng: random.Random) -> Edit | None:
     """One comma before a space dropped (never one inside a number)."""
-    candidates = [(m.start(), m.start() + 1, [""]) for m in re.finditer(r",(?= )", text)]
+    candidates = [(m.start(), m.start() + 1, [""]) for m in _COMMA.finditer(text)]
     return first_valid("punct_comma", text, rng, candidates)
 
 
 def _typo(kind: str) -> Proposer:
     def propose(text: str, rng: random.Random) -> Edit | None:
         words = list(_WORD.finditer(text))
-        rng.shuffle(words)  # try words in a seeded order; the first fit is typed wrong
+        shuffle(rng, words)  # try words in a seeded order; the first fit is typed wrong
         m = next((w for w in words if typo_target(text, w.start(), w.end()) is None), None)
         if m is None:
             return None
@@ -103,11 +109,11 @@ def _typo(kind: str) -> Proposer:
 
 def greeting(text: str, rng: random.Random) -> Edit | None:
     """A greeting or politeness opener before the request."""
-    m = re.match(r"[A-Za-z']+", text)
+    m = FIRST_WORD.match(text)
     if m is None or _GREETING_START.match(text):
         return None
     word = m.group()
-    for g in rng.sample(lex.GREETINGS, len(lex.GREETINGS)):  # the first that fits the text
+    for g in sample(rng, lex.GREETINGS, len(lex.GREETINGS)):  # the first that fits the text
         lowered = g.endswith((", ", ": ")) and word in LOWERABLE_OPENERS
         edit = Edit("greeting", 0, m.end(), word, g + (word.lower() if lowered else word))
         if VALIDATORS["greeting"](text, 0, m.end(), word, edit.replacement) is None:
