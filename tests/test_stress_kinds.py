@@ -277,6 +277,6 @@ def test_the_rules_noise_kinds_are_the_noise_family() -> None:
     # the identity guards wrap every kind outside NOISE_KINDS: a noise kind missing
     # from it would be refused as if it changed a fact, an identity kind in it unguarded
     from cacheeval.verify.perturbation import KINDS
-    from cacheeval.verify.perturbation_rules import NOISE_KINDS
+    from cacheeval.verify.stress_guard_words import NOISE_KINDS
 
     assert {k for k, (family, _) in KINDS.items() if family == "noise"} == NOISE_KINDS

@@ -875,15 +875,6 @@ def _with_article(validator: Validator) -> Validator:
     return check
 
 
-#: Noise kinds: the rest are identity edits, which the statement and repeat guards
-#: of :mod:`cacheeval.verify.perturbation_guards` also check.
-NOISE_KINDS = frozenset(
-    """case_lower case_upper spacing punct_end punct_comma typo_transpose typo_drop
-    typo_double typo_adjacent greeting closer contraction expansion spelling_variant
-    modal_swap""".split()
-)
-
-
 def _guarded(kind: str, validator: Validator) -> Validator:
     def check(text: str, start: int, end: int, o: str, r: str) -> str | None:
         return (
@@ -899,6 +890,6 @@ def _guarded(kind: str, validator: Validator) -> Validator:
 
 #: Every validator also checks that "a"/"an" before the span still fits.
 VALIDATORS = {
-    kind: _with_article(v if kind in NOISE_KINDS else _guarded(kind, v))
+    kind: _with_article(v if kind in gw.NOISE_KINDS else _guarded(kind, v))
     for kind, v in VALIDATORS.items()
 }

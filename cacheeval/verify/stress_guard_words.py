@@ -105,3 +105,12 @@ NOT_BEFORE_RELATIVE = frozenset(
     than like such all what how why now just only it this of to in on for with from by
     about at as ask asked wonder""".split()
 )
+
+#: Noise kinds: the rest are identity edits, which the statement and repeat guards
+#: of :mod:`cacheeval.verify.perturbation_guards` also check
+#: (:mod:`cacheeval.verify.perturbation_rules` wraps them).
+NOISE_KINDS = frozenset(
+    """case_lower case_upper spacing punct_end punct_comma typo_transpose typo_drop
+    typo_double typo_adjacent greeting closer contraction expansion spelling_variant
+    modal_swap""".split()
+)
