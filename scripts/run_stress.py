@@ -5,7 +5,7 @@
 1. Makes stress rows (``cacheeval stress``'s generator, seed :data:`SEED`) in a
    temporary directory, never in the checkout: from the shipped prompts file
    (``sources/stress/prompts.txt``) and from CacheEval's dev queries (side a of
-   every dev row, with its system prompt and prior turns).
+   every dev row, with its system prompt, prior turns and offered tools).
 2. Runs the pool - the exact_match baseline, every GPTCache configuration of
    :data:`adapters.gptcache_adapter.CONFIGS` (fast path: GPTCache's rule on batch
    embeddings) and the verified cache - on both sets of stress rows and on
@@ -117,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
             (SHIPPED, args.prompts, PromptSpec(fmt="text")),
             (DEV, args.bench, PromptSpec(fmt="jsonl", field="query_a",
                                          system_field="system_prompt_a",
-                                         turns_field="context_a", where=("split", "dev"))),
+                                         turns_field="context_a", where=("split", "dev"),
+                                         tools_field="tools_a")),
         ):  # fmt: skip
             if not path.is_file():
                 _log(f"warning: {path} is missing: the report leaves out {name}")

@@ -240,3 +240,46 @@ def test_verify_rows_skips_hidden_test_rows(
     only_hidden = tmp_path / "hidden.jsonl"
     only_hidden.write_text(json.dumps(hidden) + "\n")
     assert main(["verify", "--rows", str(only_hidden), "--jobs", "1"]) == 2
+
+
+def test_jsonl_tools_reach_the_never_cache_rules(tmp_path: Path) -> None:
+    # "Send $50 to Ana" asks an offered money-moving tool to act: never served,
+    # whatever the edit; the same request without tools is an ordinary one
+    send = {"type": "function", "function": {"name": "send_money", "parameters": {}}}
+    src = tmp_path / "calls.jsonl"
+    records = [
+        {"msg": "Send $50 to Ana from my checking account", "tools": [send]},
+        {"msg": "Send $50 to Ana from my checking account", "tools": None},
+    ]
+    src.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    out = tmp_path / "rows.jsonl"
+    code = _stress(str(src), "--field", "msg", "--tools-field", "tools", "--out", str(out))
+    assert code == 0
+    rows = load_bench(out)
+    tooled = [r for r in rows if r.source == "calls.jsonl:1"]
+    plain = [r for r in rows if r.source == "calls.jsonl:2"]
+    assert tooled and plain
+    assert all(r.verification_method == "policy_no_cache" and r.binary_label == MISS
+               for r in tooled)  # fmt: skip
+    assert all((r.verification_payload or {})["policy"]["rule"] == "mutation" for r in tooled)
+    assert all(r.tools_a == r.tools_b == (send,) for r in tooled)
+    assert all(r.verification_method != "policy_no_cache" and not r.tools_a for r in plain)
+    assert main(["verify", "--rows", str(out), "--jobs", "1"]) == 0
+
+
+def test_tools_that_are_not_a_list_of_objects(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "calls.jsonl"
+    src.write_text(
+        json.dumps({"msg": "hi", "tools": None}) + "\n"
+        + json.dumps({"msg": "Send $5 to Bo", "tools": "send_money"}) + "\n",
+        encoding="utf-8",
+    )  # fmt: skip
+    code = _stress(str(src), "--field", "msg", "--tools-field", "tools", "--out",
+                   str(tmp_path / "rows.jsonl"))  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{src}:2: tools must be a list of tool-definition objects" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "rows.jsonl").exists()

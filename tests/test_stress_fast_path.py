@@ -70,6 +70,12 @@ TURNS = [
 ]
 
 
+#: offered with every fifth prompt: the rows carry them on both sides
+TOOLS = (
+    {"type": "function", "function": {"name": "send_money", "parameters": {"type": "object"}}},
+)
+
+
 def _prompts() -> list[Prompt]:
     out = []
     for i, query in enumerate(QUERIES):
@@ -77,7 +83,8 @@ def _prompts() -> list[Prompt]:
             line = 3 * i + j + 1
             out.append(
                 Prompt(
-                    variant, SYSTEMS[line % len(SYSTEMS)], TURNS[line % 2], f"t.txt:{line}", line
+                    variant, SYSTEMS[line % len(SYSTEMS)], TURNS[line % 2], f"t.txt:{line}", line,
+                    TOOLS if line % 5 == 0 else None,
                 )
             )
     return out

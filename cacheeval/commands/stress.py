@@ -61,6 +61,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--system-field", help="JSONL: the field holding a system prompt")
     parser.add_argument("--turns-field", help="JSONL: the field holding prior turns")
     parser.add_argument(
+        "--tools-field",
+        help="JSONL: the field holding the tools offered (the never-cache rules read them)",
+    )
+    parser.add_argument(
         "--where",
         metavar="FIELD=VALUE",
         help="JSONL: only records whose FIELD is VALUE (e.g. split=dev)",
@@ -119,6 +123,7 @@ def _generate(args: argparse.Namespace) -> int:
         system_field=args.system_field,
         turns_field=args.turns_field,
         where=where,
+        tools_field=args.tools_field,
     )
     stats = StressStats()
     progress = terminal_progress()

@@ -38,13 +38,16 @@ class Edit:
 @dataclass(frozen=True, slots=True)
 class Prompt:
     """One unlabelled request: its query, optional system prompt and prior turns,
-    and where it was read (``line`` of ``source``)."""
+    where it was read (``line`` of ``source``), and the tool definitions offered
+    with it, if any (the never-cache rules read them: "Send $50 to Ana" is never
+    served when a money-moving tool is offered)."""
 
     query: str
     system_prompt: str | None
     turns: tuple[dict[str, Any], ...] | None
     source: str
     line: int
+    tools: tuple[dict[str, Any], ...] | None = None
 
 
 #: A proposer: a text and a seeded generator in, one edit of its kind out (None

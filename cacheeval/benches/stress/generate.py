@@ -166,7 +166,7 @@ def _prompts_and_edits(
         stats.prompts += 1
         rng = random.Random(f"{seed}:{prompt.line}")
         policy: PolicyVerdict = request_policy(
-            Request(prompt.query, prompt.turns, prompt.system_prompt)
+            Request(prompt.query, prompt.turns, prompt.system_prompt, prompt.tools)
         )
         edits = edits_for(prompt, rng, per_prompt)
         if edits:

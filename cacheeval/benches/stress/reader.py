@@ -29,13 +29,15 @@ class PromptSpec:
     """Where the request is in each record: ``field`` (JSONL) or ``column``
     (CSV/TSV); optional ``system_field`` and ``turns_field`` (a list of
     ``{"role", "content"}``) for JSONL; ``where`` keeps only records whose
-    field equals a value (``("split", "dev")``)."""
+    field equals a value (``("split", "dev")``); optional ``tools_field`` (a list
+    of tool definitions, objects) for JSONL."""
 
     fmt: str
     field: str | None = None
     system_field: str | None = None
     turns_field: str | None = None
     where: tuple[str, str] | None = None
+    tools_field: str | None = None
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
@@ -88,6 +90,14 @@ def _turns(spath: str, lineno: int, value: Any) -> tuple[dict[str, Any], ...] | 
     return tuple({"role": t["role"], "content": t["content"]} for t in value) or None
 
 
+def _tools(spath: str, lineno: int, value: Any) -> tuple[dict[str, Any], ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
+        raise JsonlError(spath, lineno, "tools must be a list of tool-definition objects")
+    return tuple(value) or None
+
+
 def read_prompts(path: str | os.PathLike[str], spec: PromptSpec) -> Iterator[Prompt]:
     """Every prompt of ``path`` in file order (blank requests skipped). Raises
     :class:`JsonlError` on the first bad line, and on a file with no prompt."""
@@ -111,8 +121,9 @@ def read_prompts(path: str | os.PathLike[str], spec: PromptSpec) -> Iterator[Pro
         if spec.system_field is not None and record.get(spec.system_field) is not None:
             system = _clean(spath, lineno, record[spec.system_field], spec.system_field)
         turns = _turns(spath, lineno, record.get(spec.turns_field)) if spec.turns_field else None
+        tools = _tools(spath, lineno, record.get(spec.tools_field)) if spec.tools_field else None
         found = True
-        yield Prompt(query, system, turns, f"{name}:{lineno}", lineno)
+        yield Prompt(query, system, turns, f"{name}:{lineno}", lineno, tools)
     if not found:
         raise JsonlError(spath, 1, "no prompts in the file (empty, or every request blank)")
 

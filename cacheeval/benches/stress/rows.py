@@ -128,8 +128,8 @@ def stress_row(
         "context_b": [dict(t) for t in turns_b] if turns_b else None,
         "system_prompt_a": prompt.system_prompt,
         "system_prompt_b": system_b,
-        "tools_a": None,
-        "tools_b": None,
+        "tools_a": list(prompt.tools) if prompt.tools else None,
+        "tools_b": list(prompt.tools) if prompt.tools else None,
         "expected_answer_a": None,
         "expected_answer_b": None,
         "rationale": _rationale(edit, policy),
@@ -184,6 +184,7 @@ class RowLines:
         self.query_a = _json_str(prompt.query)
         self.context_a = _json_turns(prompt.turns)
         self.system_a = _opt_str(prompt.system_prompt)
+        self.tools = dumps(list(prompt.tools)) if prompt.tools else "null"
         self.domain = ', "domain": ' + _json_str(domain) + ', "subcategory": '
         self.policy_json = (
             "null" if policy.allowed else dumps({"rule": policy.rule, "reason": policy.reason})
@@ -222,7 +223,7 @@ class RowLines:
             f'"binary_label": "{binary}", "difficulty": "{difficulty}", "query_a": '
             f'{self.query_a}, "query_b": {_json_str(query_b)}, "context_a": '
             f'{self.context_a}, "context_b": {context_b}, "system_prompt_a": {self.system_a}, '
-            f'"system_prompt_b": {system_b}, "tools_a": null, "tools_b": null, '
+            f'"system_prompt_b": {system_b}, "tools_a": {self.tools}, "tools_b": {self.tools}, '
             f'"expected_answer_a": null, "expected_answer_b": null, "rationale": '
             f'{_json_str(_rationale(edit, self.policy))}, "verification_method": '
             f'"{self.method}", "verification_payload": {payload}{self.tail}'
