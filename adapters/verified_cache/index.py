@@ -342,29 +342,17 @@ class ScopeIndex:
         cosines, best first; equal cosines in insertion order. Exact in the exact
         regime; in the approximate one the cosines are float16 estimates and
         ``ef`` (default :attr:`ef_search`) sets how widely the graph is searched."""
-        import numpy as np
-
-        k = min(k, self._live)
-        if k <= 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        if self._hnsw is None:
-            return self._search_exact(vector, k)
-        import faiss
-
-        params = faiss.SearchParametersHNSW()  # type: ignore[attr-defined]
-        params.efSearch = max(ef or self.ef_search, k)
-        if self._live < self._n:
-            params.sel = self._selector
-        sims, slots = self._hnsw.search(
-            np.ascontiguousarray(vector, dtype=np.float32).reshape(1, -1), k, params=params
-        )
-        found = slots[0] >= 0
-        return self._ids[slots[0][found]], sims[0][found]
+        return self._search(vector, k, ef=ef, exhaustive=False)
 
     def search_exhaustive(self, vector: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Like :meth:`search`, but every live entry is compared (no graph): in the
         approximate regime a scan of the float16 vectors (~80 ms per million, one
         thread), whose result misses nothing the float16 cosines rank in the top ``k``."""
+        return self._search(vector, k, ef=None, exhaustive=True)
+
+    def _search(
+        self, vector: np.ndarray, k: int, *, ef: int | None, exhaustive: bool
+    ) -> tuple[np.ndarray, np.ndarray]:
         import numpy as np
 
         k = min(k, self._live)
@@ -374,11 +362,16 @@ class ScopeIndex:
             return self._search_exact(vector, k)
         import faiss
 
-        params = faiss.SearchParameters()  # type: ignore[attr-defined]
+        if exhaustive:  # the graph's own float16 storage, scanned flat
+            params = faiss.SearchParameters()  # type: ignore[attr-defined]
+            index = faiss.downcast_index(self._hnsw.storage)
+        else:
+            params = faiss.SearchParametersHNSW()  # type: ignore[attr-defined]
+            params.efSearch = max(ef or self.ef_search, k)
+            index = self._hnsw
         if self._live < self._n:
             params.sel = self._selector
-        storage = faiss.downcast_index(self._hnsw.storage)
-        sims, slots = storage.search(
+        sims, slots = index.search(
             np.ascontiguousarray(vector, dtype=np.float32).reshape(1, -1), k, params=params
         )
         found = slots[0] >= 0
