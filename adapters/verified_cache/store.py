@@ -768,15 +768,20 @@ class EntryStore:
 
         with self._memo_lock:
             out = {i: self._records[i].vector for i in ids if i in self._records}
-        missing = [i for i in ids if i not in out]
-        if missing:
-            assert self._db is not None, "memory mode keeps every record"
-            marks = ",".join("?" * len(missing))
-            rows = self._db.reader().execute(
-                f"SELECT id, vector FROM entries WHERE id IN ({marks})", missing
-            )
-            out.update((i, np.frombuffer(v, dtype="<f4")) for i, v in rows)
+        rows = self._read_rows("id, vector", [i for i in ids if i not in out])
+        out.update((i, np.frombuffer(v, dtype="<f4")) for i, v in rows)
         return out
+
+    def _read_rows(self, columns: str, ids: list[int]) -> list[tuple[Any, ...]]:
+        """``columns`` of the entries ``ids`` from SQLite (none asked: no query);
+        only path mode reads here, memory mode keeps every record."""
+        if not ids:
+            return []
+        assert self._db is not None, "memory mode keeps every record"
+        marks = ",".join("?" * len(ids))
+        return list(
+            self._db.reader().execute(f"SELECT {columns} FROM entries WHERE id IN ({marks})", ids)
+        )
 
     def touch(self, entry_id: int) -> None:
         """Mark an entry as just served (LRU order; stored at the next write)."""
@@ -798,17 +803,10 @@ class EntryStore:
             if self._db is not None:  # a memo: keep the recently read (memory mode keeps
                 for i in found:  # insertion order, which TTL purging relies on)
                     self._records.move_to_end(i)
-        missing = [i for i in ids if i not in found]
-        if missing:
-            assert self._db is not None, "memory mode keeps every record"
-            marks = ",".join("?" * len(missing))
-            rows = self._db.reader().execute(
-                f"SELECT {_COLUMNS} FROM entries WHERE id IN ({marks})", missing
-            )
-            for row in rows:
-                rec = _record(row)
-                found[rec.id] = rec
-                self._remember(rec)
+        for row in self._read_rows(_COLUMNS, [i for i in ids if i not in found]):
+            rec = _record(row)
+            found[rec.id] = rec
+            self._remember(rec)
         return [found[i] for i in ids]
 
     def records(self) -> Iterator[Record]:
