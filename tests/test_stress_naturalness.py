@@ -103,6 +103,11 @@ def _ok(kind: str, text: str, original: str, replacement: str) -> bool:
         # "have to" never contracts; a count the text goes on to list
         ("contraction", "How long do I have to wait before painting?"),
         ("number_word", "I have two questions: one about tax and one about rent."),
+        # second blind audit: a small change of a child's age keeps the answer; lunch
+        # at a dinner hour reads wrong
+        ("number_word", "My six-year-old asked how rainbows form - how do I explain it?"),
+        ("meal", "Is it bad to eat dinner at 10 pm every night?"),
+        ("meal", "Where can we get dinner around 9pm near the station?"),
         # a compound unit, a unit at another scale, a long count of weeks
         ("unit", "Is 300 km/s fast for a star?"),
     ],
@@ -375,3 +380,40 @@ def test_the_audit_leaves_out_never_cache_rows() -> None:
     picked = draw(rows, 50, seed=1)
     assert picked and all(r["verification_method"] != "policy_no_cache" for r in picked)
     assert all(r["binary_label"] in ("HIT", MISS) for r in picked)
+
+
+def test_an_example_given_in_passing_is_not_the_question() -> None:
+    text = "Why do clocks show 12 hours and not, for instance, 10 or 20?"
+    assert not _ok("number", text, "10", "30")
+    assert _ok("number", text, "12", "24")
+    opening = "For example, what is 15% of 80?"
+    assert _ok("number", opening, "80", "90")
+    assert not _ok("number", "Pick a small step, e.g. 5, and halve it.", "5", "7")
+
+
+def test_another_conversation_shares_the_query_topic() -> None:
+    painting = (
+        {"role": "user", "content": "The first coat of emulsion went on at 9 this morning."},
+        {"role": "assistant", "content": "Keep a window open while it dries."},
+    )
+    recoat = Prompt("How long do I have to wait before recoating?", None, painting, "t", 1)
+    assert all(_propose("turns_other", recoat, random.Random(s)) is None for s in range(20))
+    trip = Prompt("What should I pack for a road trip?", None, painting, "t", 1)
+    made = [_propose("turns_other", trip, random.Random(s)) for s in range(20)]
+    assert all(e is not None and e.turns_b for e in made)
+    assert {e.turns_b[0]["content"] for e in made if e is not None and e.turns_b} == {
+        "I'm planning a week in Lisbon next spring."
+    }
+
+
+def test_a_clock_time_changes_only_where_the_answer_repeats_it() -> None:
+    message = _results("number", "Text Marco that dinner is at 8 pm")
+    assert message and all(m.startswith("Text Marco that dinner is at ") for m in message)
+    hours = {int(m.split(" at ")[1].split()[0]) for m in message}
+    assert hours and all(h != 8 and abs(h - 8) <= 2 for h in hours)
+    assert _results("number", "Remind me at 7pm to call the bank") <= {
+        f"Remind me at {h}pm to call the bank" for h in (5, 6, 8, 9)
+    }
+    assert _results("number", "Remind me at 7pm to call the bank")
+    assert _results("number", "Is 9 pm too late to eat a big meal?") == set()
+    assert _results("number", "Is 9pm too late to eat a big meal?") == set()

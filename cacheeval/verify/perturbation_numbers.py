@@ -53,7 +53,9 @@ _SENTENCE_OPENER_BEFORE = re.compile(r"(?:^|[.?!]\s+)[A-Z][a-z]*\s*\Z")
 
 
 #: A unit written against its number ("10km", "300g", "2L").
-_ATTACHED_UNIT = re.compile(r"(?:km|kg|mi|cm|mm|ft|lbs?|oz|g|l|ml|m|h|hrs?|min|gb|mb|tb)\b", re.I)
+_ATTACHED_UNIT = re.compile(
+    r"(?:km|kg|mi|cm|mm|ft|lbs?|oz|g|l|ml|m|h|hrs?|min|gb|mb|tb|[ap]m)\b", re.I
+)
 
 
 @lru_cache(maxsize=256)  # every replacement tried at one span asks again
@@ -92,6 +94,8 @@ def number_target(text: str, start: int, end: int) -> str | None:
         return f"{token!r} is 0 or 1"
     if inside_quotes_or_code(text, start):
         return f"{token!r} is quoted"
+    if _EXAMPLE_BEFORE.search(text, 0, start):
+        return f"{token!r} illustrates a point (for instance ...): another example, same answer"
     for m in _CITATION.finditer(text):
         if m.start() < start and end < m.end():
             return f"{token!r} is a reference number ({m.group()})"
@@ -109,6 +113,12 @@ _CALL_EXAMPLE = re.compile(
 )
 
 
+#: An example given in passing, after the text has said something: "and not
+#: (for instance) 3 or 4", "a small value, e.g. 5". Opening the text, "For example,
+#: what is 15% of 80?" is the question itself.
+_EXAMPLE_BEFORE = re.compile(r"\S.*?\b(?:for (?:instance|example)|e\.g\.)[^.?!]*\Z", re.I)
+
+
 #: A parenthesised list of reference numbers ("(1, 2)", "[3]").
 _CITATION = re.compile(r"(?<!\w)[(\[]\s*\d+(?:\s*,\s*\d+)*\s*[)\]]")
 
@@ -119,6 +129,15 @@ _RANGE_BEFORE = re.compile(r"(\d[\d,]*(?:\.\d+)?|[a-z]+)\s*(?:-|–|to|and)\s*\$
 _WORD_VALUES = {w: v for v, w in enumerate(("zero", "one", *lex.NUMBER_WORDS[:11]))} | {
     "fifteen": 15, "twenty": 20, "thirty": 30, "fifty": 50,
 }  # fmt: skip
+
+
+#: A request whose answer carries the time it names: a message, a reminder, a booking.
+_CARRIES_TIME = re.compile(
+    r"\s*(?:please\s+)?(?:text|message|send|remind|schedule|reschedule|book|email|set|"
+    r"add|create|move|tell)\b",
+    re.IGNORECASE,
+)
+_HOURS = frozenset(float(h) for h in range(1, 13))
 
 
 def _value(token: str) -> float | None:
@@ -135,9 +154,16 @@ def range_or_time_problem(text: str, start: int, end: int, replacement: str = ""
     """Why a number at [start, end) may not become ``replacement`` (None when it
     may): a clock time ("11 p.m."), or one end of a range the change would turn
     round or collapse ("5 to 30 years" never becomes "30 to 30")."""
-    if _TIME_AFTER.match(text, end):
-        return "a clock time"
     new = _value(replacement) if replacement else None
+    if _TIME_AFTER.match(text, end):
+        # an hour is only answer-determining where the answer repeats it: a message,
+        # reminder or booking ("Text Marco that dinner is at 8 pm"); "is 9 pm too late
+        # to eat?" reads the same an hour later
+        old = _value(text[start:end])
+        if not _CARRIES_TIME.match(text) or new is None or new not in _HOURS or old is None:
+            return "a clock time"
+        if abs(new - old) > 2:  # dinner at 8 pm moves to 9 or 10, not to 4
+            return "a clock time moved by more than two hours"
     after, before = _RANGE_AFTER.match(text, end), _RANGE_BEFORE.search(text, 0, start)
     if after is not None and (other := _value(after.group(1))) is not None:
         if new is None or new >= other:
@@ -202,4 +228,6 @@ def number_word_rule(text: str, start: int, end: int, o: str, r: str) -> str | N
         return "the text counts the same things again (both, either, pair)"
     if not at_word_boundary(text, start, end):
         return "not a whole word"
+    if "-" in (text[end : end + 1], text[start - 1 : start]):  # as for digits: "6-year-old"
+        return "a number word inside a hyphenated compound (a six-year-old)"
     return fixed_number_problem(text, start, end) or range_or_time_problem(text, start, end, r)

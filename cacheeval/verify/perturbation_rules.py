@@ -353,6 +353,9 @@ _DRIVING_SIDE = re.compile(
 )
 #: Questions with two answers: another place or name gives the same one half the time.
 _EITHER_WAY = re.compile(r"\b(?:which side|left or (?:the )?right|yes or no)\b", re.IGNORECASE)
+_MEAL_TIME = re.compile(
+    r"\b(?:tonight|this (?:morning|evening)|noon|midnight|\d{1,2}(?::\d\d)? ?[ap]\.?m\b)", re.I
+)
 
 
 def _cjk_element(text: str, start: int, end: int, o: str, r: str) -> str | None:
@@ -448,7 +451,7 @@ def _noun(cls: str) -> Validator:
             return f"{o} after a subject pronoun"
         if cls == "family_member" and lower_words(text, "[a-z]+") & lex.WRITING_WORDS:
             return "a message to a relative reads much the same whoever it is for"
-        if cls == "meal" and re.search(r"\b(?:tonight|this (?:morning|evening))\b", text, re.I):
+        if cls == "meal" and _MEAL_TIME.search(text):  # "lunch is at 8 pm" reads wrong
             return "the text names the time of the meal"
         if cls == "season" and prev not in lex.SEASON_PREVIOUS and nxt not in lex.SEASON_NEXT:
             return "the season does not name a time here"

@@ -4,6 +4,7 @@ other prior turns (MISS, ADVERSARIAL)."""
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
 
 from ...verify import stress_lexicon as lex
@@ -13,6 +14,7 @@ from .identity import IDENTITY
 
 #: A context proposer sees the whole prompt.
 ContextProposer = Callable[[Prompt, random.Random], Edit | None]
+_WORD = re.compile(r"[a-z]+")
 
 
 def system_prompt_other(prompt: Prompt, rng: random.Random) -> Edit | None:
@@ -25,11 +27,48 @@ def system_prompt_other(prompt: Prompt, rng: random.Random) -> Edit | None:
     )
 
 
+#: What each of ``lex.OTHER_TURNS`` bears on, in the words of a query it changes.
+#: After an unrelated conversation ("I only have a microwave and a kettle", then
+#: "How long before recoating?") a query reads oddly and keeps its answer, so the
+#: blind audit counted it a failure; another conversation is only drawn from those
+#: whose topic the query shares.
+_TURN_TOPICS: tuple[frozenset[str], ...] = tuple(
+    frozenset(words.split())
+    for words in (
+        """pack packing trip travel travelling flight fly visit visiting vacation holiday hotel
+        weather wear itinerary sightseeing restaurant restaurants beach museum museums tour
+        tips spring abroad plug adapter phrases""",
+        """python django database sql postgres postgresql query queries model models migration
+        migrations orm api deploy server table tables web app backend framework""",
+        """practice practise learn learning lesson lessons kid kids child children music
+        teach motivate homework song songs instrument reading explain""",
+        """buy cheap cheaper cost costs afford save saving money spend spending price gift gifts
+        budget groceries recommend""",
+        """thesis essay paper write writing research sources cite citation outline abstract
+        chapter argument conclusion introduction literature""",
+        """cook cooking recipe recipes dinner lunch breakfast meal meals bake heat reheat boil
+        rice pasta egg eggs food snack""",
+        """java code coding stream streams list lists string strings sort parse date dates
+        lambda library method class json convert array map collection""",
+        """tax taxes law legal visa ship shipping vote healthcare insurance bank mortgage
+        holidays driving license licence wage retire retirement""",
+    )
+)
+assert len(_TURN_TOPICS) == len(lex.OTHER_TURNS)
+
+
 def turns_other(prompt: Prompt, rng: random.Random) -> Edit | None:
-    """The same query after the prior turns of another conversation (inputs with turns)."""
+    """The same query after the prior turns of another conversation on its topic
+    (inputs with turns)."""
     if not prompt.turns or back_reference_problem(prompt.query):
         return None
-    user, assistant = lex.OTHER_TURNS[rng.randrange(len(lex.OTHER_TURNS))]
+    words = set(_WORD.findall(prompt.query.lower()))
+    options = [
+        pair for pair, topic in zip(lex.OTHER_TURNS, _TURN_TOPICS, strict=True) if topic & words
+    ]
+    if not options:
+        return None
+    user, assistant = options[rng.randrange(len(options))]
     turns = ({"role": "user", "content": user}, {"role": "assistant", "content": assistant})
     if [dict(t) for t in prompt.turns] == [dict(t) for t in turns]:
         return None
