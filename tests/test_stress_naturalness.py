@@ -417,3 +417,23 @@ def test_a_clock_time_changes_only_where_the_answer_repeats_it() -> None:
     assert _results("number", "Remind me at 7pm to call the bank")
     assert _results("number", "Is 9 pm too late to eat a big meal?") == set()
     assert _results("number", "Is 9pm too late to eat a big meal?") == set()
+
+
+def test_a_comma_between_list_items_stays() -> None:
+    listed = "Rotate through squats, lunges and calf raises until it burns."
+    assert not _ok("punct_comma", listed, ",", "")
+    assert not _ok("punct_comma", "I need eggs, flour, milk and sugar.", ",", "")
+    assert _ok("punct_comma", "Hi, how do I reset my router?", ",", "")
+    assert _ok("punct_comma", "Well, should I buy apples or pears?", ",", "")
+
+
+def test_an_application_assistant_only_for_a_query_on_its_topic() -> None:
+    def others(query: str) -> set[str]:
+        prompt = Prompt(query, None, None, "t", 1)
+        made = (_propose("system_prompt_other", prompt, random.Random(s)) for s in range(80))
+        return {e.system_prompt_b or "" for e in made if e is not None}
+
+    off_topic = others("Which fish is in season all year round?")
+    assert off_topic and not any("Bank" in s or "Germany" in s or "Telecom" in s for s in off_topic)
+    assert any("French" in s for s in off_topic)
+    assert any("Brightwater Bank" in s for s in others("How do I dispute a card payment?"))

@@ -46,6 +46,7 @@ from .perturbation_text import (
     pair_set,
     part_of_name,
     previous_word,
+    punct_comma_problem,
     same_case_form,
 )
 
@@ -157,18 +158,6 @@ def _punct_end(text: str, start: int, end: int, o: str, r: str) -> str | None:
         return "the text ends in a quote or a bracket"
     if end != len(text) or not _PUNCT_END.match(o) or not _PUNCT_END.match(r):
         return "not the final punctuation"
-    return None
-
-
-def _punct_comma(text: str, start: int, end: int, o: str, r: str) -> str | None:
-    if (o, r) != (",", ""):
-        return "not one comma dropped"
-    before = text[start - 1] if start else " "
-    after = text[end] if end < len(text) else " "
-    if before.isdigit() and after.isdigit():
-        return "the comma is part of a number"
-    if inside_quotes_or_code(text, start):
-        return "the comma is quoted"
     return None
 
 
@@ -817,7 +806,7 @@ VALIDATORS: dict[str, Validator] = {
     "case_upper": _case_upper,
     "spacing": _spacing,
     "punct_end": _punct_end,
-    "punct_comma": _punct_comma,
+    "punct_comma": punct_comma_problem,
     "typo_transpose": _typo(_transposed),
     "typo_drop": _typo(_dropped),
     "typo_double": _typo(_doubled),

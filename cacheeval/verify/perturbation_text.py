@@ -266,3 +266,25 @@ def names(text: str, word: str) -> bool:
 @lru_cache(maxsize=4096)  # a word is looked for in many texts: compile it once
 def _whole_word(word: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w+#]){re.escape(word)}(?![\w+#])", re.IGNORECASE)
+
+
+#: A comma between items of a list: "square, lunges and calf raises" read without
+#: it is one exercise fewer ("square lunges"), so the answer changes.
+_SERIES_AFTER = re.compile(r",\s+[\w'-]+(?:\s+[\w'-]+)?(?:,|,?\s+(?:and|or)\s+\w)")
+_SERIES_BEFORE = re.compile(r"\w+,\s+[\w'-]+(?:\s+[\w'-]+)?\Z")
+
+
+def punct_comma_problem(text: str, start: int, end: int, o: str, r: str) -> str | None:
+    """Why dropping the comma at [start, end) may change the request (None when it
+    keeps it): a comma inside a number, a quoted one, or one between list items."""
+    if (o, r) != (",", ""):
+        return "not one comma dropped"
+    before = text[start - 1] if start else " "
+    after = text[end] if end < len(text) else " "
+    if before.isdigit() and after.isdigit():
+        return "the comma is part of a number"
+    if inside_quotes_or_code(text, start):
+        return "the comma is quoted"
+    if _SERIES_AFTER.match(text, start) or _SERIES_BEFORE.search(text, 0, start):
+        return "the comma separates items of a list (square, lunges and calf raises)"
+    return None

@@ -17,9 +17,40 @@ ContextProposer = Callable[[Prompt, random.Random], Edit | None]
 _WORD = re.compile(r"[a-z]+")
 
 
+#: What each of ``lex.OTHER_SYSTEM_PROMPTS`` serves, in a query's words; None for a
+#: prompt that changes any answer (a language, a reader, a style). An application's
+#: own assistant (a bank's, a telecom's) asked about fish or religion read as an odd
+#: pairing to the blind audit, so it is drawn only for a query on its topic.
+_SYSTEM_TOPICS: tuple[frozenset[str] | None, ...] = tuple(
+    frozenset(words.split()) if words else None
+    for words in (
+        "",
+        "",
+        """phone phones plan plans data signal router wifi sim bill roaming contract
+        mobile internet broadband upgrade device devices""",
+        "",
+        """game games play playing kids children treasure pirate pirates story""",
+        """recipe recipes cook cooking dinner lunch breakfast meal meals food eat bake
+        vegan vegetarian snack dessert protein""",
+        "",
+        """law laws legal contract rent landlord tenant tax taxes visa court sue rights
+        fine employer employee lease divorce inheritance""",
+        """account accounts card cards transfer loan loans bank overdraft savings interest
+        mortgage fee fees payment payments balance""",
+        "",
+    )
+)
+assert len(_SYSTEM_TOPICS) == len(lex.OTHER_SYSTEM_PROMPTS)
+
+
 def system_prompt_other(prompt: Prompt, rng: random.Random) -> Edit | None:
-    """The same query and turns under another user's (or application's) system prompt."""
-    options = [s for s in lex.OTHER_SYSTEM_PROMPTS if s != prompt.system_prompt]
+    """The same query and turns under another user's (or application's) system
+    prompt: one that changes any answer, or an application's on the query's topic."""
+    words = set(_WORD.findall(prompt.query.lower()))
+    pairs = zip(lex.OTHER_SYSTEM_PROMPTS, _SYSTEM_TOPICS, strict=True)
+    options = [
+        s for s, topic in pairs if s != prompt.system_prompt and (topic is None or topic & words)
+    ]
     other = options[rng.randrange(len(options))]
     own = prompt.system_prompt or ""
     return Edit(
