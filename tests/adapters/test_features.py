@@ -813,3 +813,15 @@ def test_variables_compare_as_sets_and_a_glued_k_in_math_is_a_variable() -> None
 )
 def test_an_in_place_replacement_is_a_word_swap(a: str, b: str, swapped: bool) -> None:
     assert run(swap_features, a, b) == {"word_swap": float(swapped)}
+
+
+def test_number_words_with_and_after_a_scale_and_halves_read_as_one_number() -> None:
+    assert analyze("two hundred and forty").numbers == ("240",)
+    assert analyze("a hundred and twenty kilometres").numbers == ("120",)
+    assert analyze("two and a half hours").numbers == ("2.5",)
+    assert analyze("one and a half cups").numbers == ("1.5",)
+    # "and" between two plain numbers still joins nothing
+    assert analyze("twenty and thirty").numbers == ("20", "30")
+    f = run(number_features, "How many grams are in 2.5 kilograms?",
+            "How many grams are in two and a half kilograms?")  # fmt: skip
+    assert f["num_diff"] == 0.0
