@@ -25,6 +25,7 @@ from adapters.verified_cache.features import (
     order_features,
     pair_features,
     substitution_spans,
+    swap_features,
     tool_features,
     unit_features,
 )
@@ -790,3 +791,37 @@ def test_variables_compare_as_sets_and_a_glued_k_in_math_is_a_variable() -> None
     assert analyze("Solve 2k + 5 < 17").numbers == ("2", "5", "17")
     # outside math a glued k is a thousand
     assert analyze("I ran 5k today").numbers == ("5000",)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "swapped"),
+    [
+        ("My dog is terrified of fireworks", "My cat is terrified of fireworks", True),
+        ("Write a short apology text", "Write a long apology text", True),
+        ("What time will it be there when I land?", "What day will it be there when I land?", True),
+        ("How much will I pay w/ the code?", "How much will I pay w/o the code?", True),
+        ("Why do cats purr?", "How do cats purr?", True),
+        ("银的化学符号是什么?", "铜的化学符号是什么?", True),
+        # typos, inflections, filler and reworded pairs are no swap
+        ("My dog is terrified of fireworks", "My dgo is terrified of fireworks", False),
+        ("Where were the games held?", "Were were the games held?", False),
+        ("so it doesnt taste bitter", "so it dosnt taste bitter", False),
+        ("Can you fix my laptop?", "Could you fix my laptop?", False),
+        ("How do I reset my password?", "How can I change my password quickly?", False),
+        ("My dog is terrified of fireworks", "My dog is terrified of fireworks", False),
+    ],
+)
+def test_an_in_place_replacement_is_a_word_swap(a: str, b: str, swapped: bool) -> None:
+    assert run(swap_features, a, b) == {"word_swap": float(swapped)}
+
+
+def test_number_words_with_and_after_a_scale_and_halves_read_as_one_number() -> None:
+    assert analyze("two hundred and forty").numbers == ("240",)
+    assert analyze("a hundred and twenty kilometres").numbers == ("120",)
+    assert analyze("two and a half hours").numbers == ("2.5",)
+    assert analyze("one and a half cups").numbers == ("1.5",)
+    # "and" between two plain numbers still joins nothing
+    assert analyze("twenty and thirty").numbers == ("20", "30")
+    f = run(number_features, "How many grams are in 2.5 kilograms?",
+            "How many grams are in two and a half kilograms?")  # fmt: skip
+    assert f["num_diff"] == 0.0

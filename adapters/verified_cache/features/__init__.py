@@ -93,6 +93,7 @@ from .pair import (
     operator_features,
     order_features,
     pair_features,
+    swap_features,
     tool_features,
     unit_features,
 )
@@ -149,6 +150,7 @@ __all__ = [
     "quantize",
     "quantize_features",
     "substitution_spans",
+    "swap_features",
     "tokenize",
     "tool_defs",
     "tool_features",

@@ -361,13 +361,16 @@ def _canonicalise(tokens: list[Token]) -> list[Token]:
                 low = low[:-1]
             low = _ABBREVIATIONS.get(low, low)
             # number words: "twenty five", "one hundred", "twenty-fifth"
-            if low == "one" and not _counts_one(tokens, i):
+            if low == "one" and not _counts_one(tokens, i) and not _and_a_half(tokens, i + 1):
                 out.append(Token("word", t.raw, "one", t.start, t.end))
                 i += 1
                 continue
-            if low in _UNITS_SMALL or low in _TENS or low in _ORDINALS:
-                value, ordinal, j = _read_number_words(tokens, i)
+            scale_after_a = low in ("a", "an") and i + 1 < n and tokens[i + 1].canon in _SCALES
+            if low in _UNITS_SMALL or low in _TENS or low in _ORDINALS or scale_after_a:
+                value, ordinal, j = _read_number_words(tokens, i + 1 if scale_after_a else i)
                 canon = f"{value}th" if ordinal else str(value)
+                if not ordinal and _and_a_half(tokens, j):
+                    canon, j = f"{value}.5", j + 3  # "two and a half" is 2.5
                 out.append(Token("num", t.raw, canon, t.start, tokens[j - 1].end))
                 i = j
                 continue
@@ -496,8 +499,22 @@ def _counts_one(tokens: list[Token], i: int) -> bool:
     return nxt.kind == "num" or nxt.raw.lower() not in FILLER
 
 
+def _and_a_half(tokens: list[Token], j: int) -> bool:
+    """Whether ``tokens[j:]`` opens with "and a half" ("two and a half hours")."""
+    return [t.canon for t in tokens[j : j + 3]] == ["and", "a", "half"]
+
+
 def _read_number_words(tokens: list[Token], i: int) -> tuple[int, bool, int]:
-    """Read a run of number words from ``tokens[i]``; return (value, ordinal, next index)."""
+    """Read a run of number words from ``tokens[i]``; return (value, ordinal, next
+    index). A run may open with a scale word after "a" ("a hundred and twenty")
+    and joins "and" after a scale ("two hundred and forty" is 240).
+
+    >>> from .canonical import tokenize
+    >>> [t.canon for t in tokenize("two hundred and forty, a hundred and twenty")]
+    ['240', ',', '120']
+    >>> [t.canon for t in tokenize("two and a half hours, one and a half cups")]
+    ['2.5', 'hours', ',', '1.5', 'cups']
+    """
     total = 0
     current = 0
     ordinal = False
@@ -516,7 +533,16 @@ def _read_number_words(tokens: list[Token], i: int) -> tuple[int, bool, int]:
                 j += 1
                 continue
             break
-        if low == "and" and j > i and j + 1 < len(tokens) and tokens[j + 1].canon in _UNITS_SMALL:
+        if (
+            low == "and"
+            and j > i
+            and j + 1 < len(tokens)
+            and (
+                tokens[j + 1].canon in _UNITS_SMALL
+                or tokens[j + 1].canon in _TENS
+                and tokens[j - 1].canon in _SCALES
+            )
+        ):
             j += 1
             continue
         if low in _UNITS_SMALL:
@@ -529,7 +555,7 @@ def _read_number_words(tokens: list[Token], i: int) -> tuple[int, bool, int]:
             ordinal = True
             j += 1
             break
-        elif low in _SCALES and j > i:
+        elif low in _SCALES and (j > i or tokens[j - 1].canon in ("a", "an")):
             current = max(current, 1) * _SCALES[low]
             if _SCALES[low] >= 1000:
                 total += current

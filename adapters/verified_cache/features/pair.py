@@ -28,6 +28,7 @@ from .lexicon import (
     NEGATIONS,
     NON_ENTITY_CAPITALS,
     PLACE_OF,
+    WH_WORDS,
 )
 from .side import (
     Side,
@@ -551,6 +552,103 @@ def difference_features(a: Side, b: Side, d: Diff) -> Features:
     return {"content_equal": _flag(not d.a_only and not d.b_only)}
 
 
+#: Question words whose change asks for another kind of answer (why vs how, when
+#: vs where); "what" and "which" name no kind of answer.
+_ANSWER_KIND_WH = WH_WORDS - {"what", "which"}
+
+
+def _one_replacement(
+    x: Sequence[str], y: Sequence[str]
+) -> tuple[Sequence[str], Sequence[str]] | None:
+    """The two spans when ``y`` is ``x`` with one span replaced, else None."""
+    ops = [
+        op
+        for op in difflib.SequenceMatcher(None, x, y, autojunk=False).get_opcodes()
+        if op[0] != "equal"
+    ]
+    if len(ops) != 1 or ops[0][0] != "replace":
+        return None
+    _, i1, i2, j1, j2 = ops[0]
+    return x[i1:i2], y[j1:j2]
+
+
+_RAW_WORD_RE = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
+
+
+def _slip(x: str, y: str) -> bool:
+    """One letter dropped, doubled or added, or two adjacent letters swapped: how a
+    word is mistyped ("were"/"where", "horus"/"hours"). A changed letter is not a
+    slip: "cat" and "bat" are two words."""
+    if len(x) > len(y):
+        x, y = y, x
+    if len(y) == len(x) + 1:
+        return any(y[:k] + y[k + 1 :] == x for k in range(len(y)))
+    if len(x) != len(y) or x == y:
+        return False
+    k = next(i for i in range(len(x)) if x[i] != y[i])
+    return k + 1 < len(x) and x[k] == y[k + 1] and x[k + 1] == y[k] and x[k + 2 :] == y[k + 2 :]
+
+
+def _slipped_word(qa: str, qb: str) -> bool:
+    """Whether the two queries as typed differ in one word only, mistyped
+    (:func:`_slip`): before canonical forms ("doesnt" -> "does not") hide it."""
+    replaced = _one_replacement(_RAW_WORD_RE.findall(qa.lower()), _RAW_WORD_RE.findall(qb.lower()))
+    if replaced is None or len(replaced[0]) != 1 or len(replaced[1]) != 1:
+        return False
+    return _slip(replaced[0][0], replaced[1][0])
+
+
+def _in_place_swap(a: Side, b: Side, d: Diff) -> bool:
+    """Whether the two queries are one word sequence with one short span replaced
+    ("my dog is afraid" vs "my cat is afraid", "a short text" vs "a long text",
+    "what time" vs "what day", "with the code" vs "without the code"), the
+    replacement a real change: a content word on each side that the content diff
+    kept (no typo, inflection or transliteration of the other), or a negation or
+    a question word that names the kind of answer, added or changed.
+
+    >>> from .side import analyze
+    >>> def swap(x, y):
+    ...     a, b = analyze(x), analyze(y)
+    ...     return _in_place_swap(a, b, content_diff(a, b))
+    >>> swap("my dog is afraid of storms", "my cat is afraid of storms")
+    True
+    >>> swap("how much with the code", "how much without the code")
+    True
+    >>> swap("why is the sky blue", "how is the sky blue")
+    True
+    >>> swap("my dog is afraid of thunderstorms", "my dog is afriad of thunderstorms")
+    False
+    >>> swap("can you fix my laptop", "could you fix my laptop")
+    False
+    >>> swap("where were the games held", "were were the games held")
+    False
+    >>> swap("so it doesnt taste bitter", "so it dosnt taste bitter")
+    False
+    >>> swap("my dog is afraid of storms", "my cat is afraid of loud storms")
+    False
+    """
+    replaced = _one_replacement(a.tokens, b.tokens)
+    if replaced is None or _slipped_word(a.query, b.query):
+        return False
+    span_a, span_b = replaced
+    if len(span_a) > SHORT_SPAN or len(span_b) > SHORT_SPAN:
+        return False
+    kept_a = set(d.a_only) | set(d.a_surface)
+    kept_b = set(d.b_only) | set(d.b_surface)
+    if any(w in kept_a for w in span_a) and any(w in kept_b for w in span_b):
+        return True
+    marked = NEGATIONS | _ANSWER_KIND_WH
+    return (set(span_a) & marked) != (set(span_b) & marked)
+
+
+def swap_features(a: Side, b: Side, d: Diff) -> Features:
+    """An in-place replacement of one short span (:func:`_in_place_swap`): the
+    sentence is the same, one thing in it is another. In the training rows such
+    pairs are almost all must-miss swaps; a synonym ("mean" vs "average") keeps
+    a high ``cos_diff``, which the verifier weighs against this flag."""
+    return {"word_swap": _flag(_in_place_swap(a, b, d))}
+
+
 def critical_features(a: Side, b: Side, d: Diff) -> Features:
     """How many kinds of answer-determining item differ: numbers, swapped operands, operators,
     variables, identifiers, dates, times, quoted spans, both-sided name changes,
@@ -602,13 +700,16 @@ EXTRACTORS: tuple[Extractor, ...] = (
     context_features,
     tool_features,
     difference_features,
+    swap_features,
     critical_features,
 )
 
 #: The extractors whose outputs :func:`critical_features` pools: all but the context,
 #: content-difference and pooling ones.
 _CRITICAL_SOURCES: tuple[Extractor, ...] = tuple(
-    ex for ex in EXTRACTORS if ex not in (context_features, difference_features, critical_features)
+    ex
+    for ex in EXTRACTORS
+    if ex not in (context_features, difference_features, swap_features, critical_features)
 )
 
 #: The cosines the cache computes with the embedding model.
