@@ -31,24 +31,20 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...schema import Request
-from ...verify.never_cache import PolicyVerdict, request_policy
 from ...verify.perturbation import FAMILIES, KINDS
 from .context import CONTEXT
 from .edits import Edit, Prompt, shuffle
+from .facts import PromptFacts, facts_of
 from .identity import ENDPOINT_WORDS, IDENTITY
 from .noise import NOISE
-from .rows import RowLines, guess_domain, stress_row
-from .triggers import DirectionGuard, candidate_kinds
+from .rows import RowLines, stress_row
+from .triggers import DirectionGuard
 
 DEFAULT_PER_PROMPT = 4
 #: The order in which a prompt's rows draw their family.
 SLOTS: tuple[str, ...] = ("identity", "noise", "context")
 
 _TEXT_PROPOSERS = {**NOISE, **IDENTITY}
-_BY_FAMILY = {fam: frozenset(k for k in KINDS if KINDS[k][0] == fam) for fam in FAMILIES}
-#: Each kind's place in :data:`KINDS` (a family's queue starts in that order).
-_RANK = {k: i for i, k in enumerate(KINDS)}
 assert set(NOISE) | set(IDENTITY) | set(CONTEXT) == set(KINDS)
 
 
@@ -107,13 +103,20 @@ def _propose(kind: str, prompt: Prompt, rng: random.Random) -> Edit | None:
 def edits_for(prompt: Prompt, rng: random.Random, per_prompt: int) -> list[Edit]:
     """Up to ``per_prompt`` edits of ``prompt`` of distinct kinds and distinct
     results (module docstring)."""
-    candidates = candidate_kinds(prompt)
+    return _edits(prompt, facts_of(prompt).queues, rng, per_prompt)
+
+
+def _edits(
+    prompt: Prompt, kinds: tuple[tuple[str, ...], ...], rng: random.Random, per_prompt: int
+) -> list[Edit]:
+    """:func:`edits_for` from the kinds worth trying, per family in :data:`KINDS`
+    order (:class:`~.facts.PromptFacts`)."""
     queues: dict[str, list[str]] = {}
-    for fam in FAMILIES:
-        kinds = sorted(candidates & _BY_FAMILY[fam], key=_RANK.__getitem__)
-        if len(kinds) > 1:  # a list of one draws nothing
-            shuffle(rng, kinds)
-        queues[fam] = kinds
+    for fam, family_kinds in zip(FAMILIES, kinds, strict=True):
+        queue = list(family_kinds)
+        if len(queue) > 1:  # a list of one draws nothing
+            shuffle(rng, queue)
+        queues[fam] = queue
     out: list[Edit] = []
     seen: set[tuple[Any, ...]] = set()
     order = [*SLOTS]
@@ -157,18 +160,17 @@ def _prompts_and_edits(
     domain: str | None,
     stats: StressStats,
     progress: Callable[[int, int], None] | None,
-) -> Iterator[tuple[Prompt, PolicyVerdict, str, list[Edit]]]:
-    """Each prompt with its policy, its domain and its edits, counted in ``stats``
+) -> Iterator[tuple[Prompt, PromptFacts, str, list[Edit]]]:
+    """Each prompt with its facts (policy...), its domain and its edits, counted in ``stats``
     (``progress`` is called after the caller has used a prompt's edits)."""
     if per_prompt < 1:
         raise ValueError(f"per_prompt must be >= 1, got {per_prompt}")
     for prompt in prompts:
         stats.prompts += 1
         rng = random.Random(f"{seed}:{prompt.line}")
-        policy: PolicyVerdict = request_policy(
-            Request(prompt.query, prompt.turns, prompt.system_prompt, prompt.tools)
-        )
-        edits = edits_for(prompt, rng, per_prompt)
+        facts = facts_of(prompt)
+        policy = facts.policy
+        edits = _edits(prompt, facts.queues, rng, per_prompt)
         if edits:
             stats.prompts_with_rows += 1
             fams = {KINDS[e.kind][0] for e in edits}
@@ -180,7 +182,7 @@ def _prompts_and_edits(
                 stats.policy_prompts[policy.rule] += 1
             for edit in edits:
                 stats.rows_by_kind[edit.kind] += 1
-        yield prompt, policy, domain or guess_domain(prompt, policy), edits
+        yield prompt, facts, domain or facts.domain, edits
         if progress is not None:
             progress(stats.prompts, 0)
 
@@ -200,12 +202,12 @@ def stress_rows(
     the domain of every row (default: guessed per prompt, :func:`guess_domain`)."""
     stats = stats if stats is not None else StressStats()
     numbers: Counter[str] = Counter()
-    for prompt, policy, dom, edits in _prompts_and_edits(
+    for prompt, facts, dom, edits in _prompts_and_edits(
         prompts, seed, per_prompt, domain, stats, progress
     ):
         for edit in edits:
             numbers[dom] += 1
-            yield stress_row(prompt, edit, policy, f"cb-{dom}-{numbers[dom]:04d}", dom, split)
+            yield stress_row(prompt, edit, facts.policy, f"cb-{dom}-{numbers[dom]:04d}", dom, split)
 
 
 def stress_lines(
@@ -224,12 +226,12 @@ def stress_lines(
     stress`` writes."""
     stats = stats if stats is not None else StressStats()
     numbers: Counter[str] = Counter()
-    for prompt, policy, dom, edits in _prompts_and_edits(
+    for prompt, facts, dom, edits in _prompts_and_edits(
         prompts, seed, per_prompt, domain, stats, progress
     ):
         if not edits:
             continue
-        lines = RowLines(prompt, policy, dom, split)
+        lines = RowLines(prompt, facts.policy, dom, split, (facts.tokens_a, facts.query_json))
         out = []
         for edit in edits:
             numbers[dom] += 1

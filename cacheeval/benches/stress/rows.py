@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -148,7 +149,7 @@ def stress_row(
 
 #: A JSON string, escaped as :func:`~cacheeval.support.jsonio.dumps` escapes it
 #: (the C encoder ``json.dumps(ensure_ascii=False)`` itself calls).
-_json_str = encode_basestring
+_json_str = json_str = encode_basestring
 #: The keys of a row line, in the order :class:`RowLines` writes them.
 _LINE_KEYS = (
     "id", "domain", "subcategory", "label", "binary_label", "difficulty", "query_a", "query_b",
@@ -175,13 +176,23 @@ class RowLines:
     What every row of the prompt shares (side a, the policy, the domain, the
     source, side a's tokens) is encoded once."""
 
-    def __init__(self, prompt: Prompt, policy: PolicyVerdict, domain: str, split: str) -> None:
+    def __init__(
+        self,
+        prompt: Prompt,
+        policy: PolicyVerdict,
+        domain: str,
+        split: str,
+        side_a: tuple[AbstractSet[str], str] | None = None,
+    ) -> None:
+        """``side_a``: side a's :func:`token_set` and its query as JSON, when
+        the caller has them (:mod:`.facts`)."""
         assert domain in DOMAINS
         self.prompt = prompt
         self.policy = policy
         self.method = "exact_match" if policy.allowed else POLICY_NO_CACHE
-        self.tokens_a = token_set(prompt.query)
-        self.query_a = _json_str(prompt.query)
+        if side_a is None:
+            side_a = token_set(prompt.query), _json_str(prompt.query)
+        self.tokens_a, self.query_a = side_a
         self.context_a = _json_turns(prompt.turns)
         self.system_a = _opt_str(prompt.system_prompt)
         self.tools = dumps(list(prompt.tools)) if prompt.tools else "null"
