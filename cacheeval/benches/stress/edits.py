@@ -98,6 +98,29 @@ def sample(rng: random.Random, population: Sequence[Any], k: int) -> list[Any]:
     return result
 
 
+#: Verdicts of the checker's validators by (kind, text, start, end, original,
+#: replacement): a prompt asked again (and every replacement tried again at one
+#: span) is judged once. Emptied when full, so memory stays flat.
+_VERDICTS: dict[tuple[str, str, int, int, str, str], str | None] = {}
+_VERDICTS_LIMIT = 1 << 15
+
+
+def verdict(
+    kind: str, text: str, start: int, end: int, original: str, replacement: str
+) -> str | None:
+    """``VALIDATORS[kind](text, start, end, original, replacement)``, memoised
+    (a validator is a function of its arguments only)."""
+    key = (kind, text, start, end, original, replacement)
+    try:
+        return _VERDICTS[key]
+    except KeyError:
+        pass
+    if len(_VERDICTS) >= _VERDICTS_LIMIT:
+        _VERDICTS.clear()
+    problem = _VERDICTS[key] = VALIDATORS[kind](text, start, end, original, replacement)
+    return problem
+
+
 def first_valid(
     kind: str,
     text: str,
@@ -108,7 +131,6 @@ def first_valid(
     validator accepts: each candidate is (start, end, replacements to try)."""
     if not candidates:
         return None
-    validator = VALIDATORS[kind]
     order = list(range(len(candidates)))
     if len(order) > 1:  # a list of one draws nothing
         shuffle(rng, order)
@@ -121,7 +143,7 @@ def first_valid(
         for replacement in opts:
             if (
                 replacement != original
-                and validator(text, start, end, original, replacement) is None
+                and verdict(kind, text, start, end, original, replacement) is None
             ):
                 return Edit(kind, start, end, original, replacement)
     return None

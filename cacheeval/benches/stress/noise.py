@@ -6,9 +6,9 @@ import random
 import re
 
 from ...verify import stress_lexicon as lex
-from ...verify.perturbation import LOWERABLE_OPENERS, VALIDATORS, typo_target
+from ...verify.perturbation import LOWERABLE_OPENERS, typo_target
 from ...verify.perturbation_text import FIRST_WORD
-from .edits import CODE_CHARS, Edit, Proposer, first_valid, sample, shuffle
+from .edits import CODE_CHARS, Edit, Proposer, first_valid, sample, shuffle, verdict
 from .pairs import PairSwap
 
 _WORD = re.compile(r"[a-z]{5,}")
@@ -72,7 +72,7 @@ def punct_end(text: str, rng: random.Random) -> Edit | None:
         repl = ""
     else:
         repl = tail[0]
-    if VALIDATORS["punct_end"](text, m.start(), len(text), tail, repl) is not None:
+    if verdict("punct_end", text, m.start(), len(text), tail, repl) is not None:
         return None
     return Edit("punct_end", m.start(), len(text), tail, repl)
 
@@ -116,7 +116,7 @@ def greeting(text: str, rng: random.Random) -> Edit | None:
     for g in sample(rng, lex.GREETINGS, len(lex.GREETINGS)):  # the first that fits the text
         lowered = g.endswith((", ", ": ")) and word in LOWERABLE_OPENERS
         edit = Edit("greeting", 0, m.end(), word, g + (word.lower() if lowered else word))
-        if VALIDATORS["greeting"](text, 0, m.end(), word, edit.replacement) is None:
+        if verdict("greeting", text, 0, m.end(), word, edit.replacement) is None:
             return edit
     return None
 
@@ -126,7 +126,7 @@ def closer(text: str, rng: random.Random) -> Edit | None:
     if not text.endswith(("?", ".", "!")) or "thank" in text.lower():
         return None
     thanks = rng.choice(lex.CLOSERS)
-    if VALIDATORS["closer"](text, len(text), len(text), "", thanks) is not None:
+    if verdict("closer", text, len(text), len(text), "", thanks) is not None:
         return None
     return Edit("closer", len(text), len(text), "", thanks)
 

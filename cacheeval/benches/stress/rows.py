@@ -205,19 +205,48 @@ class RowLines:
             + _opt_str(prompt.source) + ', "real_world_grounding": null, "split": '
             + _json_str(split) + "}"
         )  # fmt: skip
+        # what every query edit's line shares, between side b's query and the rationale
+        self.query_middle = (
+            f'"context_a": {self.context_a}, "context_b": {self.context_a}, "system_prompt_a": '
+            f'{self.system_a}, "system_prompt_b": {self.system_a}, "tools_a": {self.tools}, '
+            f'"tools_b": {self.tools}, "expected_answer_a": null, "expected_answer_b": null, '
+            '"rationale": '
+        )
+        self.heads = _HEADS[self.method]
+        self.policy_note = (
+            "" if policy.allowed else f" Side a is never cached ({policy.rule}: {policy.reason})."
+        )
+        self.payload_tail = f', "policy": {self.policy_json}}}{self.tail}'
 
     def line(self, edit: Edit, row_id: str) -> str:
         """The line (no newline) of the row for ``edit`` under ``row_id``."""
+        if edit.field != "query" or edit.turn is not None or edit.inner is not None:
+            return self._other_line(edit, row_id)
+        kind = edit.kind
+        text = self.prompt.query
+        start, end = edit.start, edit.end
+        original, replacement = edit.original, edit.replacement
+        query_b = text[:start] + replacement + text[end:]
+        head, binary, effect = self.heads[kind]
+        difficulty = difficulty_of_tokens(self.tokens_a, token_set(query_b), binary)
+        rationale = f"Side b changes {original!r} to {replacement!r} {effect}{self.policy_note}"
+        return (
+            f'{{"id": {_json_str(row_id)}{self.domain}{head}{difficulty}", "query_a": '
+            f'{self.query_a}, "query_b": {_json_str(query_b)}, {self.query_middle}'
+            f'{_json_str(rationale)}, "verification_method": "{self.method}", '
+            f'"verification_payload": {_QUERY_PAYLOAD[kind]}{int(start)}, "end": {int(end)}, '
+            f'"original": {_json_str(original)}, "replacement": {_json_str(replacement)}'
+            f"{self.payload_tail}"
+        )
+
+    def _other_line(self, edit: Edit, row_id: str) -> str:
+        """:meth:`line` of a context edit (another system prompt or other turns)."""
         prompt = self.prompt
         kind = edit.kind
         label = KINDS[kind][1]
         binary = derive_binary_label(label, self.method)
         field = edit.field
-        if field == "query":
-            query_b = edit.apply(prompt.query)
-            tokens_b = token_set(query_b)
-        else:
-            query_b, tokens_b = prompt.query, self.tokens_a
+        query_b, tokens_b = prompt.query, self.tokens_a
         system_b = _opt_str(edit.system_prompt_b) if field == "system_prompt" else self.system_a
         context_b = _json_turns(edit.turns_b) if field == "context" else self.context_a
         difficulty = difficulty_of_tokens(self.tokens_a, tokens_b, binary)
@@ -239,3 +268,27 @@ class RowLines:
             f'{_json_str(_rationale(edit, self.policy))}, "verification_method": '
             f'"{self.method}", "verification_payload": {payload}{self.tail}'
         )
+
+
+def _heads() -> dict[str, dict[str, tuple[str, str, str]]]:
+    """Per verification method and kind: the line from the kind to the opening
+    quote of the difficulty, the binary label, and the rationale's end."""
+    out: dict[str, dict[str, tuple[str, str, str]]] = {}
+    for method in ("exact_match", POLICY_NO_CACHE):
+        out[method] = {}
+        for kind, (family, label) in KINDS.items():
+            binary = derive_binary_label(label, method)
+            head = f'"{kind}", "label": "{label}", "binary_label": "{binary}", "difficulty": "'
+            effect = "keeps the answer" if family == "noise" else "changes the answer"
+            out[method][kind] = head, binary, f"({kind}): a {family} edit that {effect}."
+    return out
+
+
+#: :func:`_heads`: what a line's kind and method decide, written once.
+_HEADS = _heads()
+#: A query edit's payload up to its start offset, per kind.
+_QUERY_PAYLOAD = {
+    kind: f'{{"kind": "{PAYLOAD_KIND}", "perturbation": "{kind}", "family": "{family}", '
+    '"field": "query", "turn": null, "edit": null, "start": '
+    for kind, (family, _) in KINDS.items()
+}
