@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ...verify.perturbation import VALIDATORS
 
@@ -57,6 +57,38 @@ Proposer = Callable[[str, random.Random], Edit | None]
 #: Characters that make a text look like code or carry quoted literals: a whole-
 #: text rewrite (case) could change what it asks.
 CODE_CHARS = re.compile(r"[\"`'(){}\[\]<>=_/\\|*^~]")
+
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class TextMemo(Generic[K, V]):
+    """A dict of computed values that empties itself when it holds ``limit``
+    entries: a hit saves the work, a miss costs one lookup, and the memory it
+    takes never grows past ``limit`` entries whatever the input.
+
+    >>> memo = TextMemo[str, int](len, limit=2)
+    >>> memo("ab"), memo("ab"), memo("abc"), memo("abcd"), len(memo.values)
+    (2, 2, 3, 4, 1)
+    """
+
+    __slots__ = ("compute", "limit", "values")
+
+    def __init__(self, compute: Callable[[K], V], *, limit: int) -> None:
+        self.compute = compute
+        self.limit = limit
+        self.values: dict[K, V] = {}
+
+    def __call__(self, key: K) -> V:
+        try:
+            return self.values[key]
+        except KeyError:
+            pass
+        if len(self.values) >= self.limit:
+            self.values.clear()
+        value = self.values[key] = self.compute(key)
+        return value
 
 
 def shuffle(rng: random.Random, items: list[Any]) -> None:

@@ -11,51 +11,18 @@ input) and the rows come out byte for byte as before.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
 
 from ...generators.common import token_set
 from ...schema import Request
 from ...verify.never_cache import PolicyVerdict, request_policy
 from ...verify.perturbation import FAMILIES, KINDS
-from .edits import Prompt
+from .edits import Prompt, TextMemo
 from .rows import guess_domain, json_str
 from .triggers import candidate_kinds
 
-K = TypeVar("K", bound=Hashable)
-V = TypeVar("V")
-
 #: Each family's kinds in :data:`KINDS` order (a family's queue starts in that order).
 _BY_FAMILY = {fam: tuple(k for k in KINDS if KINDS[k][0] == fam) for fam in FAMILIES}
-
-
-class TextMemo(Generic[K, V]):
-    """A dict of computed values that empties itself when it holds ``limit``
-    entries: a hit saves the work, a miss costs one lookup, and the memory it
-    takes never grows past ``limit`` entries whatever the input.
-
-    >>> memo = TextMemo[str, int](len, limit=2)
-    >>> memo("ab"), memo("ab"), memo("abc"), memo("abcd"), len(memo.values)
-    (2, 2, 3, 4, 1)
-    """
-
-    __slots__ = ("compute", "limit", "values")
-
-    def __init__(self, compute: Callable[[K], V], *, limit: int) -> None:
-        self.compute = compute
-        self.limit = limit
-        self.values: dict[K, V] = {}
-
-    def __call__(self, key: K) -> V:
-        try:
-            return self.values[key]
-        except KeyError:
-            pass
-        if len(self.values) >= self.limit:
-            self.values.clear()
-        value = self.values[key] = self.compute(key)
-        return value
 
 
 @dataclass(frozen=True, slots=True)
