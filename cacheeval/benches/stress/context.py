@@ -15,9 +15,15 @@ from .identity import IDENTITY
 ContextProposer = Callable[[Prompt, random.Random], Edit | None]
 
 
+_OTHER_SYSTEM_PROMPTS = list(lex.OTHER_SYSTEM_PROMPTS)
+
+
 def system_prompt_other(prompt: Prompt, rng: random.Random) -> Edit | None:
     """The same query and turns under another user's (or application's) system prompt."""
-    options = [s for s in lex.OTHER_SYSTEM_PROMPTS if s != prompt.system_prompt]
+    if prompt.system_prompt is None:
+        options = _OTHER_SYSTEM_PROMPTS
+    else:
+        options = [s for s in lex.OTHER_SYSTEM_PROMPTS if s != prompt.system_prompt]
     other = options[rng.randrange(len(options))]
     own = prompt.system_prompt or ""
     return Edit(

@@ -121,6 +121,10 @@ def year(text: str, rng: random.Random) -> Edit | None:
     return first_valid("year", text, rng, candidates)
 
 
+#: What :meth:`EntitySwap.plan` finds in a text.
+EntityPlan = tuple[tuple[tuple[int, int], ...], tuple[str, ...], list[str] | None]
+
+
 class EntitySwap:
     """A member of a curated entity class swapped for another not in the text (in
     an all-lower-case text, lower-case members too, written in lower case)."""
@@ -137,8 +141,13 @@ class EntitySwap:
         self.lowered = [
             (m, m.lower(), m.lower() not in lex.LOWERCASE_AMBIGUOUS) for m in self.members
         ]
+        #: :meth:`plan` per text (a repeated prompt is scanned once)
+        self.plans = TextMemo(self.plan, limit=1024)
 
-    def __call__(self, text: str, rng: random.Random) -> Edit | None:
+    def plan(self, text: str) -> EntityPlan | None:
+        """The members found in ``text`` (start, end), the members it does not
+        name (to draw from), and for software the members of the found ones'
+        groups; None when no member is found."""
         lower = self.lower and text == text.lower()
         pattern = self.lower_pattern if lower else self.pattern
         found = list(pattern.finditer(text))
@@ -149,11 +158,22 @@ class EntitySwap:
             others = [w for _, w, plain in self.lowered if plain and w not in low]
         else:
             others = [m for m, w, _ in self.lowered if w not in low]
-        picks = sample(rng, others, min(8, len(others)))
+        same_group = None
         if self.cls == "software":  # the same kind of software: an OS for an OS
             groups = [g for g in lex.SOFTWARE_GROUPS if any(m.group() in g for m in found)]
-            picks = sorted({w for g in groups for w in g} - {m.group() for m in found})
-        candidates = [(m.start(), m.end(), picks) for m in found]
+            same_group = sorted({w for g in groups for w in g} - {m.group() for m in found})
+        spans = tuple((m.start(), m.end()) for m in found)
+        return spans, tuple(others), same_group
+
+    def __call__(self, text: str, rng: random.Random) -> Edit | None:
+        plan = self.plans(text)
+        if plan is None:
+            return None
+        spans, others, same_group = plan
+        picks = sample(rng, others, min(8, len(others)))
+        if same_group is not None:
+            picks = same_group
+        candidates = [(start, end, picks) for start, end in spans]
         return first_valid(self.kind, text, rng, candidates)
 
 
@@ -316,14 +336,22 @@ _DIRECTION = re.compile(
 )
 
 
-def direction(text: str, rng: random.Random) -> Edit | None:
-    """``from A to B`` / ``A to B`` turned round, where the direction decides the answer."""
+def _direction_spans(text: str) -> list[tuple[int, int, list[str]]]:
     candidates = []
     for m in _DIRECTION.finditer(text):
         frm, a, to, b = m.groups()
         swapped = f"{frm or ''}{b} {to} {a}"
         candidates.append((m.start(), m.end(), [swapped]))
-    return first_valid("direction", text, rng, candidates)
+    return candidates
+
+
+#: :func:`_direction_spans` per text (its regex is a long case-insensitive alternation).
+_DIRECTION_SPANS = TextMemo(_direction_spans, limit=1024)
+
+
+def direction(text: str, rng: random.Random) -> Edit | None:
+    """``from A to B`` / ``A to B`` turned round, where the direction decides the answer."""
+    return first_valid("direction", text, rng, _DIRECTION_SPANS(text))
 
 
 def _frame_table() -> list[tuple[re.Pattern[str], str]]:
