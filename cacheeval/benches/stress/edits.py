@@ -91,18 +91,36 @@ class TextMemo(Generic[K, V]):
         return value
 
 
+def _shuffle_steps(size: int) -> tuple[tuple[int, int, int], ...]:
+    """(i, i + 1, bits of i + 1) of each step of a shuffle of ``size`` items."""
+    return tuple((i, i + 1, (i + 1).bit_length()) for i in range(size - 1, 0, -1))
+
+
+#: :func:`_shuffle_steps` of the list sizes the proposers shuffle.
+_SHUFFLE_STEPS = [_shuffle_steps(size) for size in range(128)]
+
+
 def shuffle(rng: random.Random, items: list[Any]) -> None:
     """``rng.shuffle(items)``, the same permutation from the same draws (a test
-    holds them equal), in about 60% of the time: the generator shuffles several
-    short lists per prompt, and ``random.shuffle`` calls a Python method per item."""
+    holds them equal), in about half the time: the generator shuffles several
+    short lists per prompt, and ``random.shuffle`` calls a Python method per item
+    (here each step's bit count is looked up, not computed)."""
+    size = len(items)
+    steps = _SHUFFLE_STEPS[size] if size < 128 else _shuffle_steps(size)
     getrandbits = rng.getrandbits
-    for i in range(len(items) - 1, 0, -1):
-        n = i + 1
-        k = n.bit_length()
+    for i, n, k in steps:
         j = getrandbits(k)
         while j >= n:
             j = getrandbits(k)
         items[i], items[j] = items[j], items[i]
+
+
+def _pool_bound(k: int) -> int:
+    """The largest population ``random.sample`` draws ``k`` items from by its pool method."""
+    return 21 + (4 ** math.ceil(math.log(k * 3, 4)) if k > 5 else 0)
+
+
+_POOL_BOUND = [_pool_bound(k) for k in range(64)]
 
 
 def sample(rng: random.Random, population: Sequence[Any], k: int) -> list[Any]:
@@ -111,9 +129,7 @@ def sample(rng: random.Random, population: Sequence[Any], k: int) -> list[Any]:
     draw from: CPython's pool method, written without its per-draw method call.
     A population past the pool's size bound goes to ``rng.sample`` itself."""
     n = len(population)
-    setsize = 21
-    if k > 5:
-        setsize += 4 ** math.ceil(math.log(k * 3, 4))
+    setsize = _POOL_BOUND[k] if 0 <= k < 64 else _pool_bound(k) if k > 0 else 21
     if n > setsize or not 0 <= k <= n:
         return rng.sample(population, k)
     getrandbits = rng.getrandbits
