@@ -217,11 +217,33 @@ class RowLines:
             "" if policy.allowed else f" Side a is never cached ({policy.rule}: {policy.reason})."
         )
         self.payload_tail = f', "policy": {self.policy_json}}}{self.tail}'
+        #: what a line's body depends on besides the edit (:data:`_BODIES`)
+        self.body_key = (prompt.query, self.query_middle, self.method, self.policy_note)
 
     def line(self, edit: Edit, row_id: str) -> str:
         """The line (no newline) of the row for ``edit`` under ``row_id``."""
-        if edit.field != "query" or edit.turn is not None or edit.inner is not None:
-            return self._other_line(edit, row_id)
+        if edit.turns_b is not None:  # other turns: a dict is no memo key
+            return self._line(self._other_body(edit), row_id)
+        key = (
+            self.body_key, edit.kind, edit.field, edit.start, edit.end, edit.original,
+            edit.replacement, edit.turn, edit.inner, edit.system_prompt_b,
+        )  # fmt: skip
+        body = _BODIES.get(key)
+        if body is None:
+            if edit.field == "query" and edit.turn is None and edit.inner is None:
+                body = self._query_body(edit)
+            else:
+                body = self._other_body(edit)
+            if len(_BODIES) >= _BODIES_LIMIT:
+                _BODIES.clear()
+            _BODIES[key] = body
+        return self._line(body, row_id)
+
+    def _line(self, body: str, row_id: str) -> str:
+        return f'{{"id": {_json_str(row_id)}{self.domain}{body}{self.payload_tail}'
+
+    def _query_body(self, edit: Edit) -> str:
+        """A query edit's line from its kind to its payload's replacement."""
         kind = edit.kind
         text = self.prompt.query
         start, end = edit.start, edit.end
@@ -231,16 +253,15 @@ class RowLines:
         difficulty = difficulty_of_tokens(self.tokens_a, token_set(query_b), binary)
         rationale = f"Side b changes {original!r} to {replacement!r} {effect}{self.policy_note}"
         return (
-            f'{{"id": {_json_str(row_id)}{self.domain}{head}{difficulty}", "query_a": '
-            f'{self.query_a}, "query_b": {_json_str(query_b)}, {self.query_middle}'
-            f'{_json_str(rationale)}, "verification_method": "{self.method}", '
-            f'"verification_payload": {_QUERY_PAYLOAD[kind]}{int(start)}, "end": {int(end)}, '
-            f'"original": {_json_str(original)}, "replacement": {_json_str(replacement)}'
-            f"{self.payload_tail}"
+            f'{head}{difficulty}", "query_a": {self.query_a}, "query_b": {_json_str(query_b)}, '
+            f'{self.query_middle}{_json_str(rationale)}, "verification_method": '
+            f'"{self.method}", "verification_payload": {_QUERY_PAYLOAD[kind]}{int(start)}, '
+            f'"end": {int(end)}, "original": {_json_str(original)}, "replacement": '
+            f"{_json_str(replacement)}"
         )
 
-    def _other_line(self, edit: Edit, row_id: str) -> str:
-        """:meth:`line` of a context edit (another system prompt or other turns)."""
+    def _other_body(self, edit: Edit) -> str:
+        """:meth:`_query_body` of a context edit (another system prompt or other turns)."""
         prompt = self.prompt
         kind = edit.kind
         label = KINDS[kind][1]
@@ -256,18 +277,25 @@ class RowLines:
             f'"{family_of(kind)}", "field": "{field}", "turn": {turn}, "edit": '
             f'{_opt_str(edit.inner)}, "start": {int(edit.start)}, "end": {int(edit.end)}, '
             f'"original": {_json_str(edit.original)}, "replacement": '
-            f'{_json_str(edit.replacement)}, "policy": {self.policy_json}}}'
+            f"{_json_str(edit.replacement)}"
         )
         return (
-            f'{{"id": {_json_str(row_id)}{self.domain}"{kind}", "label": "{label}", '
+            f'"{kind}", "label": "{label}", '
             f'"binary_label": "{binary}", "difficulty": "{difficulty}", "query_a": '
             f'{self.query_a}, "query_b": {_json_str(query_b)}, "context_a": '
             f'{self.context_a}, "context_b": {context_b}, "system_prompt_a": {self.system_a}, '
             f'"system_prompt_b": {system_b}, "tools_a": {self.tools}, "tools_b": {self.tools}, '
             f'"expected_answer_a": null, "expected_answer_b": null, "rationale": '
             f'{_json_str(_rationale(edit, self.policy))}, "verification_method": '
-            f'"{self.method}", "verification_payload": {payload}{self.tail}'
+            f'"{self.method}", "verification_payload": {payload}'
         )
+
+
+#: Lines' bodies (from the kind to the payload's replacement) by what decides
+#: them: the request as written into the line, its policy, and the edit. A
+#: repeated prompt drawing an edit again writes it once. Emptied when full.
+_BODIES: dict[tuple[Any, ...], str] = {}
+_BODIES_LIMIT = 4096
 
 
 def _heads() -> dict[str, dict[str, tuple[str, str, str]]]:
