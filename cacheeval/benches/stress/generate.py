@@ -43,6 +43,7 @@ from .triggers import DirectionGuard
 DEFAULT_PER_PROMPT = 4
 #: The order in which a prompt's rows draw their family.
 SLOTS: tuple[str, ...] = ("identity", "noise", "context")
+_N_SLOTS = len(SLOTS)
 
 _TEXT_PROPOSERS = {**NOISE, **IDENTITY}
 assert set(NOISE) | set(IDENTITY) | set(CONTEXT) == set(KINDS)
@@ -117,24 +118,32 @@ def _edits(
         if len(queue) > 1:  # a list of one draws nothing
             shuffle(rng, queue)
         queues[fam] = queue
+    noise, identity, context = queues["noise"], queues["identity"], queues["context"]
+    query = prompt.query
+    guards = GUARDS
     out: list[Edit] = []
     seen: set[tuple[Any, ...]] = set()
-    order = [*SLOTS]
     turn = 0
-    while len(out) < per_prompt and any(queues.values()):
-        if turn < len(order):
-            fam = order[turn]
-        else:
-            fam = ("noise", "identity")[(turn - len(order)) % 2]
-            if not queues[fam]:
-                fam = "identity" if fam == "noise" else "noise"
-            if not queues[fam]:
-                fam = "context"
+    while len(out) < per_prompt and (noise or identity or context):
+        if turn < _N_SLOTS:
+            queue = queues[SLOTS[turn]]
+        else:  # noise and identity in turn, the other when one is spent, then context
+            queue = noise if (turn - _N_SLOTS) % 2 == 0 else identity
+            if not queue:
+                queue = identity if queue is noise else noise
+            if not queue:
+                queue = context
         turn += 1
-        queue = queues[fam]
         while queue:
             kind = queue.pop()
-            edit = _propose(kind, prompt, rng)
+            # _propose, inlined: the loop runs six times a prompt
+            if kind in CONTEXT:
+                edit = CONTEXT[kind](prompt, rng)
+            else:
+                guard = guards.get(kind)
+                if guard is not None and not guard(query):
+                    continue
+                edit = _TEXT_PROPOSERS[kind](query, rng)
             if edit is None:
                 continue
             key = (
