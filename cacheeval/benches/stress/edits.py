@@ -62,6 +62,23 @@ CODE_CHARS = re.compile(r"[\"`'(){}\[\]<>=_/\\|*^~]")
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
+#: Every memo of the generator (:func:`memo_dict`), for :func:`clear_memos`.
+_MEMOS: list[dict[Any, Any]] = []
+
+
+def memo_dict() -> dict[Any, Any]:
+    """An empty dict registered as one of the generator's memos."""
+    memo: dict[Any, Any] = {}
+    _MEMOS.append(memo)
+    return memo
+
+
+def clear_memos() -> None:
+    """Empty every memo (the output never depends on them: a test clears them
+    to compare cold and warm runs)."""
+    for memo in _MEMOS:
+        memo.clear()
+
 
 class TextMemo(Generic[K, V]):
     """A dict of computed values that empties itself when it holds ``limit``
@@ -78,7 +95,8 @@ class TextMemo(Generic[K, V]):
     def __init__(self, compute: Callable[[K], V], *, limit: int) -> None:
         self.compute = compute
         self.limit = limit
-        self.values: dict[K, V] = {}
+        self.values: dict[K, V] = memo_dict()
+        TEXT_MEMOS.append(self)
 
     def __call__(self, key: K) -> V:
         try:
@@ -98,6 +116,10 @@ def _shuffle_steps(size: int) -> tuple[tuple[int, int, int], ...]:
 
 #: :func:`_shuffle_steps` of the list sizes the proposers shuffle.
 _SHUFFLE_STEPS = [_shuffle_steps(size) for size in range(128)]
+
+
+#: Every :class:`TextMemo` made (a test shrinks their limits).
+TEXT_MEMOS: list[TextMemo[Any, Any]] = []
 
 
 def shuffle(rng: random.Random, items: list[Any]) -> None:
@@ -149,7 +171,7 @@ def sample(rng: random.Random, population: Sequence[Any], k: int) -> list[Any]:
 #: Verdicts of the checker's validators by (kind, text, start, end, original,
 #: replacement): a prompt asked again (and every replacement tried again at one
 #: span) is judged once. Emptied when full, so memory stays flat.
-_VERDICTS: dict[tuple[str, str, int, int, str, str], str | None] = {}
+_VERDICTS: dict[tuple[str, str, int, int, str, str], str | None] = memo_dict()
 _VERDICTS_LIMIT = 1 << 15
 
 

@@ -12,7 +12,7 @@ from ...schema import DOMAINS, POLICY_NO_CACHE, ROW_FIELDS, derive_binary_label
 from ...support.jsonio import dumps
 from ...verify.never_cache import PolicyVerdict
 from ...verify.perturbation import KINDS, family_of
-from .edits import Edit, Prompt
+from .edits import Edit, Prompt, memo_dict
 
 #: ``construction_method`` of every stress row.
 CONSTRUCTION_METHOD = "stress_perturbation"
@@ -294,7 +294,7 @@ class RowLines:
 #: Lines' bodies (from the kind to the payload's replacement) by what decides
 #: them: the request as written into the line, its policy, and the edit. A
 #: repeated prompt drawing an edit again writes it once. Emptied when full.
-_BODIES: dict[tuple[Any, ...], str] = {}
+_BODIES: dict[tuple[Any, ...], str] = memo_dict()
 _BODIES_LIMIT = 4096
 
 
