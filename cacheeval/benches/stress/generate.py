@@ -14,13 +14,17 @@ tokenised once per prompt), :data:`GUARDS` skip a proposer whose pattern cannot
 be in the text, and the never-cache rules test a cheap condition before each
 regex (:class:`~cacheeval.verify.never_cache.QuickPattern`). The proposers
 draw with :func:`~.edits.sample` and :func:`~.edits.shuffle` (``random``'s
-own draws without its per-draw calls), and the validators' checks of a whole
-text or a span are memoised (small LRU caches: every replacement tried at one
-span asks them again) with their patterns compiled once. None of them changes
-a byte of the output (``tests/test_stress_fast_path.py``). About half the time
-is still in the proposers and validators (plain Python over many short
-checks); the rest is the rows' JSON lines, the never-cache rules and the
-per-prompt generator.
+own draws without its per-draw calls). What the text alone decides is worked
+out once per text and kept in bounded memos (:class:`~.edits.TextMemo`,
+emptied when full, so memory stays flat): a request's policy, domain guess,
+kinds worth trying and side-a tokens (:mod:`.facts`), the proposers' spans
+(entities, curated pairs, directions, typo words), a number token's
+replacements, the validators' verdicts (:func:`~.edits.verdict`) and a line's
+body (:class:`~.rows.RowLines`). A prompt log repeats itself, and a repeated
+request costs little more than its draws and lines. None of them changes a byte of the
+output (``tests/test_stress_fast_path.py``, ``tests/test_stress_memos.py``).
+What remains is the seeded generator per prompt (seeding it is ~7 us), the
+draws, the proposers and validators on new text, and the JSON lines.
 """
 
 from __future__ import annotations

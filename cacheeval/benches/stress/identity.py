@@ -142,7 +142,7 @@ class EntitySwap:
             (m, m.lower(), m.lower() not in lex.LOWERCASE_AMBIGUOUS) for m in self.members
         ]
         #: :meth:`plan` per text (a repeated prompt is scanned once)
-        self.plans = TextMemo(self.plan, limit=1024)
+        self.plans = TextMemo(self.plan, limit=256)
 
     def plan(self, text: str) -> EntityPlan | None:
         """The members found in ``text`` (start, end), the members it does not

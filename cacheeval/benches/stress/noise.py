@@ -136,12 +136,13 @@ def greeting(text: str, rng: random.Random) -> Edit | None:
     m = FIRST_WORD.match(text)
     if m is None or _GREETING_START.match(text):
         return None
-    word = m.group()
+    word, end = m.group(), m.end()
+    lowerable = word in LOWERABLE_OPENERS
     for g in sample(rng, lex.GREETINGS, len(lex.GREETINGS)):  # the first that fits the text
-        lowered = g.endswith((", ", ": ")) and word in LOWERABLE_OPENERS
-        edit = Edit("greeting", 0, m.end(), word, g + (word.lower() if lowered else word))
-        if verdict("greeting", text, 0, m.end(), word, edit.replacement) is None:
-            return edit
+        lowered = lowerable and g.endswith((", ", ": "))
+        replacement = g + (word.lower() if lowered else word)
+        if verdict("greeting", text, 0, end, word, replacement) is None:
+            return Edit("greeting", 0, end, word, replacement)
     return None
 
 

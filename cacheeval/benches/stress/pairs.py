@@ -27,7 +27,7 @@ class PairSwap:
         self.table = table
         self.pattern: re.Pattern[str] = alternation(list(table))
         #: :meth:`spans` per text (a repeated prompt is scanned once)
-        self.found = TextMemo(self.spans, limit=1024)
+        self.found = TextMemo(self.spans, limit=512)
 
     def spans(self, text: str) -> list[tuple[int, int, list[str]]]:
         """Each side found in ``text``: its span and the other sides to try."""
