@@ -172,7 +172,7 @@ def sample(rng: random.Random, population: Sequence[Any], k: int) -> list[Any]:
 #: replacement): a prompt asked again (and every replacement tried again at one
 #: span) is judged once. Emptied when full, so memory stays flat.
 _VERDICTS: dict[tuple[str, str, int, int, str, str], str | None] = memo_dict()
-_VERDICTS_LIMIT = 1 << 13
+_VERDICTS_LIMIT = 1 << 14
 
 
 def verdict(
