@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -168,7 +169,7 @@ def token_set(text: str) -> set[str]:
     return set(_TOKEN.findall(folded))
 
 
-def difficulty_of_tokens(ta: set[str], tb: set[str], binary_label: str) -> str:
+def difficulty_of_tokens(ta: AbstractSet[str], tb: AbstractSet[str], binary_label: str) -> str:
     """:func:`provisional_difficulty` from the two sides' :func:`token_set` (a
     generator that pairs one request with many variants tokenises it once)."""
     shared = len(ta & tb)

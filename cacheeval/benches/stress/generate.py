@@ -14,13 +14,17 @@ tokenised once per prompt), :data:`GUARDS` skip a proposer whose pattern cannot
 be in the text, and the never-cache rules test a cheap condition before each
 regex (:class:`~cacheeval.verify.never_cache.QuickPattern`). The proposers
 draw with :func:`~.edits.sample` and :func:`~.edits.shuffle` (``random``'s
-own draws without its per-draw calls), and the validators' checks of a whole
-text or a span are memoised (small LRU caches: every replacement tried at one
-span asks them again) with their patterns compiled once. None of them changes
-a byte of the output (``tests/test_stress_fast_path.py``). About half the time
-is still in the proposers and validators (plain Python over many short
-checks); the rest is the rows' JSON lines, the never-cache rules and the
-per-prompt generator.
+own draws without its per-draw calls). What the text alone decides is worked
+out once per text and kept in bounded memos (:class:`~.edits.TextMemo`,
+emptied when full, so memory stays flat): a request's policy, domain guess,
+kinds worth trying and side-a tokens (:mod:`.facts`), the proposers' spans
+(entities, curated pairs, directions, typo words), a number token's
+replacements, the validators' verdicts (:func:`~.edits.verdict`) and a line's
+body (:class:`~.rows.RowLines`). A prompt log repeats itself, and a repeated
+request costs little more than its draws and lines. None of them changes a byte of the
+output (``tests/test_stress_fast_path.py``, ``tests/test_stress_memos.py``).
+What remains is the seeded generator per prompt (seeding it is ~7 us), the
+draws, the proposers and validators on new text, and the JSON lines.
 """
 
 from __future__ import annotations
@@ -31,24 +35,21 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...schema import Request
-from ...verify.never_cache import PolicyVerdict, request_policy
 from ...verify.perturbation import FAMILIES, KINDS
 from .context import CONTEXT
 from .edits import Edit, Prompt, shuffle
+from .facts import PromptFacts, facts_of
 from .identity import ENDPOINT_WORDS, IDENTITY
 from .noise import NOISE
-from .rows import RowLines, guess_domain, stress_row
-from .triggers import DirectionGuard, candidate_kinds
+from .rows import RowLines, stress_row
+from .triggers import DirectionGuard
 
 DEFAULT_PER_PROMPT = 4
 #: The order in which a prompt's rows draw their family.
 SLOTS: tuple[str, ...] = ("identity", "noise", "context")
+_N_SLOTS = len(SLOTS)
 
 _TEXT_PROPOSERS = {**NOISE, **IDENTITY}
-_BY_FAMILY = {fam: frozenset(k for k in KINDS if KINDS[k][0] == fam) for fam in FAMILIES}
-#: Each kind's place in :data:`KINDS` (a family's queue starts in that order).
-_RANK = {k: i for i, k in enumerate(KINDS)}
 assert set(NOISE) | set(IDENTITY) | set(CONTEXT) == set(KINDS)
 
 
@@ -107,31 +108,46 @@ def _propose(kind: str, prompt: Prompt, rng: random.Random) -> Edit | None:
 def edits_for(prompt: Prompt, rng: random.Random, per_prompt: int) -> list[Edit]:
     """Up to ``per_prompt`` edits of ``prompt`` of distinct kinds and distinct
     results (module docstring)."""
-    candidates = candidate_kinds(prompt)
+    return _edits(prompt, facts_of(prompt).queues, rng, per_prompt)
+
+
+def _edits(
+    prompt: Prompt, kinds: tuple[tuple[str, ...], ...], rng: random.Random, per_prompt: int
+) -> list[Edit]:
+    """:func:`edits_for` from the kinds worth trying, per family in :data:`KINDS`
+    order (:class:`~.facts.PromptFacts`)."""
     queues: dict[str, list[str]] = {}
-    for fam in FAMILIES:
-        kinds = sorted(candidates & _BY_FAMILY[fam], key=_RANK.__getitem__)
-        if len(kinds) > 1:  # a list of one draws nothing
-            shuffle(rng, kinds)
-        queues[fam] = kinds
+    for fam, family_kinds in zip(FAMILIES, kinds, strict=True):
+        queue = list(family_kinds)
+        if len(queue) > 1:  # a list of one draws nothing
+            shuffle(rng, queue)
+        queues[fam] = queue
+    noise, identity, context = queues["noise"], queues["identity"], queues["context"]
+    query = prompt.query
+    guards = GUARDS
     out: list[Edit] = []
     seen: set[tuple[Any, ...]] = set()
-    order = [*SLOTS]
     turn = 0
-    while len(out) < per_prompt and any(queues.values()):
-        if turn < len(order):
-            fam = order[turn]
-        else:
-            fam = ("noise", "identity")[(turn - len(order)) % 2]
-            if not queues[fam]:
-                fam = "identity" if fam == "noise" else "noise"
-            if not queues[fam]:
-                fam = "context"
+    while len(out) < per_prompt and (noise or identity or context):
+        if turn < _N_SLOTS:
+            queue = queues[SLOTS[turn]]
+        else:  # noise and identity in turn, the other when one is spent, then context
+            queue = noise if (turn - _N_SLOTS) % 2 == 0 else identity
+            if not queue:
+                queue = identity if queue is noise else noise
+            if not queue:
+                queue = context
         turn += 1
-        queue = queues[fam]
         while queue:
             kind = queue.pop()
-            edit = _propose(kind, prompt, rng)
+            # _propose, inlined: the loop runs six times a prompt
+            if kind in CONTEXT:
+                edit = CONTEXT[kind](prompt, rng)
+            else:
+                guard = guards.get(kind)
+                if guard is not None and not guard(query):
+                    continue
+                edit = _TEXT_PROPOSERS[kind](query, rng)
             if edit is None:
                 continue
             key = (
@@ -157,18 +173,17 @@ def _prompts_and_edits(
     domain: str | None,
     stats: StressStats,
     progress: Callable[[int, int], None] | None,
-) -> Iterator[tuple[Prompt, PolicyVerdict, str, list[Edit]]]:
-    """Each prompt with its policy, its domain and its edits, counted in ``stats``
+) -> Iterator[tuple[Prompt, PromptFacts, str, list[Edit]]]:
+    """Each prompt with its facts (policy...), its domain and its edits, counted in ``stats``
     (``progress`` is called after the caller has used a prompt's edits)."""
     if per_prompt < 1:
         raise ValueError(f"per_prompt must be >= 1, got {per_prompt}")
     for prompt in prompts:
         stats.prompts += 1
         rng = random.Random(f"{seed}:{prompt.line}")
-        policy: PolicyVerdict = request_policy(
-            Request(prompt.query, prompt.turns, prompt.system_prompt, prompt.tools)
-        )
-        edits = edits_for(prompt, rng, per_prompt)
+        facts = facts_of(prompt)
+        policy = facts.policy
+        edits = _edits(prompt, facts.queues, rng, per_prompt)
         if edits:
             stats.prompts_with_rows += 1
             fams = {KINDS[e.kind][0] for e in edits}
@@ -180,7 +195,7 @@ def _prompts_and_edits(
                 stats.policy_prompts[policy.rule] += 1
             for edit in edits:
                 stats.rows_by_kind[edit.kind] += 1
-        yield prompt, policy, domain or guess_domain(prompt, policy), edits
+        yield prompt, facts, domain or facts.domain, edits
         if progress is not None:
             progress(stats.prompts, 0)
 
@@ -200,12 +215,12 @@ def stress_rows(
     the domain of every row (default: guessed per prompt, :func:`guess_domain`)."""
     stats = stats if stats is not None else StressStats()
     numbers: Counter[str] = Counter()
-    for prompt, policy, dom, edits in _prompts_and_edits(
+    for prompt, facts, dom, edits in _prompts_and_edits(
         prompts, seed, per_prompt, domain, stats, progress
     ):
         for edit in edits:
             numbers[dom] += 1
-            yield stress_row(prompt, edit, policy, f"cb-{dom}-{numbers[dom]:04d}", dom, split)
+            yield stress_row(prompt, edit, facts.policy, f"cb-{dom}-{numbers[dom]:04d}", dom, split)
 
 
 def stress_lines(
@@ -224,12 +239,12 @@ def stress_lines(
     stress`` writes."""
     stats = stats if stats is not None else StressStats()
     numbers: Counter[str] = Counter()
-    for prompt, policy, dom, edits in _prompts_and_edits(
+    for prompt, facts, dom, edits in _prompts_and_edits(
         prompts, seed, per_prompt, domain, stats, progress
     ):
         if not edits:
             continue
-        lines = RowLines(prompt, policy, dom, split)
+        lines = RowLines(prompt, facts.policy, dom, split, (facts.tokens_a, facts.query_json))
         out = []
         for edit in edits:
             numbers[dom] += 1

@@ -13,7 +13,7 @@ import re
 from ...verify import stress_lexicon as lex
 from ...verify.perturbation import ENTITY_KINDS, FRAME_SLOT, is_year, number_shape
 from ...verify.perturbation_questions import QUESTION_FOCUS
-from .edits import Edit, Proposer, alternation, first_valid, sample
+from .edits import Edit, Proposer, TextMemo, alternation, first_valid, sample
 from .pairs import PairSwap
 
 _NUMBER = re.compile(r"\d+/\d+|[$€£]?\d[\d,]*(?:\.\d+)?")
@@ -24,21 +24,23 @@ _YEAR = re.compile(r"(?<![\w.])(?:18|19|20)\d\d(?![\w.])")
 _DELTAS = (1, 2, 3, -1, -2, -3)
 
 
-def _new_digits(digits: str, rng: random.Random) -> list[str]:
-    """Other values with as many digits (trailing zeros kept: 250 -> 350, 40 -> 70),
-    never 0 or 1."""
+def _digit_options(digits: str) -> dict[int, str | None]:
+    """Per step of :data:`_DELTAS`: the other value with as many digits (trailing
+    zeros kept: 250 -> 350, 40 -> 70) it gives, or None (never 0 or 1)."""
     sig = digits.rstrip("0") or "0"
     zeros = len(digits) - len(sig)
     value = int(sig)
     low = 10 ** (len(sig) - 1) if len(sig) > 1 else 2
     high = 10 ** len(sig) - 1
-    out = []
-    for delta in sample(rng, _DELTAS, 6):  # near: 2.5 years, never 6.5
+    out: dict[int, str | None] = {}
+    for delta in _DELTAS:
         new = value + delta
+        text = None
         if low <= new <= high and new != value:
             text = str(new) + "0" * zeros
-            if text.lstrip("0") not in ("", "1") and len(text) == len(digits):
-                out.append(text)
+            if text.lstrip("0") in ("", "1") or len(text) != len(digits):
+                text = None
+        out[delta] = text
     return out
 
 
@@ -50,31 +52,60 @@ def _reshaped(token: str, digits: str) -> str:
     return "".join(next(it) if c.isdigit() else c for c in token)
 
 
+#: How a number token changes: None (a year, kind 'year'), a fraction's other
+#: numerators over its denominator, or per step of :data:`_DELTAS` the token it
+#: becomes in the same shape (None: no such value).
+NumberPlan = tuple[str, tuple[str, ...]] | tuple[str, dict[int, str | None]] | None
+
+
+def _number_plan(token: str) -> NumberPlan:
+    if is_year(token.lstrip("$€£")):
+        return None
+    if "/" in token:
+        num, den = (int(x) for x in token.split("/"))
+        return "fraction", tuple(f"{n}/{den}" for n in range(1, min(den, 30)) if n != num)
+    digits = _NON_DIGIT.sub("", token)
+    shape = number_shape(token)
+    steps: dict[int, str | None] = {}
+    if "." in token:
+        whole, frac = token.lstrip("$€£").replace(",", "").split(".")
+        if whole.strip("0"):
+            news = {d: None if n is None else n + frac for d, n in _digit_options(whole).items()}
+        else:
+            news = {d: None if f is None else whole + f for d, f in _digit_options(frac).items()}
+    else:
+        news = _digit_options(digits)
+    for delta, new in news.items():
+        option = None
+        if new is not None and len(new) == len(digits):
+            option = _reshaped(token, new)
+            if number_shape(option) != shape:
+                option = None
+        steps[delta] = option
+    return "steps", steps
+
+
+#: :func:`_number_plan` per token (the same numbers recur across prompts).
+_NUMBER_PLANS: TextMemo[str, NumberPlan] = TextMemo(_number_plan, limit=4096)
+
+
 def number(text: str, rng: random.Random) -> Edit | None:
     """A number changed to another in the same format."""
     candidates = []
     for m in _NUMBER.finditer(text):
         token = m.group().rstrip(",.")
-        if is_year(token.lstrip("$€£")):
+        plan = _NUMBER_PLANS(token)
+        if plan is None:
             continue
         start, end = m.start(), m.start() + len(token)
-        if "/" in token:
-            num, den = (int(x) for x in token.split("/"))
-            fractions = [f"{n}/{den}" for n in range(1, min(den, 30)) if n != num]
+        if plan[0] == "fraction":
+            fractions = plan[1]
+            assert isinstance(fractions, tuple)
             candidates.append((start, end, sample(rng, fractions, min(4, len(fractions)))))
             continue
-        digits = _NON_DIGIT.sub("", token)
-        if "." in token:
-            whole, frac = token.lstrip("$€£").replace(",", "").split(".")
-            if whole.strip("0"):
-                news = [n + frac for n in _new_digits(whole, rng)]
-            else:
-                news = [whole + f for f in _new_digits(frac, rng)]
-        else:
-            news = _new_digits(digits, rng)
-        options = [_reshaped(token, d) for d in news if len(d) == len(digits)]
-        shape = number_shape(token)
-        options = [o for o in options if number_shape(o) == shape]
+        steps = plan[1]
+        assert isinstance(steps, dict)
+        options = [o for d in sample(rng, _DELTAS, 6) if (o := steps[d]) is not None]
         candidates.append((start, end, options))
     return first_valid("number", text, rng, candidates)
 
@@ -88,6 +119,10 @@ def year(text: str, rng: random.Random) -> Edit | None:
         options = [str(y + d) for d in (-8, -4, 4, 8) if 1800 <= y + d <= 2099]
         candidates.append((m.start(), m.end(), options))
     return first_valid("year", text, rng, candidates)
+
+
+#: What :meth:`EntitySwap.plan` finds in a text.
+EntityPlan = tuple[tuple[tuple[int, int], ...], tuple[str, ...], list[str] | None]
 
 
 class EntitySwap:
@@ -106,8 +141,13 @@ class EntitySwap:
         self.lowered = [
             (m, m.lower(), m.lower() not in lex.LOWERCASE_AMBIGUOUS) for m in self.members
         ]
+        #: :meth:`plan` per text (a repeated prompt is scanned once)
+        self.plans = TextMemo(self.plan, limit=256)
 
-    def __call__(self, text: str, rng: random.Random) -> Edit | None:
+    def plan(self, text: str) -> EntityPlan | None:
+        """The members found in ``text`` (start, end), the members it does not
+        name (to draw from), and for software the members of the found ones'
+        groups; None when no member is found."""
         lower = self.lower and text == text.lower()
         pattern = self.lower_pattern if lower else self.pattern
         found = list(pattern.finditer(text))
@@ -118,11 +158,22 @@ class EntitySwap:
             others = [w for _, w, plain in self.lowered if plain and w not in low]
         else:
             others = [m for m, w, _ in self.lowered if w not in low]
-        picks = sample(rng, others, min(8, len(others)))
+        same_group = None
         if self.cls == "software":  # the same kind of software: an OS for an OS
             groups = [g for g in lex.SOFTWARE_GROUPS if any(m.group() in g for m in found)]
-            picks = sorted({w for g in groups for w in g} - {m.group() for m in found})
-        candidates = [(m.start(), m.end(), picks) for m in found]
+            same_group = sorted({w for g in groups for w in g} - {m.group() for m in found})
+        spans = tuple((m.start(), m.end()) for m in found)
+        return spans, tuple(others), same_group
+
+    def __call__(self, text: str, rng: random.Random) -> Edit | None:
+        plan = self.plans(text)
+        if plan is None:
+            return None
+        spans, others, same_group = plan
+        picks = sample(rng, others, min(8, len(others)))
+        if same_group is not None:
+            picks = same_group
+        candidates = [(start, end, picks) for start, end in spans]
         return first_valid(self.kind, text, rng, candidates)
 
 
@@ -285,14 +336,22 @@ _DIRECTION = re.compile(
 )
 
 
-def direction(text: str, rng: random.Random) -> Edit | None:
-    """``from A to B`` / ``A to B`` turned round, where the direction decides the answer."""
+def _direction_spans(text: str) -> list[tuple[int, int, list[str]]]:
     candidates = []
     for m in _DIRECTION.finditer(text):
         frm, a, to, b = m.groups()
         swapped = f"{frm or ''}{b} {to} {a}"
         candidates.append((m.start(), m.end(), [swapped]))
-    return first_valid("direction", text, rng, candidates)
+    return candidates
+
+
+#: :func:`_direction_spans` per text (its regex is a long case-insensitive alternation).
+_DIRECTION_SPANS = TextMemo(_direction_spans, limit=1024)
+
+
+def direction(text: str, rng: random.Random) -> Edit | None:
+    """``from A to B`` / ``A to B`` turned round, where the direction decides the answer."""
+    return first_valid("direction", text, rng, _DIRECTION_SPANS(text))
 
 
 def _frame_table() -> list[tuple[re.Pattern[str], str]]:

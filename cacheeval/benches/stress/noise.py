@@ -6,9 +6,9 @@ import random
 import re
 
 from ...verify import stress_lexicon as lex
-from ...verify.perturbation import LOWERABLE_OPENERS, VALIDATORS, typo_target
+from ...verify.perturbation import LOWERABLE_OPENERS, typo_target
 from ...verify.perturbation_text import FIRST_WORD
-from .edits import CODE_CHARS, Edit, Proposer, first_valid, sample, shuffle
+from .edits import CODE_CHARS, Edit, Proposer, TextMemo, first_valid, sample, shuffle, verdict
 from .pairs import PairSwap
 
 _WORD = re.compile(r"[a-z]{5,}")
@@ -72,7 +72,7 @@ def punct_end(text: str, rng: random.Random) -> Edit | None:
         repl = ""
     else:
         repl = tail[0]
-    if VALIDATORS["punct_end"](text, m.start(), len(text), tail, repl) is not None:
+    if verdict("punct_end", text, m.start(), len(text), tail, repl) is not None:
         return None
     return Edit("punct_end", m.start(), len(text), tail, repl)
 
@@ -83,14 +83,38 @@ def punct_comma(text: str, rng: random.Random) -> Edit | None:
     return first_valid("punct_comma", text, rng, candidates)
 
 
+class _TypoWords:
+    """The candidate words of one text (start, end, word) and, filled in as they
+    are asked, whether each may carry a typo (:func:`typo_target`)."""
+
+    __slots__ = ("text", "words", "fits")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.words = [(m.start(), m.end(), m.group()) for m in _WORD.finditer(text)]
+        self.fits: list[bool | None] = [None] * len(self.words)
+
+    def fit(self, i: int) -> bool:
+        fit = self.fits[i]
+        if fit is None:
+            start, end, _ = self.words[i]
+            fit = self.fits[i] = typo_target(self.text, start, end) is None
+        return fit
+
+
+#: :class:`_TypoWords` per text: the four typo kinds (and a repeated prompt) share it.
+_TYPO_WORDS = TextMemo(_TypoWords, limit=4096)
+
+
 def _typo(kind: str) -> Proposer:
     def propose(text: str, rng: random.Random) -> Edit | None:
-        words = list(_WORD.finditer(text))
-        shuffle(rng, words)  # try words in a seeded order; the first fit is typed wrong
-        m = next((w for w in words if typo_target(text, w.start(), w.end()) is None), None)
-        if m is None:
+        words = _TYPO_WORDS(text)
+        order = list(range(len(words.words)))
+        shuffle(rng, order)  # try words in a seeded order; the first fit is typed wrong
+        i = next((i for i in order if words.fit(i)), None)
+        if i is None:
             return None
-        w = m.group()
+        start, end, w = words.words[i]
         i = rng.randrange(1, len(w) - 1)
         if kind == "typo_transpose":
             if w[i] == w[i + 1]:
@@ -102,7 +126,7 @@ def _typo(kind: str) -> Proposer:
             typo = w[: i + 1] + w[i:]
         else:
             typo = w[:i] + rng.choice(lex.KEY_NEIGHBOURS[w[i]]) + w[i + 1 :]
-        return first_valid(kind, text, rng, [(m.start(), m.end(), [typo])])
+        return first_valid(kind, text, rng, [(start, end, [typo])])
 
     return propose
 
@@ -112,12 +136,13 @@ def greeting(text: str, rng: random.Random) -> Edit | None:
     m = FIRST_WORD.match(text)
     if m is None or _GREETING_START.match(text):
         return None
-    word = m.group()
+    word, end = m.group(), m.end()
+    lowerable = word in LOWERABLE_OPENERS
     for g in sample(rng, lex.GREETINGS, len(lex.GREETINGS)):  # the first that fits the text
-        lowered = g.endswith((", ", ": ")) and word in LOWERABLE_OPENERS
-        edit = Edit("greeting", 0, m.end(), word, g + (word.lower() if lowered else word))
-        if VALIDATORS["greeting"](text, 0, m.end(), word, edit.replacement) is None:
-            return edit
+        lowered = lowerable and g.endswith((", ", ": "))
+        replacement = g + (word.lower() if lowered else word)
+        if verdict("greeting", text, 0, end, word, replacement) is None:
+            return Edit("greeting", 0, end, word, replacement)
     return None
 
 
@@ -126,7 +151,7 @@ def closer(text: str, rng: random.Random) -> Edit | None:
     if not text.endswith(("?", ".", "!")) or "thank" in text.lower():
         return None
     thanks = rng.choice(lex.CLOSERS)
-    if VALIDATORS["closer"](text, len(text), len(text), "", thanks) is not None:
+    if verdict("closer", text, len(text), len(text), "", thanks) is not None:
         return None
     return Edit("closer", len(text), len(text), "", thanks)
 

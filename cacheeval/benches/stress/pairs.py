@@ -6,7 +6,7 @@ import random
 import re
 from collections.abc import Sequence
 
-from .edits import Edit, alternation, first_valid
+from .edits import Edit, TextMemo, alternation, first_valid
 
 
 class PairSwap:
@@ -26,9 +26,12 @@ class PairSwap:
                         table[f(a)].append(f(b))
         self.table = table
         self.pattern: re.Pattern[str] = alternation(list(table))
+        #: :meth:`spans` per text (a repeated prompt is scanned once)
+        self.found = TextMemo(self.spans, limit=512)
+
+    def spans(self, text: str) -> list[tuple[int, int, list[str]]]:
+        """Each side found in ``text``: its span and the other sides to try."""
+        return [(m.start(), m.end(), self.table[m.group()]) for m in self.pattern.finditer(text)]
 
     def __call__(self, text: str, rng: random.Random) -> Edit | None:
-        candidates = [
-            (m.start(), m.end(), self.table[m.group()]) for m in self.pattern.finditer(text)
-        ]
-        return first_valid(self.kind, text, rng, candidates)
+        return first_valid(self.kind, text, rng, self.found(text))

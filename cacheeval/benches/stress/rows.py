@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -11,7 +12,7 @@ from ...schema import DOMAINS, POLICY_NO_CACHE, ROW_FIELDS, derive_binary_label
 from ...support.jsonio import dumps
 from ...verify.never_cache import PolicyVerdict
 from ...verify.perturbation import KINDS, family_of
-from .edits import Edit, Prompt
+from .edits import Edit, Prompt, memo_dict
 
 #: ``construction_method`` of every stress row.
 CONSTRUCTION_METHOD = "stress_perturbation"
@@ -148,7 +149,7 @@ def stress_row(
 
 #: A JSON string, escaped as :func:`~cacheeval.support.jsonio.dumps` escapes it
 #: (the C encoder ``json.dumps(ensure_ascii=False)`` itself calls).
-_json_str = encode_basestring
+_json_str = json_str = encode_basestring
 #: The keys of a row line, in the order :class:`RowLines` writes them.
 _LINE_KEYS = (
     "id", "domain", "subcategory", "label", "binary_label", "difficulty", "query_a", "query_b",
@@ -175,13 +176,23 @@ class RowLines:
     What every row of the prompt shares (side a, the policy, the domain, the
     source, side a's tokens) is encoded once."""
 
-    def __init__(self, prompt: Prompt, policy: PolicyVerdict, domain: str, split: str) -> None:
+    def __init__(
+        self,
+        prompt: Prompt,
+        policy: PolicyVerdict,
+        domain: str,
+        split: str,
+        side_a: tuple[AbstractSet[str], str] | None = None,
+    ) -> None:
+        """``side_a``: side a's :func:`token_set` and its query as JSON, when
+        the caller has them (:mod:`.facts`)."""
         assert domain in DOMAINS
         self.prompt = prompt
         self.policy = policy
         self.method = "exact_match" if policy.allowed else POLICY_NO_CACHE
-        self.tokens_a = token_set(prompt.query)
-        self.query_a = _json_str(prompt.query)
+        if side_a is None:
+            side_a = token_set(prompt.query), _json_str(prompt.query)
+        self.tokens_a, self.query_a = side_a
         self.context_a = _json_turns(prompt.turns)
         self.system_a = _opt_str(prompt.system_prompt)
         self.tools = dumps(list(prompt.tools)) if prompt.tools else "null"
@@ -194,19 +205,69 @@ class RowLines:
             + _opt_str(prompt.source) + ', "real_world_grounding": null, "split": '
             + _json_str(split) + "}"
         )  # fmt: skip
+        # what every query edit's line shares, between side b's query and the rationale
+        self.query_middle = (
+            f'"context_a": {self.context_a}, "context_b": {self.context_a}, "system_prompt_a": '
+            f'{self.system_a}, "system_prompt_b": {self.system_a}, "tools_a": {self.tools}, '
+            f'"tools_b": {self.tools}, "expected_answer_a": null, "expected_answer_b": null, '
+            '"rationale": '
+        )
+        self.heads = _HEADS[self.method]
+        self.policy_note = (
+            "" if policy.allowed else f" Side a is never cached ({policy.rule}: {policy.reason})."
+        )
+        self.payload_tail = f', "policy": {self.policy_json}}}{self.tail}'
+        #: what a line's body depends on besides the edit (:data:`_BODIES`)
+        self.body_key = (prompt.query, self.query_middle, self.method, self.policy_note)
 
     def line(self, edit: Edit, row_id: str) -> str:
         """The line (no newline) of the row for ``edit`` under ``row_id``."""
+        if edit.turns_b is not None:  # other turns: a dict is no memo key
+            return self._line(self._other_body(edit), row_id)
+        key = (
+            self.body_key, edit.kind, edit.field, edit.start, edit.end, edit.original,
+            edit.replacement, edit.turn, edit.inner, edit.system_prompt_b,
+        )  # fmt: skip
+        body = _BODIES.get(key)
+        if body is None:
+            if edit.field == "query" and edit.turn is None and edit.inner is None:
+                body = self._query_body(edit)
+            else:
+                body = self._other_body(edit)
+            if len(_BODIES) >= _BODIES_LIMIT:
+                _BODIES.clear()
+            _BODIES[key] = body
+        return self._line(body, row_id)
+
+    def _line(self, body: str, row_id: str) -> str:
+        return f'{{"id": {_json_str(row_id)}{self.domain}{body}{self.payload_tail}'
+
+    def _query_body(self, edit: Edit) -> str:
+        """A query edit's line from its kind to its payload's replacement."""
+        kind = edit.kind
+        text = self.prompt.query
+        start, end = edit.start, edit.end
+        original, replacement = edit.original, edit.replacement
+        query_b = text[:start] + replacement + text[end:]
+        head, binary, effect = self.heads[kind]
+        difficulty = difficulty_of_tokens(self.tokens_a, token_set(query_b), binary)
+        rationale = f"Side b changes {original!r} to {replacement!r} {effect}{self.policy_note}"
+        return (
+            f'{head}{difficulty}", "query_a": {self.query_a}, "query_b": {_json_str(query_b)}, '
+            f'{self.query_middle}{_json_str(rationale)}, "verification_method": '
+            f'"{self.method}", "verification_payload": {_QUERY_PAYLOAD[kind]}{int(start)}, '
+            f'"end": {int(end)}, "original": {_json_str(original)}, "replacement": '
+            f"{_json_str(replacement)}"
+        )
+
+    def _other_body(self, edit: Edit) -> str:
+        """:meth:`_query_body` of a context edit (another system prompt or other turns)."""
         prompt = self.prompt
         kind = edit.kind
         label = KINDS[kind][1]
         binary = derive_binary_label(label, self.method)
         field = edit.field
-        if field == "query":
-            query_b = edit.apply(prompt.query)
-            tokens_b = token_set(query_b)
-        else:
-            query_b, tokens_b = prompt.query, self.tokens_a
+        query_b, tokens_b = prompt.query, self.tokens_a
         system_b = _opt_str(edit.system_prompt_b) if field == "system_prompt" else self.system_a
         context_b = _json_turns(edit.turns_b) if field == "context" else self.context_a
         difficulty = difficulty_of_tokens(self.tokens_a, tokens_b, binary)
@@ -216,15 +277,46 @@ class RowLines:
             f'"{family_of(kind)}", "field": "{field}", "turn": {turn}, "edit": '
             f'{_opt_str(edit.inner)}, "start": {int(edit.start)}, "end": {int(edit.end)}, '
             f'"original": {_json_str(edit.original)}, "replacement": '
-            f'{_json_str(edit.replacement)}, "policy": {self.policy_json}}}'
+            f"{_json_str(edit.replacement)}"
         )
         return (
-            f'{{"id": {_json_str(row_id)}{self.domain}"{kind}", "label": "{label}", '
+            f'"{kind}", "label": "{label}", '
             f'"binary_label": "{binary}", "difficulty": "{difficulty}", "query_a": '
             f'{self.query_a}, "query_b": {_json_str(query_b)}, "context_a": '
             f'{self.context_a}, "context_b": {context_b}, "system_prompt_a": {self.system_a}, '
             f'"system_prompt_b": {system_b}, "tools_a": {self.tools}, "tools_b": {self.tools}, '
             f'"expected_answer_a": null, "expected_answer_b": null, "rationale": '
             f'{_json_str(_rationale(edit, self.policy))}, "verification_method": '
-            f'"{self.method}", "verification_payload": {payload}{self.tail}'
+            f'"{self.method}", "verification_payload": {payload}'
         )
+
+
+#: Lines' bodies (from the kind to the payload's replacement) by what decides
+#: them: the request as written into the line, its policy, and the edit. A
+#: repeated prompt drawing an edit again writes it once. Emptied when full.
+_BODIES: dict[tuple[Any, ...], str] = memo_dict()
+_BODIES_LIMIT = 4096
+
+
+def _heads() -> dict[str, dict[str, tuple[str, str, str]]]:
+    """Per verification method and kind: the line from the kind to the opening
+    quote of the difficulty, the binary label, and the rationale's end."""
+    out: dict[str, dict[str, tuple[str, str, str]]] = {}
+    for method in ("exact_match", POLICY_NO_CACHE):
+        out[method] = {}
+        for kind, (family, label) in KINDS.items():
+            binary = derive_binary_label(label, method)
+            head = f'"{kind}", "label": "{label}", "binary_label": "{binary}", "difficulty": "'
+            effect = "keeps the answer" if family == "noise" else "changes the answer"
+            out[method][kind] = head, binary, f"({kind}): a {family} edit that {effect}."
+    return out
+
+
+#: :func:`_heads`: what a line's kind and method decide, written once.
+_HEADS = _heads()
+#: A query edit's payload up to its start offset, per kind.
+_QUERY_PAYLOAD = {
+    kind: f'{{"kind": "{PAYLOAD_KIND}", "perturbation": "{kind}", "family": "{family}", '
+    '"field": "query", "turn": null, "edit": null, "start": '
+    for kind, (family, _) in KINDS.items()
+}
