@@ -93,6 +93,18 @@ RERANK = 8
 #: A gate-aware search that found nothing at or above the floor searches again
 #: with this many times the efSearch, then exhaustively (:meth:`EntryStore.nearest`).
 ESCALATE_EF = 4
+#: The largest HNSW scope a gate-aware lookup scans in full when the wider search
+#: found nothing at the floor (:meth:`EntryStore.nearest`). A scan of float16
+#: vectors takes ~80 ms per million on one core, so 32,768 entries keep a certain
+#: miss within ~3 ms; larger scopes trust the wider search (docs/verified-cache.md,
+#: "What a lookup does in the store", for the gate recall this gives up at 1M).
+EXHAUSTIVE_MAX = 32_768
+#: Bound on |float16 cosine - float32 cosine| for unit vectors: each stored
+#: coordinate is rounded to float16 (relative error <= 2**-11, so the dot
+#: product moves by <= 2**-11 * sum|q_i x_i| <= 2**-11 by Cauchy-Schwarz), plus
+#: float32 summation and subnormals (~1e-5); doubled for safety (the largest
+#: error measured on 600 lookups over 100k calibrated vectors: 6.2e-5).
+FP16_COSINE_ERROR = 1e-3
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +175,7 @@ class EntryStore:
         durable: bool = False,
         index_options: dict[str, int] | None = None,
         background_rebuild: bool = True,
-        exhaustive_max: int | None = None,
+        exhaustive_max: int | None = EXHAUSTIVE_MAX,
     ) -> None:
         if max_entries is not None and max_entries < 1:
             raise ValueError(f"max_entries must be >= 1, got {max_entries}")
@@ -182,10 +194,9 @@ class EntryStore:
         #: ``add`` that makes one due, as a stall)
         self.background_rebuild = background_rebuild
         #: the largest HNSW scope a gate-aware lookup may scan exhaustively when
-        #: the wider search found nothing servable (None: any size). A scan of a
-        #: million float16 vectors takes 60-120 ms on every such miss; a bound
-        #: caps a miss's cost at the wider search, at the price of gate recall
-        #: (docs/verified-cache.md)
+        #: the wider search found nothing servable (None: any size; default
+        #: :data:`EXHAUSTIVE_MAX`): a bound caps a miss's cost at the wider
+        #: search, at the price of gate recall (docs/verified-cache.md)
         self.exhaustive_max = exhaustive_max
         #: how many HNSW lookups stopped at each step of :meth:`nearest`
         self.search_steps: Counter[str] = Counter()
@@ -734,33 +745,42 @@ class EntryStore:
         self, index: ScopeIndex, vector: np.ndarray, k: int, ef: int | None
     ) -> list[tuple[Record, float]]:
         """One search step of :meth:`nearest` in an HNSW scope: the ``k`` best
-        unexpired candidates by exact cosine (ties: oldest first), with them."""
-        ids, exact = self._reranked(index, vector, k, ef=ef)
-        order = sorted(range(len(ids)), key=lambda j: (-float(exact[j]), int(ids[j])))
-        best = [int(ids[j]) for j in order]
-        cos = {int(ids[j]): float(exact[j]) for j in order}
+        unexpired candidates by exact cosine (ties: oldest first), with them.
+
+        The index returns ``k +`` :data:`RERANK` candidates with float16 cosines,
+        each within :data:`FP16_COSINE_ERROR` of its exact one; a candidate more
+        than twice that below the ``k``-th float16 cosine has ``k`` candidates
+        exactly above it, so it is never read (without a TTL: an expired entry
+        would give its place to the next). The answer is that of re-ranking all."""
+        import numpy as np
+
+        if ef == 0:
+            ids, approx = index.search_exhaustive(vector, k + RERANK)
+        else:
+            ids, approx = index.search(vector, k + RERANK, ef=ef)
+        if not len(ids):
+            return []
+        q = np.asarray(vector, np.float32)
+        # the product of as many rows as candidates, pruned ones left zero: a BLAS
+        # matrix-vector product's last bits depend on its shape
+        matrix = np.zeros((len(ids), len(q)), dtype=np.float32)
+        if self.ttl_seconds is None and len(ids) > k:
+            margin = 2 * FP16_COSINE_ERROR * max(1.0, float(np.linalg.norm(q)))
+            rows = np.flatnonzero(approx >= approx[k - 1] - margin)
+            records = self._fetch(ids[rows].tolist())
+            matrix[rows] = np.stack([r.vector for r in records])
+            exact = (matrix @ q)[rows]
+            order = sorted(range(len(rows)), key=lambda j: (-float(exact[j]), records[j].id))
+            return [(records[j], float(exact[j])) for j in order[:k]]
+        vectors = self._vectors(ids.tolist())
+        matrix[:] = np.stack([vectors[i] for i in ids.tolist()])
+        cos = dict(zip(ids.tolist(), (matrix @ q).tolist(), strict=True))
+        best = sorted(cos, key=lambda i: (-cos[i], i))
         out: list[tuple[Record, float]] = []
         while best and len(out) < k:  # expired ones give their place to the next
             take, best = best[: k - len(out)], best[k - len(out) :]
             out += [(r, cos[r.id]) for r in self._fetch(take) if not self._expired(r)]
         return out
-
-    def _reranked(
-        self, index: ScopeIndex, vector: np.ndarray, k: int, ef: int | None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Candidate ids of an HNSW scope (``ef`` 0: exhaustive) and their exact
-        float32 cosines."""
-        import numpy as np
-
-        if ef == 0:
-            ids, _ = index.search_exhaustive(vector, k + RERANK)
-        else:
-            ids, _ = index.search(vector, k + RERANK, ef=ef)
-        if not len(ids):
-            return ids, np.zeros(0, dtype=np.float32)
-        vectors = self._vectors(ids.tolist())
-        exact = np.stack([vectors[i] for i in ids.tolist()]) @ np.asarray(vector, np.float32)
-        return ids, exact
 
     def _vectors(self, ids: list[int]) -> dict[int, np.ndarray]:
         """The float32 vectors of ``ids`` (from the memo, else SQLite's vector column)."""
