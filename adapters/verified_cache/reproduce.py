@@ -122,8 +122,9 @@ def compare(here: Sequence[PairCase], committed: Sequence[PairCase]) -> Drift:
     """The :class:`Drift` from ``committed`` to the train and dev cases of ``here``.
 
     >>> from adapters.verified_cache.training import PairCase
-    >>> a = PairCase("r1", 1, "train", "qa", "EQUIV", "f", "", "", 0.9, (0.9,) + (0.0,) * 50)
-    >>> b = PairCase("r1", 1, "train", "qa", "EQUIV", "f", "", "", 0.9, (0.9001,) + (0.0,) * 50)
+    >>> rest = (0.0,) * (len(FEATURE_NAMES) - 1)
+    >>> a = PairCase("r1", 1, "train", "qa", "EQUIV", "f", "", "", 0.9, (0.9,) + rest)
+    >>> b = PairCase("r1", 1, "train", "qa", "EQUIV", "f", "", "", 0.9, (0.9001,) + rest)
     >>> d = compare([b], [a]); d.lines(), d.is_noise
     (['cos_query: 1 row(s) differ, max |difference| 0.0001 (row r1)'], True)
     """
