@@ -380,6 +380,11 @@ class EntryStore:
         if not entries:
             return []
         vectors = np.stack([np.asarray(e.vector, dtype=np.float32).reshape(-1) for e in entries])
+        norms = np.linalg.norm(vectors, axis=1)
+        if not np.all(np.abs(norms - 1.0) <= 1e-3):
+            # cosines are dot products, and the float16 re-ranking bound holds for unit rows
+            bad = int(np.flatnonzero(np.abs(norms - 1.0) > 1e-3)[0])
+            raise ValueError(f"vector {bad} has norm {norms[bad]:.4f}: store L2-normalised vectors")
         with self._lock.write():
             if self.dim is None:
                 self.dim = vectors.shape[1]

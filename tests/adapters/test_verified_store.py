@@ -26,7 +26,7 @@ from adapters.verified_cache.cache import Resources, VerifiedCache, exact_key  #
 from adapters.verified_cache.index import ScopeIndex  # noqa: E402
 from adapters.verified_cache.model import Verifier  # noqa: E402
 from adapters.verified_cache.policy import scope_key  # noqa: E402
-from adapters.verified_cache.store import EntryStore, Record  # noqa: E402
+from adapters.verified_cache.store import EntryStore, NewEntry, Record  # noqa: E402
 from cacheeval.schema import Request  # noqa: E402
 from tests.adapters.test_verified_cache import (  # noqa: E402
     HashEmbedder as VerifiedCacheTestEmbedder,
@@ -361,6 +361,23 @@ def test_eight_threads_lose_and_duplicate_nothing(tmp_path: Path, resources: Res
         total,
         total,
     )
+
+
+def test_a_vector_that_is_not_unit_length_is_refused_and_nothing_is_stored(
+    tmp_path: Path,
+) -> None:
+    store = EntryStore(tmp_path / "s.sqlite")
+    good, other = unit_vectors(2, 8, seed=3)
+    store.add("", "k1", Request("a"), "A", good)
+    with pytest.raises(ValueError, match="norm 2.0000"):
+        store.add_many(
+            [
+                NewEntry("", "k2", Request("b"), "B", other),
+                NewEntry("", "k3", Request("c"), "C", 2 * other),
+            ]
+        )
+    store.close()
+    assert [r.answer for r in EntryStore(tmp_path / "s.sqlite").records()] == ["A"]
 
 
 def test_scope_index_rejects_wrong_shapes() -> None:
