@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from ...verify import stress_lexicon as lex
 from ...verify.perturbation_guards import back_reference_problem, later_turn_problem
@@ -15,6 +16,7 @@ from .identity import IDENTITY
 #: A context proposer sees the whole prompt.
 ContextProposer = Callable[[Prompt, random.Random], Edit | None]
 _WORD = re.compile(r"[a-z]+")
+T = TypeVar("T")
 
 
 #: What each of ``lex.OTHER_SYSTEM_PROMPTS`` serves, in a query's words; None for a
@@ -43,14 +45,17 @@ _SYSTEM_TOPICS: tuple[frozenset[str] | None, ...] = tuple(
 assert len(_SYSTEM_TOPICS) == len(lex.OTHER_SYSTEM_PROMPTS)
 
 
+def _on_topic(items: Sequence[T], topics: Sequence[frozenset[str] | None], query: str) -> list[T]:
+    """The ``items`` whose topic (None: any) shares a word with ``query``, in order."""
+    words = set(_WORD.findall(query.lower()))
+    return [i for i, t in zip(items, topics, strict=True) if t is None or t & words]
+
+
 def system_prompt_other(prompt: Prompt, rng: random.Random) -> Edit | None:
     """The same query and turns under another user's (or application's) system
     prompt: one that changes any answer, or an application's on the query's topic."""
-    words = set(_WORD.findall(prompt.query.lower()))
-    pairs = zip(lex.OTHER_SYSTEM_PROMPTS, _SYSTEM_TOPICS, strict=True)
-    options = [
-        s for s, topic in pairs if s != prompt.system_prompt and (topic is None or topic & words)
-    ]
+    fitting = _on_topic(lex.OTHER_SYSTEM_PROMPTS, _SYSTEM_TOPICS, prompt.query)
+    options = [s for s in fitting if s != prompt.system_prompt]
     other = options[rng.randrange(len(options))]
     own = prompt.system_prompt or ""
     return Edit(
@@ -93,10 +98,7 @@ def turns_other(prompt: Prompt, rng: random.Random) -> Edit | None:
     (inputs with turns)."""
     if not prompt.turns or back_reference_problem(prompt.query):
         return None
-    words = set(_WORD.findall(prompt.query.lower()))
-    options = [
-        pair for pair, topic in zip(lex.OTHER_TURNS, _TURN_TOPICS, strict=True) if topic & words
-    ]
+    options = _on_topic(lex.OTHER_TURNS, _TURN_TOPICS, prompt.query)
     if not options:
         return None
     user, assistant = options[rng.randrange(len(options))]
