@@ -858,3 +858,17 @@ def test_quantities_in_their_own_units_listed_in_another_order_are_no_swap() -> 
 def test_french_question_words_tell_the_language() -> None:
     assert detect_language("Combien coûte un billet ?") == "fr"
     assert detect_language("Pourquoi le ciel est bleu ?") == "fr"
+
+
+def test_a_request_to_answer_in_a_language_sets_the_answer_language() -> None:
+    # the answer language is what the request asks for, not the language it is typed in
+    assert analyze("¿Cuántos años tiene la Tierra? Answer in English, please.").text_lang == "en"
+    assert analyze("How old is the Earth? Réponds en français, s'il te plaît.").text_lang == "fr"
+    f = run(language_features, "Wie alt ist die Erde? Please answer in English.",
+            "How old is the Earth?")  # fmt: skip
+    assert f["text_lang_diff"] == 0.0
+    f = run(language_features, "How old is the Earth?",
+            "How old is the Earth? Please answer in German.")  # fmt: skip
+    assert f["text_lang_diff"] == 1.0
+    # naming a language without asking for the answer in it changes nothing
+    assert analyze("Do people in Brazil speak Portuguese?").text_lang == "en"
