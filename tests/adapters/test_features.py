@@ -809,6 +809,9 @@ def test_variables_compare_as_sets_and_a_glued_k_in_math_is_a_variable() -> None
         ("Can you fix my laptop?", "Could you fix my laptop?", False),
         ("How do I reset my password?", "How can I change my password quickly?", False),
         ("My dog is terrified of fireworks", "My dog is terrified of fireworks", False),
+        # a long word cut short is the same word; a short word inside a longer one is not
+        ("Show the temp in the lab", "Show the temperature in the lab", False),
+        ("Bake a pie for the hen", "Bake a pie for the heron", True),
     ],
 )
 def test_an_in_place_replacement_is_a_word_swap(a: str, b: str, swapped: bool) -> None:
@@ -825,3 +828,47 @@ def test_number_words_with_and_after_a_scale_and_halves_read_as_one_number() -> 
     f = run(number_features, "How many grams are in 2.5 kilograms?",
             "How many grams are in two and a half kilograms?")  # fmt: skip
     assert f["num_diff"] == 0.0
+
+
+def test_fractions_and_powers_in_words_read_as_the_symbols() -> None:
+    # "one third" was the ordinal 4th (1 + 3rd); now it is 1/3, as typed in digits
+    assert analyze("one third").numbers == ("1", "3")
+    assert analyze("one third").ordinals == ()
+    assert analyze("seven eighths of the cake").numbers == ("7", "8")
+    assert analyze("the third lap").ordinals == ("3",)
+    assert analyze("twenty third").ordinals == ("23",)
+    for extractor in (number_features, operator_features):
+        f = run(extractor, "What is 2/5 + 1/3?", "What is two fifths plus one third?")
+        assert not any(f.values()), f
+        f = run(extractor, "Compute 4^6", "Compute four raised to the sixth power")
+        assert not any(f.values()), f
+        f = run(extractor, "What is 10 to the power of 3?", "What is 10^3?")
+        assert not any(f.values()), f
+    assert run(number_features, "one fifth of 60", "one third of 60")["num_diff"] > 0
+
+
+def test_quantities_in_their_own_units_listed_in_another_order_are_no_swap() -> None:
+    f = run(order_features, "I'm 160 cm and 55 kg: what is my BMI?",
+            "Work out my BMI: I weigh 55 kg and I'm 160 cm tall")  # fmt: skip
+    assert f == {"direction_swap": 0.0}
+    f = run(order_features, "Convert 5 km to miles", "Convert 5 miles to km")
+    assert f["direction_swap"] > 0
+
+
+def test_french_question_words_tell_the_language() -> None:
+    assert detect_language("Combien coûte un billet ?") == "fr"
+    assert detect_language("Pourquoi le ciel est bleu ?") == "fr"
+
+
+def test_a_request_to_answer_in_a_language_sets_the_answer_language() -> None:
+    # the answer language is what the request asks for, not the language it is typed in
+    assert analyze("¿Cuántos años tiene la Tierra? Answer in English, please.").text_lang == "en"
+    assert analyze("How old is the Earth? Réponds en français, s'il te plaît.").text_lang == "fr"
+    f = run(language_features, "Wie alt ist die Erde? Please answer in English.",
+            "How old is the Earth?")  # fmt: skip
+    assert f["text_lang_diff"] == 0.0
+    f = run(language_features, "How old is the Earth?",
+            "How old is the Earth? Please answer in German.")  # fmt: skip
+    assert f["text_lang_diff"] == 1.0
+    # naming a language without asking for the answer in it changes nothing
+    assert analyze("Do people in Brazil speak Portuguese?").text_lang == "en"

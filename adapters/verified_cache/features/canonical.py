@@ -368,6 +368,19 @@ def _canonicalise(tokens: list[Token]) -> list[Token]:
             scale_after_a = low in ("a", "an") and i + 1 < n and tokens[i + 1].canon in _SCALES
             if low in _UNITS_SMALL or low in _TENS or low in _ORDINALS or scale_after_a:
                 value, ordinal, j = _read_number_words(tokens, i + 1 if scale_after_a else i)
+                fraction = _fraction(tokens, i, value, ordinal, j)
+                if fraction is not None and fraction[1] == 0:
+                    out.append(Token("num", t.raw, "1", t.start, t.end))
+                    i += 1
+                    continue
+                if fraction is not None:
+                    numerator, denominator, j = fraction
+                    end = tokens[j - 1].end
+                    out.append(Token("num", t.raw, str(numerator), t.start, end))
+                    out.append(Token("sym", "/", "/", t.start, end))
+                    out.append(Token("num", tokens[j - 1].raw, str(denominator), t.start, end))
+                    i = j
+                    continue
                 canon = f"{value}th" if ordinal else str(value)
                 if not ordinal and _and_a_half(tokens, j):
                     canon, j = f"{value}.5", j + 3  # "two and a half" is 2.5
@@ -407,7 +420,47 @@ def _canonicalise(tokens: list[Token]) -> list[Token]:
         else:
             out.append(t)
         i += 1
-    return _math_words(out)
+    return _power_words(_math_words(out))
+
+
+def _power_words(tokens: list[Token]) -> list[Token]:
+    """A power in words as the symbol, after an operand: "4 raised to the 6th
+    power", "x to the fourth power" and "2 to the power of 10" read as "^" and
+    the exponent ("4^6"). Elsewhere the words stay ("the power of habit").
+
+    >>> [t.canon for t in tokenize("four raised to the sixth power, x to the power of 10")]
+    ['4', '^', '6', ',', 'x', '^', '10']
+    >>> [t.canon for t in tokenize("the fifth power plant, the power of 2 habits")]
+    ['the', '5th', 'power', 'plant', ',', 'the', 'power', 'of', '2', 'habits']
+    """
+    if not any(t.canon == "power" for t in tokens):
+        return tokens
+    out: list[Token] = []
+    i, n = 0, len(tokens)
+    while i < n:
+        t = tokens[i]
+        j = i + 1 if t.canon == "raised" else i
+        words = [x.canon for x in tokens[j : j + 5]]
+        exponent: Token | None = None
+        if out and _math_operand(out[-1], True) and words[:2] == ["to", "the"]:
+            if (
+                len(words) >= 4
+                and tokens[j + 2].kind == "num"
+                and words[2].endswith("th")
+                and words[3] == "power"
+            ):
+                exponent, end = tokens[j + 2], j + 4
+            elif words[2:4] == ["power", "of"] and len(words) == 5 and tokens[j + 4].kind == "num":
+                exponent, end = tokens[j + 4], j + 5
+        if exponent is None:
+            out.append(t)
+            i += 1
+            continue
+        value = exponent.canon.removesuffix("th")
+        out.append(Token("sym", "^", "^", t.start, tokens[end - 1].end))
+        out.append(Token("num", value, value, exponent.start, exponent.end))
+        i = end
+    return out
 
 
 #: Math written in words, read as the symbols ("x minus y equals 2" == "x - y = 2",
@@ -564,6 +617,55 @@ def _read_number_words(tokens: list[Token], i: int) -> tuple[int, bool, int]:
             break
         j += 1
     return total + current, ordinal, j
+
+
+#: Denominators written in words that are never an ordinal after a count: "a
+#: quarter", "two halves"; "second" is left out ("one second" is a time).
+_FRACTION_WORDS: dict[str, int] = {"half": 2, "halves": 2, "quarter": 4, "quarters": 4}
+
+
+def _denominator(word: str, plural_only: bool) -> int | None:
+    """The denominator a fraction word names ("thirds" 3, "quarter" 4), or None;
+    with ``plural_only`` an ordinal counts only in the plural ("five sixths")."""
+    if word in _FRACTION_WORDS:
+        return _FRACTION_WORDS[word]
+    if word.endswith("s") and _ORDINALS.get(word[:-1], 0) > 2:
+        return _ORDINALS[word[:-1]]
+    if not plural_only and _ORDINALS.get(word, 0) > 2:
+        return _ORDINALS[word]
+    return None
+
+
+def _fraction(
+    tokens: list[Token], i: int, value: int, ordinal: bool, j: int
+) -> tuple[int, int, int] | None:
+    """(numerator, denominator, next index) when the number words read from
+    ``tokens[i]`` (``value``, ``ordinal``, up to ``j``, as :func:`_read_number_words`
+    gives them) are a fraction: a count before a plural denominator ("five
+    sixths", "two thirds", "three quarters") or "one" before a singular one ("one
+    third", "one-fifth", "one quarter", "one half"). A count before a singular
+    ordinal is an ordinal ("twenty third"), as is "the third".
+
+    >>> [t.canon for t in tokenize("one third of five sixths, one-fifth, three quarters")]
+    ['1', '/', '3', 'of', '5', '/', '6', ',', '1', '/', '5', ',', '3', '/', '4']
+    >>> [t.canon for t in tokenize("the third, twenty third, one second, one of the thirds")]
+    ['the', '3th', ',', '23th', ',', '1', '2th', ',', 'one', 'of', 'the', 'thirds']
+    """
+    if tokens[i].canon != "one" or j - i not in (2, 3):
+        if ordinal or j >= len(tokens) or j == i:
+            return None
+        den = _denominator(tokens[j].canon, plural_only=True)
+        return None if den is None else (value, den, j + 1)
+    if ordinal:
+        # "one third" was read as 1 + 3 = 4th; "one-third" with its hyphen. No
+        # ordinal opens with "one": "one second" is a count (denominator 0: the
+        # caller reads the ordinal word again)
+        den = _denominator(tokens[j - 1].canon, plural_only=False)
+        return (1, 0, i + 1) if den is None else (1, den, j)
+    if j < len(tokens) and j == i + 1:
+        den = _denominator(tokens[j].canon, plural_only=False)
+        return None if den is None else (1, den, j + 1)
+    return None
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -376,7 +376,8 @@ _LANG_STOPWORDS: dict[str, frozenset[str]] = {
         (
             "fr",
             "le les est sont et pour avec comment quel quelle une je du des au où ce vous "
-            "qui quels quelles c'est qu'est l'auteur aussi mais très sur entre",
+            "qui quels quelles c'est qu'est l'auteur aussi mais très sur entre "
+            "combien pourquoi quand quoi",
         ),
         (
             "de",

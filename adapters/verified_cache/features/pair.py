@@ -395,6 +395,31 @@ def order_features(a: Side, b: Side, d: Diff) -> Features:
 ROLE_SWAP_SPAN = 2
 
 
+def _kept_quantities(x: Sequence[str], y: Sequence[str]) -> set[str]:
+    """The numbers and units of quantities both sides state alike, each in a unit
+    that side uses once ("55 kg and 160 cm" vs "160 cm and 55 kg"): a weight and
+    a height listed in another order keep their roles. Two quantities in one
+    unit ("from 70 kg to 80 kg") can be exchanged, so they are not kept.
+
+    >>> sorted(_kept_quantities("55 u:kg 160 u:cm".split(), "160 u:cm 55 u:kg".split()))
+    ['160', '55', 'u:cm', 'u:kg']
+    >>> _kept_quantities("70 u:kg to 80 u:kg".split(), "80 u:kg to 70 u:kg".split())
+    set()
+    """
+
+    def quantities(seq: Sequence[str]) -> set[tuple[str, str]]:
+        units = Counter(w for w in seq if w.startswith("u:"))
+        return {
+            (seq[k], seq[k + 1])
+            for k in range(len(seq) - 1)
+            if seq[k + 1].startswith("u:")
+            and units[seq[k + 1]] == 1
+            and seq[k].replace(".", "", 1).isdigit()
+        }
+
+    return {w for q in quantities(x) & quantities(y) for w in q}
+
+
 def _role_swaps(x: Sequence[str], y: Sequence[str]) -> int:
     """How many short replacements in the aligned content words put on each side a
     word the other side uses elsewhere: the same things in each other's places ("in
@@ -407,13 +432,16 @@ def _role_swaps(x: Sequence[str], y: Sequence[str]) -> int:
     2
     >>> _role_swaps("sort by age".split(), "sort by name".split())
     0
+    >>> _role_swaps("bmi 55 u:kg 160 u:cm".split(), "160 u:cm 55 u:kg bmi".split())
+    0
     """
     swaps = 0
+    kept = _kept_quantities(x, y)
     matcher = difflib.SequenceMatcher(a=x, b=y, autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op != "replace" or i2 - i1 > ROLE_SWAP_SPAN or j2 - j1 > ROLE_SWAP_SPAN:
             continue
-        span_x, span_y = set(x[i1:i2]), set(y[j1:j2])
+        span_x, span_y = set(x[i1:i2]) - kept, set(y[j1:j2]) - kept
         rest_x, rest_y = set(x[:i1]) | set(x[i2:]), set(y[:j1]) | set(y[j2:])
         if any(w not in span_y and w in rest_y for w in span_x) and any(
             w not in span_x and w in rest_x for w in span_y
@@ -598,6 +626,30 @@ def _slipped_word(qa: str, qb: str) -> bool:
     return _slip(replaced[0][0], replaced[1][0])
 
 
+#: The shortest clipped word (:func:`_clipped`) and how many times longer the full one is.
+CLIP_MIN, CLIP_RATIO = 3, 2
+
+
+def _clipped(x: str, y: str) -> bool:
+    """Whether one word is the other cut short, as people shorten long words
+    ("info" / "information", "temp" / "temperature", "approx" / "approximately"): the
+    shorter (3+ letters) opens the longer, which is at least twice as long.
+    "car" / "cart" and "sun" / "sunny" are other words.
+
+    >>> _clipped("temp", "temperature"), _clipped("info", "information")
+    (True, True)
+    >>> _clipped("car", "cart"), _clipped("sun", "sunny"), _clipped("information", "formation")
+    (False, False, False)
+    """
+    short, long_ = sorted((x, y), key=len)
+    return (
+        short.isalpha()
+        and len(short) >= CLIP_MIN
+        and len(long_) >= CLIP_RATIO * len(short)
+        and long_.startswith(short)
+    )
+
+
 def _in_place_swap(a: Side, b: Side, d: Diff) -> bool:
     """Whether the two queries are one word sequence with one short span replaced
     ("my dog is afraid" vs "my cat is afraid", "a short text" vs "a long text",
@@ -626,12 +678,16 @@ def _in_place_swap(a: Side, b: Side, d: Diff) -> bool:
     False
     >>> swap("my dog is afraid of storms", "my cat is afraid of loud storms")
     False
+    >>> swap("what is the temp in the lab", "what is the temperature in the lab")
+    False
     """
     replaced = _one_replacement(a.tokens, b.tokens)
     if replaced is None or _slipped_word(a.query, b.query):
         return False
     span_a, span_b = replaced
     if len(span_a) > SHORT_SPAN or len(span_b) > SHORT_SPAN:
+        return False
+    if len(span_a) == len(span_b) == 1 and _clipped(span_a[0], span_b[0]):
         return False
     kept_a = set(d.a_only) | set(d.a_surface)
     kept_b = set(d.b_only) | set(d.b_surface)

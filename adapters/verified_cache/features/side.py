@@ -120,6 +120,29 @@ class Side:
     tool_defs: tuple[tuple[str, str], ...]  # (name, canonical JSON) of each offered tool
 
 
+#: Verbs asking for an answer, accents folded as the tokens have them ("respóndeme").
+_ANSWER_VERBS = frozenset(
+    "answer respond reply responde respondeme contesta contestame responda reponds "
+    "repondez reponde antworte antworten rispondi risponda".split()
+)
+
+
+def _answer_language(words: Sequence[str], named: Sequence[str]) -> str | None:
+    """The language a request asks to be answered in, when it names one language
+    and asks for an answer ("¿Cuál es la capital? Answer in English" wants
+    English; "What is the capital? Respóndeme en español" Spanish), else None:
+    the text's own language decides.
+
+    >>> _answer_language("what is it ? answer in english".split(), ["en"])
+    'en'
+    >>> _answer_language("do brazilians speak portuguese".split(), ["pt"]) is None
+    True
+    """
+    if len(set(named)) != 1 or not any(w in _ANSWER_VERBS for w in words):
+        return None
+    return named[0]
+
+
 def _norm_key(text: str | None) -> str:
     if not text:
         return ""
@@ -194,7 +217,7 @@ def analyze(request: Request | str) -> Side:
         currencies=tuple(items.currencies),
         prog_langs=tuple(items.prog),
         nat_langs=tuple(items.nat),
-        text_lang=detect_language(query),
+        text_lang=_answer_language(items.words, items.nat) or detect_language(query),
         quoted=tuple(q for q in quoted if q),
         negations=items.negations,
         wh_words=tuple(items.wh),
