@@ -150,7 +150,9 @@ def entry(recall: float, ref_recall: float, auc: float, ref_auc: float) -> Entry
 def test_entry_gaps_and_keeps() -> None:
     assert entry(0.5, 0.4, 0.80, 0.81).keeps_reference is True  # AUC within 0.02
     assert entry(0.5, 0.4, 0.78, 0.81).keeps_reference is False  # AUC 0.03 below
-    assert entry(0.3, 0.4, 0.90, 0.81).keeps_reference is False  # recall below
+    assert entry(0.3, 0.4, 0.90, 0.81).keeps_reference is False  # recall 0.1 below
+    assert entry(0.385, 0.4, 0.90, 0.81).keeps_reference is True  # recall within 0.02
+    assert entry(0.375, 0.4, 0.90, 0.81).keeps_reference is False  # recall 0.025 below
     e = entry(0.5, 0.4, 0.80, 0.81)
     assert e.recall_gap == pytest.approx(0.1) and e.auc_gap == pytest.approx(-0.01)
     assert entry(0.5, 0.4, 0.8, 0.8).to_dict()["keeps_reference"] is True

@@ -24,7 +24,7 @@ the same draw (paired). With weighted counts
 :func:`cacheeval.metrics.ranking.threshold_free`). The interval is the
 percentile interval of the resampled gaps (linear interpolation between order
 statistics); ``keeps_share`` is the share of resamples in which the recall gap
-is >= 0 and the AUC gap >= ``-auc_tolerance``. With every ``w_i = 1`` the
+is >= ``-recall_tolerance`` and the AUC gap >= ``-auc_tolerance``. With every ``w_i = 1`` the
 figures are the point figures.
 
 The reference's figure is its *best* recall at the cache's false-hit count,
@@ -161,6 +161,7 @@ def paired_gap_interval(
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     confidence: float = 0.95,
+    recall_tolerance: float = 0.0,
     auc_tolerance: float = 0.0,
 ) -> GapInterval:
     """The paired, stratified bootstrap of the recall and AUC gaps (module
@@ -183,7 +184,7 @@ def paired_gap_interval(
         if a_gap is not None:
             auc_gaps.append(a_gap)
         if r_gap is not None and a_gap is not None:
-            keeps += r_gap >= -1e-12 and a_gap >= -auc_tolerance - 1e-12
+            keeps += r_gap >= -recall_tolerance - 1e-12 and a_gap >= -auc_tolerance - 1e-12
     return GapInterval(
         recall_gap=_bounds(recall_gaps, confidence),
         auc_gap=_bounds(auc_gaps, confidence),
