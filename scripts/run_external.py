@@ -131,7 +131,8 @@ def run_external(
         "the same rows: its best recall among thresholds whose FHR is at most the cache's "
         "FHR, and its ROC-AUC. 'keeps it': recall >= the cosine's at the same FHR - 0.02 "
         "and ROC-AUC >= the cosine's - 0.02 (the tolerance issue 29 set: a paraphrase "
-        "set's HIT pairs include changed names and numbers a cache must refuse). The cosine's own row is its decision at 0.60 "
+        "set's HIT pairs include changed names and numbers a cache must refuse). The "
+        "cosine's own row is its decision at 0.60 "
         "(GPTCache's similarity_threshold 0.80).",
         "The pair files' labels are paraphrase judgements, not cache judgements: some HIT "
         "pairs differ in a detail a strict cache refuses. Compare caches side by side.",
