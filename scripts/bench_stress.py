@@ -11,7 +11,14 @@ Rates are prompts per CPU second of the child (one core; the wall time is
 printed beside it, since other work on the machine stretches it). Target:
 >= 20,000 prompts/s on one core (``--check`` exits 1 when it is missed).
 
+The template prompts repeat (a few dozen thousand distinct texts in a million),
+which the generator's per-text memos reward. ``--input unique`` measures the
+other end: CacheEval's own queries (``cachebench.jsonl``, both sides, every
+split, de-duplicated; real requests, longer and richer than the templates),
+each copy ending in its own letter code (" (ref bcd)"), so no text repeats.
+
     python -m scripts.bench_stress [--check] [--sizes 100000,1000000] [--per-prompt K]
+                                   [--input templates|unique]
 """
 
 from __future__ import annotations
@@ -99,6 +106,37 @@ def write_prompts(path: Path, n: int) -> None:
             f.write("\n".join(synthetic_prompts(min(block, n - start), seed=start)) + "\n")
 
 
+def _letters(i: int) -> str:
+    """``i`` in base 20 written with consonants (no digit for the number edits to take).
+
+    >>> _letters(0), _letters(19), _letters(20)
+    ('b', 'z', 'cb')
+    """
+    out = ""
+    while True:
+        i, r = divmod(i, 20)
+        out = "bcdfghjklmnpqrstvwxz"[r] + out
+        if not i:
+            return out
+
+
+def write_unique_prompts(path: Path, n: int) -> None:
+    """``n`` distinct prompts: the benchmark's queries in turn, each with its own code."""
+    from cacheeval.support.jsonio import iter_jsonl
+
+    bench = Path(__file__).resolve().parent.parent / "cachebench.jsonl"
+    queries = sorted(
+        {
+            " ".join(str(row[f]).split())
+            for _, row in iter_jsonl(bench)
+            for f in ("query_a", "query_b")
+        }
+    )
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(n):
+            f.write(f"{queries[i % len(queries)]} (ref {_letters(i)})\n")
+
+
 def child(prompts: Path, out: Path, per_prompt: int) -> dict[str, float]:
     """Run the command's path once; time it and read the peak RSS."""
     from cacheeval.benches.stress.generate import StressStats, stress_lines
@@ -131,6 +169,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 below the target")
     parser.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)))
     parser.add_argument("--per-prompt", type=int, default=4)
+    parser.add_argument(
+        "--input",
+        choices=("templates", "unique"),
+        default="templates",
+        help="prompts from the 30 templates (repeating) or CacheEval's queries, none repeated",
+    )
     parser.add_argument("--child", nargs=2, metavar=("PROMPTS", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -141,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench_stress_") as tmp:
         for n in sizes:
             prompts, out = Path(tmp) / f"prompts_{n}.txt", Path(os.devnull)
-            write_prompts(prompts, n)
+            (write_unique_prompts if args.input == "unique" else write_prompts)(prompts, n)
             proc = subprocess.run(
                 [sys.executable, "-m", "scripts.bench_stress", "--per-prompt",
                  str(args.per_prompt), "--child", str(prompts), str(out)],
