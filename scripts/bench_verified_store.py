@@ -593,9 +593,9 @@ def run_gptcache(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
         "recall_at_3_servable": 1.0,
         "gate_recall_servable": 1.0,
         "gate_recall_group": 1.0,
-        "n_group": sum(s and not t for s, t in zip(servable, new_topic, strict=True)),
+        "n_group": sum(bool(s and not t) for s, t in zip(servable, new_topic, strict=True)),
         "gate_recall_chance": 1.0,
-        "n_chance": sum(s and t for s, t in zip(servable, new_topic, strict=True)),
+        "n_chance": sum(bool(s and t) for s, t in zip(servable, new_topic, strict=True)),
         "search_steps": {},
         "regime": "flat (float32)",
     }
