@@ -33,11 +33,17 @@ cosine reaches the recall gate (``model/meta.json``), which our store gets as
 its ``floor`` (as :class:`~adapters.verified_cache.cache.VerifiedCache` passes
 it). Recall@3 and gate recall (every exact top-3 entry at or above the gate
 returned) are measured against exact brute force, over all gets and over the
-gets with a servable neighbour ("servable"); the same gets are then timed again
+gets with a servable neighbour ("servable"), and the latter's gate recall apart
+for the gets that belong to a stored group ("group") and the new-topic ones
+whose best neighbour reaches the gate by chance ("chance": an unrelated entry
+just above the gate among many just below it, which a graph search finds only
+by luck); the same gets are then timed again
 on the same graph without the floor, with a scan at any size (the store scans
 only scopes up to ``exhaustive_max``), and at 2x and 4x the efSearch. The
 entries are stored in a seeded random order (``--fill-order arrival``, as
-traffic arrives) or group by group as generated (``grouped``).
+traffic arrives) or group by group as generated (``grouped``). A third pass
+times the exact tier alone and the index search alone ("Where a get's time
+goes").
 Each ``put`` is a fresh member of a stored group. Each store is first filled to
 N in bulk (ours: ``add_many`` in batches of 10,000, one
 transaction each; GPTCache: ``import_data``), which is timed as the build; then
@@ -295,17 +301,25 @@ def _interleave(gets: Any, misses: Any, seed: int = 1) -> tuple[Any, Any]:
     return queries[order], order >= len(gets)
 
 
-def _accuracy(stored: Any, queries: Any, returned: list[list[int]]) -> dict[str, Any]:
+def _accuracy(
+    stored: Any, queries: Any, returned: list[list[int]], new_topic: Any = None
+) -> dict[str, Any]:
     """Recall@3: the share of the exact top 3 returned; gate recall: the share of
     queries whose exact top-3 entries at or above the gate were all returned; and
     which queries have a servable neighbour (exact best cosine at or above the
     gate). Near-ties count as found: an entry returned in place of one whose
-    cosine it matches within 1e-6 (float32 sums in another order) is no miss."""
+    cosine it matches within 1e-6 (float32 sums in another order) is no miss.
+    With ``new_topic`` (one flag per query: made as a member of no stored group),
+    the gate recall of the servable queries is also given apart for the members
+    of stored groups ("group") and the new-topic ones whose best neighbour
+    reaches the gate only by chance ("chance": an unrelated entry a little above
+    the gate among many just below it)."""
     import numpy as np
 
     gate = gate_threshold() - 1e-4  # the cache's floor (cache.GATE_SLACK)
     _, sims = true_neighbours(stored, queries, TOP_K)
     hits = gate_ok = servable_hits = servable_ok = 0
+    oks = []
     for got, q, s in zip(returned, queries, sims, strict=True):
         cos = stored[got] @ q if got else np.zeros(0, dtype=np.float32)
         # the i-th best exact cosine is matched by a returned one at most 1e-6 below
@@ -313,10 +327,11 @@ def _accuracy(stored: Any, queries: Any, returned: list[list[int]]) -> dict[str,
         servable = s[s >= gate]
         ok = all((cos >= c - 1e-6).sum() > i for i, c in enumerate(servable))
         hits, gate_ok = hits + found, gate_ok + ok
+        oks.append(ok)
         if len(servable):
             servable_hits, servable_ok = servable_hits + found, servable_ok + ok
     n_servable = int((sims[:, 0] >= gate).sum())
-    return {
+    out = {
         "recall_at_3": hits / (TOP_K * len(queries)),
         "gate_recall": gate_ok / len(queries),
         # the same over the gets with a servable neighbour only
@@ -324,6 +339,15 @@ def _accuracy(stored: Any, queries: Any, returned: list[list[int]]) -> dict[str,
         "gate_recall_servable": servable_ok / n_servable if n_servable else 1.0,
         "servable": (sims[:, 0] >= gate).tolist(),
     }
+    if new_topic is not None:
+        ok_a, serv, new = np.array(oks), sims[:, 0] >= gate, np.asarray(new_topic, dtype=bool)
+        for name, mask in (("group", serv & ~new), ("chance", serv & new)):
+            out[f"gate_recall_{name}"] = float(ok_a[mask].mean()) if mask.any() else 1.0
+            out[f"n_{name}"] = int(mask.sum())
+    return out
+
+
+SPLIT_KEYS = ("gate_recall_group", "n_group", "gate_recall_chance", "n_chance")
 
 
 def _split_stats(ms: list[float], servable: list[bool]) -> dict[str, Any]:
@@ -348,7 +372,7 @@ def run_ours(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     stored, gets, misses, puts = make_data(
         args.data, n, args.gets, args.misses, args.puts, args.fill_order
     )
-    queries, _ = _interleave(gets, misses)
+    queries, new_topic = _interleave(gets, misses)
     path = folder / "verified.sqlite"
     options = json.loads(args.index_options) if args.index_options else None
     store = EntryStore(path, index_options=options)
@@ -376,8 +400,11 @@ def run_ours(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
         get_ms.append((time.perf_counter_ns() - t) / 1e6)
         returned.append([r.id - 1 for r, _ in got])
     steps = dict(store.search_steps)
-    accuracy = _accuracy(stored, queries, returned)
-    sweep = _ef_sweep(store, stored, queries, floor) if store._indexes[0].approximate else []
+    parts = _get_parts(store, queries)
+    accuracy = _accuracy(stored, queries, returned, new_topic)
+    sweep = (
+        _ef_sweep(store, stored, queries, floor, new_topic) if store._indexes[0].approximate else []
+    )
     put_ms = []
     for i, v in enumerate(puts):
         t = time.perf_counter_ns()
@@ -413,7 +440,12 @@ def run_ours(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
         "gate_recall": accuracy["gate_recall"],
         "recall_at_3_servable": accuracy["recall_at_3_servable"],
         "gate_recall_servable": accuracy["gate_recall_servable"],
+        **{
+            k: accuracy[k]
+            for k in ("gate_recall_group", "n_group", "gate_recall_chance", "n_chance")
+        },
         "search_steps": steps,
+        "get_parts": parts,
         "ef_sweep": sweep,
         "regime": regime,
         "close_s": close_s,
@@ -427,7 +459,29 @@ def run_ours(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     return out
 
 
-def _ef_sweep(store: Any, stored: Any, queries: Any, floor: float) -> list[dict[str, Any]]:
+def _get_parts(store: Any, queries: Any) -> dict[str, Any]:
+    """Where a get's time goes: the same gets again, timing the exact tier alone
+    and the scope's index search alone (HNSW: ``top_k`` + the re-ranked extra
+    candidates at the default efSearch; brute force: ``top_k`` by the matrix
+    product and partition)."""
+    from adapters.verified_cache.store import RERANK
+
+    index = store._indexes[0]
+    k = TOP_K + RERANK if index.approximate else TOP_K  # as EntryStore.nearest asks
+    exact_ms, search_ms = [], []
+    for i, q in enumerate(queries):
+        t = time.perf_counter_ns()
+        store.exact("", f"new request {i}")
+        exact_ms.append((time.perf_counter_ns() - t) / 1e6)
+        t = time.perf_counter_ns()
+        index.search(q, k)
+        search_ms.append((time.perf_counter_ns() - t) / 1e6)
+    return {"exact": _stats(exact_ms), "search": _stats(search_ms), "k": k}
+
+
+def _ef_sweep(
+    store: Any, stored: Any, queries: Any, floor: float, new_topic: Any
+) -> list[dict[str, Any]]:
     """The same gets again on the same graph: at the default efSearch without the
     floor, with it (the default scan bound) and with a scan at any size; at wider
     first searches (2x, 4x) without and with the floor: what more recall costs."""
@@ -444,7 +498,7 @@ def _ef_sweep(store: Any, stored: Any, queries: Any, floor: float) -> list[dict[
             got = store.nearest("", q, TOP_K, floor=floor if gated else None)
             ms.append((time.perf_counter_ns() - t) / 1e6)
             returned.append([r.id - 1 for r, _ in got])
-        acc = _accuracy(stored, queries, returned)
+        acc = _accuracy(stored, queries, returned, new_topic)
         out.append({
             "ef_search": ef, "floor": gated, "exhaustive_max": scan_max,
             **_split_stats(ms, acc["servable"]),
@@ -464,8 +518,8 @@ def sweep_markdown(results: list[dict[str, Any]]) -> str:
     lines = [
         "| data | entries | efSearch | floor (gate-aware) | scan | get p50 | get p95"
         " | servable p50 / p95 | none servable p50 / p95 | recall@3 | recall@3 servable"
-        " | gate recall servable |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        " | gate recall servable | gate recall group / chance |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         for e in r.get("ef_sweep") or []:
@@ -476,7 +530,7 @@ def sweep_markdown(results: list[dict[str, Any]]) -> str:
                 f" | {e['get']['p50_ms']:.3f} | {e['get']['p95_ms']:.3f}"
                 f" | {_p(yes, 'p50_ms')} / {_p(yes, 'p95_ms')} | {_p(no, 'p50_ms')} /"
                 f" {_p(no, 'p95_ms')} | {e['recall_at_3']:.4f} | {e['recall_at_3_servable']:.4f}"
-                f" | {e['gate_recall_servable']:.4f} |"
+                f" | {e['gate_recall_servable']:.4f} | {_split_recall(e)} |"
             )
     return "\n".join(lines)
 
@@ -489,7 +543,7 @@ def run_gptcache(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     stored, gets, misses, puts = make_data(
         args.data, n, args.gets, args.misses, args.puts, args.fill_order
     )
-    queries, _ = _interleave(gets, misses)
+    queries, new_topic = _interleave(gets, misses)
     dm = get_data_manager(
         CacheBase("sqlite", sql_url=f"sqlite:///{folder / 'gptcache.db'}"),
         VectorBase("faiss", dimension=DIM, index_path=str(folder / "faiss.index")),
@@ -538,6 +592,10 @@ def run_gptcache(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
         "gate_recall": 1.0,
         "recall_at_3_servable": 1.0,
         "gate_recall_servable": 1.0,
+        "gate_recall_group": 1.0,
+        "n_group": sum(bool(s and not t) for s, t in zip(servable, new_topic, strict=True)),
+        "gate_recall_chance": 1.0,
+        "n_chance": sum(bool(s and t) for s, t in zip(servable, new_topic, strict=True)),
         "search_steps": {},
         "regime": "flat (float32)",
     }
@@ -678,6 +736,17 @@ def _spawn(kind: str, size: int, data: str, args: argparse.Namespace) -> dict[st
     return result
 
 
+def _split_recall(r: dict[str, Any]) -> str:
+    """Gate recall of the servable gets that belong to a stored group / of the
+    new-topic gets whose neighbour reaches the gate by chance (counts in brackets)."""
+    if "n_group" not in r:
+        return "-"
+    return (
+        f"{r['gate_recall_group']:.4f} ({r['n_group']}) / {r['gate_recall_chance']:.4f}"
+        f" ({r['n_chance']})"
+    )
+
+
 def _p(stats: dict[str, float] | None, key: str) -> str:
     return f"{stats[key]:.3f}" if stats else "-"
 
@@ -689,9 +758,9 @@ def markdown(results: list[dict[str, Any]], model: dict[str, Any] | None, cpu: s
         "",
         "| data | store | entries | get p50 | get p95 | servable p50 / p95 | none servable"
         " p50 / p95 | put p50 | put p95 | put p50 fsync | recall@3 | recall@3 servable"
-        " | gate recall servable | wider / exhaustive | RAM B/entry | disk B/entry"
-        " | build s | close s | reopen s | index |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        " | gate recall servable | gate recall group / chance | wider / exhaustive"
+        " | RAM B/entry | disk B/entry | build s | close s | reopen s | index |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         reopen = f"{r['reopen_s']:.1f}" if "reopen_s" in r else "-"
@@ -711,10 +780,21 @@ def markdown(results: list[dict[str, Any]], model: dict[str, Any] | None, cpu: s
             f" | {r['put']['p50_ms']:.3f} | {r['put']['p95_ms']:.3f}"
             f" | {r['put_fsync']['p50_ms']:.3f} | {r['recall_at_3']:.4f}"
             f" | {r['recall_at_3_servable']:.4f} | {r['gate_recall_servable']:.4f}"
-            f" | {escalated} | {r['memory_bytes_per_entry']:,.0f}"
+            f" | {_split_recall(r)} | {escalated} | {r['memory_bytes_per_entry']:,.0f}"
             f" | {r['disk_bytes_per_entry']:,.0f}"
             f" | {r['build_s']:.1f} | {close} | {reopen} | {r['regime']} |"
         )
+    lines.append("")
+    for r in results:
+        if "get_parts" in r:
+            ex, se = r["get_parts"]["exact"], r["get_parts"]["search"]
+            lines.append(
+                f"Where a get's time goes ({r['data']}, {r['n']:,}; the same gets again):"
+                f" exact tier p50 {ex['p50_ms']:.3f} ms; the index search alone"
+                f" ({r['get_parts']['k']} candidates, no floor) p50 {se['p50_ms']:.3f}"
+                f" / p95 {se['p95_ms']:.3f} ms;"
+                f" the whole get (first pass) p50 {r['get']['p50_ms']:.3f} ms."
+            )
     lines.append("")
     if model:
         lines.append(
