@@ -142,7 +142,8 @@ def sheet_command(rows_path: Path, out: Path, n: int, seed: int, name: str) -> i
     print(
         f"wrote {len(picked)} items to {out} and their key to {key_path(out)} "
         "(do not show the key to the annotator). Fill in each item's same_answer "
-        '("HIT" if B asks for the same answer as A, else "MISS") and natural (true/false), '
+        '("HIT" if B asks for the same answer as A, else "MISS") and natural (true/false) '
+        'by the rubric in docs/your-traffic.md ("Audit the rows"), '
         f"then run: cacheeval stress --audit-score {out}"
     )
     return 0
