@@ -86,6 +86,21 @@ def mini_predictions(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def wait_for_child_process(pid: int, timeout: float = 60.0) -> None:
+    """Wait until process ``pid`` has started a child (a run's cache process), so a
+    signal sent next reaches a run that is under way: a fixed sleep can land while
+    a loaded machine is still importing, before the run's signal handlers exist
+    (and CPython swallows a KeyboardInterrupt raised in an import-lock callback)."""
+    import time
+
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+        if children.is_file() and children.read_text().strip():
+            return
+        time.sleep(0.05)
+
+
 def default_sigint() -> None:
     """``preexec_fn`` for a child that must take Ctrl-C: a background job of a
     non-interactive shell (how CI may start the suite) inherits SIGINT ignored,

@@ -21,7 +21,14 @@ from cacheeval.reporting.report import Report
 from cacheeval.run.harness import RunInterrupted, SealedRows, describe_exception
 from cacheeval.schema import ROW_FIELDS, Row
 from cacheeval.support.jsonio import iter_jsonl
-from tests.conftest import MINI_BENCH, MINI_LABELS, REPO_ROOT, default_sigint, make_row
+from tests.conftest import (
+    MINI_BENCH,
+    MINI_LABELS,
+    REPO_ROOT,
+    default_sigint,
+    make_row,
+    wait_for_child_process,
+)
 
 BENCH = REPO_ROOT / "cachebench.jsonl"
 PY = sys.executable
@@ -357,16 +364,8 @@ def test_ctrl_c_at_the_driver_stops_an_out_of_process_run(tmp_path: Path) -> Non
         cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
         preexec_fn=default_sigint,
     )  # fmt: skip
-    # interrupt once the cache process is deciding (32 rows take 6 s): a fixed sleep
-    # could land while a loaded machine is still importing, where CPython swallows
-    # the KeyboardInterrupt in an import-lock callback
-    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        if children.is_file() and children.read_text().strip():
-            break  # the driver has started the cache's process
-        time.sleep(0.05)
-    time.sleep(1.0)
+    wait_for_child_process(proc.pid)  # interrupt once the cache process is deciding
+    time.sleep(1.0)  # (32 rows take 6 s)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err

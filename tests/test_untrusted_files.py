@@ -156,7 +156,7 @@ def test_sigterm_leaves_no_temp_file_and_marks_the_partial_file(tmp_path: Path) 
     import sys
     import time
 
-    from tests.conftest import REPO_ROOT
+    from tests.conftest import REPO_ROOT, wait_for_child_process
 
     mod = tmp_path / "slow.py"
     mod.write_text(SLOW, encoding="utf-8")
@@ -167,7 +167,8 @@ def test_sigterm_leaves_no_temp_file_and_marks_the_partial_file(tmp_path: Path) 
         cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )  # fmt: skip
-    time.sleep(2.0)
+    wait_for_child_process(proc.pid)  # the run is under way (its handlers are set)
+    time.sleep(0.5)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 143, err
