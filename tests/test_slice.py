@@ -32,6 +32,7 @@ from cacheeval.pipeline.heldout import HELDOUT_DIR, PoolError, pool
 from cacheeval.schema import DOMAINS, LABELS, Pair, Row, Verdict
 from cacheeval.support.jsonio import jsonl_bytes
 from cacheeval.verify import Check, check_row
+from cacheeval.verify.never_cache import request_policy
 from tests.conftest import REPO_ROOT
 
 SHARDS = sorted((REPO_ROOT / "domains").glob("*.jsonl"))
@@ -78,6 +79,11 @@ def test_pool_is_held_out_verified_and_disjoint(domain: str, public: frozenset[s
         assert r["source"] not in public_sources
         # No normalised text (query, turn, system prompt) of the public set.
         assert not row_texts(r) & public, (r["source"], row_texts(r) & public)
+        # A HIT may be served at all: no never-cache rule refuses either side.
+        if row.binary_label == "HIT":
+            for req in (row.pair.a, row.pair.b):
+                if not req.tools:  # with tools, the calls decide
+                    assert request_policy(req).allowed, (r["source"], req.query)
     # Every label has more rows than the default slice takes, so the seed chooses.
     have = Counter(r["label"] for r in rows)
     for label, n in quotas(domain, slice_mod.DEFAULT_PER_DOMAIN).items():
@@ -93,6 +99,21 @@ def test_pool_errors_name_the_problem(tmp_path: Path) -> None:
     (tmp_path / "qa_factual" / "broken.json").write_text('{"families": [\n  {"key": 1}\n]}\n')
     with pytest.raises(PoolError, match=r"broken\.json:\d+:"):
         pool("qa_factual", tmp_path)
+
+
+def test_a_hit_row_the_policy_refuses_stops_the_pool(tmp_path: Path) -> None:
+    """The held-out conversational family once asked for a farewell card
+    message (creative writing by the never-cache rule) in HIT rows: the
+    checkers judged only the answers and let it through. Put back, the pool
+    refuses it, naming the family and the rule."""
+    folder = tmp_path / "conversational"
+    folder.mkdir()
+    for src in (HELDOUT_DIR / "conversational").glob("*.json"):
+        text = src.read_text(encoding="utf-8")
+        text = text.replace("help me plan a send-off", "help me write a farewell card message")
+        (folder / src.name).write_text(text, encoding="utf-8")
+    with pytest.raises(PoolError, match=r"ho_farewell_card: a HIT row .* never cached \(creative"):
+        pool("conversational", tmp_path)
 
 
 def test_normalise_text_folds_case_width_punctuation_and_space() -> None:

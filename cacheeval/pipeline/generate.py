@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from ..generators.common import DraftRow, FixtureError
-from ..schema import LABELS
+from ..schema import LABELS, Request, derive_binary_label
 from ..support.jsonio import jsonl_bytes, write_bytes_atomic
 from ..support.layout import difficulty_file
+from ..verify.never_cache import request_policy
 from .difficulty import apply_calibration, load_calibration
 from .domains import DomainSpec, spec
 
@@ -59,6 +60,50 @@ def label_count_problem(
     return f"{where or domain_spec.fixture_dir}: label counts {got} differ from MATRIX {want}"
 
 
+def policy_problem(drafts: Sequence[DraftRow]) -> str | None:
+    """Why a HIT draft contradicts the never-cache rules, or None.
+
+    A row may be a HIT only if both of its requests may be served from a cache
+    at all (SCHEMA.md, section 2.1): where a rule of
+    :func:`~cacheeval.verify.never_cache.request_policy` refuses a side (a
+    card message to write is creative writing), the row must carry the policy
+    (``policy_no_cache``, MISS) or be rewritten. The label checkers judge the
+    answers, not the policy, so without this check such a row passes them
+    (one held-out family did). A side with tools is left to the write-tool
+    policy, which the tool checker derives from the calls.
+
+    >>> from cacheeval.generators.common import DraftRow
+    >>> row = DraftRow(domain="conversational", subcategory="case_punctuation_variant",
+    ...     label="EQUIV", query_a="Write a haiku about rain.", query_b="write a haiku about rain",
+    ...     expected_answer_a=None, expected_answer_b=None, rationale="", verification_method="rubric",
+    ...     construction_method="template", source="f.json#rain", real_world_grounding="")
+    >>> print(policy_problem([row]))
+    f.json#rain: a HIT row (EQUIV) whose side a is never cached (creative: asks for creative writing (haiku)); label it policy_no_cache or rewrite it
+    """
+    for d in drafts:
+        if derive_binary_label(d.label, d.verification_method) != "HIT":
+            continue
+        for side in ("a", "b"):
+            if getattr(d, f"tools_{side}"):
+                # with tools, the calls decide (the write-tool policy, verify/policy.py): a
+                # request no offered tool serves is refused, and "book me a cab" beside
+                # book_table is no mutation
+                continue
+            verdict = request_policy(
+                Request(
+                    query=getattr(d, f"query_{side}"),
+                    context=getattr(d, f"context_{side}"),
+                    system_prompt=getattr(d, f"system_prompt_{side}"),
+                )
+            )
+            if not verdict.allowed:
+                return (
+                    f"{d.source}: a HIT row ({d.label}) whose side {side} is never cached "
+                    f"({verdict.rule}: {verdict.reason}); label it policy_no_cache or rewrite it"
+                )
+    return None
+
+
 def generate_shard(
     domain: str | DomainSpec,
     fixture_dir: Path | None = None,
@@ -69,8 +114,9 @@ def generate_shard(
     spec's). ``check_matrix=False`` accepts any label counts (a held-out pool).
 
     Raises :class:`~cacheeval.generators.common.FixtureError` (a ValueError)
-    naming ``path:LINE`` for a fixture problem or label counts that differ from
-    the matrix; KeyError for an unknown domain.
+    naming ``path:LINE`` for a fixture problem, label counts that differ from
+    the matrix, or a HIT row that a never-cache rule refuses
+    (:func:`policy_problem`); KeyError for an unknown domain.
     """
     domain_spec = domain if isinstance(domain, DomainSpec) else spec(domain)
     where = fixture_dir if fixture_dir is not None else domain_spec.fixture_dir
@@ -79,6 +125,9 @@ def generate_shard(
         problem = label_count_problem(domain_spec, drafts, where)
         if problem is not None:
             raise FixtureError(problem)
+    problem = policy_problem(drafts)
+    if problem is not None:
+        raise FixtureError(problem)
     return number_rows(domain_spec.name, drafts)
 
 

@@ -32,9 +32,10 @@ from cacheeval.pipeline.splits import (
     shared_between_splits,
     split_stats,
 )
-from cacheeval.schema import DOMAINS, SPLIT_SIZES, SPLITS
+from cacheeval.schema import DOMAINS, SPLIT_SIZES, SPLITS, Request
 from cacheeval.support.jsonio import iter_jsonl, write_jsonl
 from cacheeval.support.layout import DOMAINS_DIR, REPO_ROOT
+from cacheeval.verify.never_cache import request_policy
 
 from .synthetic import make_shard
 
@@ -228,6 +229,28 @@ def test_no_tool_row_calling_a_never_cache_tool_is_hit() -> None:
                 assert r["verification_method"] == "policy_no_cache", r["id"]
                 assert p["kind"] == "policy", r["id"]
     assert checked >= 100  # the shard does exercise the rule
+
+
+def test_no_hit_row_asks_for_what_is_never_cached() -> None:
+    """SCHEMA §2.1 for requests: no public HIT row has a side without tools that a
+    never-cache rule refuses (creative writing, live data, a user's data);
+    :func:`cacheeval.pipeline.generate.policy_problem` refuses such a fixture."""
+    hits = 0
+    for r in _full_rows():
+        if r["binary_label"] != "HIT":
+            continue
+        hits += 1
+        for side in ("a", "b"):
+            if r[f"tools_{side}"]:  # the calls decide (the test above)
+                continue
+            request = Request(
+                query=r[f"query_{side}"],
+                context=tuple(r[f"context_{side}"] or ()) or None,
+                system_prompt=r[f"system_prompt_{side}"],
+            )
+            verdict = request_policy(request)
+            assert verdict.allowed, (r["id"], side, verdict.rule, verdict.reason)
+    assert hits == 660
 
 
 def test_multilingual_rows_have_a_non_english_side() -> None:
