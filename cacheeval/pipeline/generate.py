@@ -73,12 +73,15 @@ def policy_problem(drafts: Sequence[DraftRow]) -> str | None:
     policy, which the tool checker derives from the calls.
 
     >>> from cacheeval.generators.common import DraftRow
-    >>> row = DraftRow(domain="conversational", subcategory="case_punctuation_variant",
-    ...     label="EQUIV", query_a="Write a haiku about rain.", query_b="write a haiku about rain",
-    ...     expected_answer_a=None, expected_answer_b=None, rationale="", verification_method="rubric",
-    ...     construction_method="template", source="f.json#rain", real_world_grounding="")
-    >>> print(policy_problem([row]))
-    f.json#rain: a HIT row (EQUIV) whose side a is never cached (creative: asks for creative writing (haiku)); label it policy_no_cache or rewrite it
+    >>> row = DraftRow(
+    ...     domain="conversational", subcategory="case_punctuation_variant", label="EQUIV",
+    ...     query_a="Write a haiku about rain.", query_b="write a haiku about rain",
+    ...     expected_answer_a=None, expected_answer_b=None, rationale="",
+    ...     verification_method="rubric", construction_method="template",
+    ...     source="f.json#rain", real_world_grounding="")
+    >>> print(policy_problem([row]).replace(" (creative", "\n(creative"))
+    f.json#rain: a HIT row (EQUIV) whose side a is never cached
+    (creative: asks for creative writing (haiku)); label it policy_no_cache or rewrite it
     """
     for d in drafts:
         if derive_binary_label(d.label, d.verification_method) != "HIT":
