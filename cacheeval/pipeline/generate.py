@@ -79,9 +79,11 @@ def policy_problem(drafts: Sequence[DraftRow]) -> str | None:
     ...     expected_answer_a=None, expected_answer_b=None, rationale="",
     ...     verification_method="rubric", construction_method="template",
     ...     source="f.json#rain", real_world_grounding="")
-    >>> print(policy_problem([row]).replace(" (creative", "\n(creative"))
-    f.json#rain: a HIT row (EQUIV) whose side a is never cached
-    (creative: asks for creative writing (haiku)); label it policy_no_cache or rewrite it
+    >>> problem = policy_problem([row])
+    >>> problem[: problem.index(" (creative")]
+    'f.json#rain: a HIT row (EQUIV) whose side a is never cached'
+    >>> problem[problem.index("(creative") :]
+    '(creative: asks for creative writing (haiku)); label it policy_no_cache or rewrite it'
     """
     for d in drafts:
         if derive_binary_label(d.label, d.verification_method) != "HIT":
