@@ -45,7 +45,7 @@ _ABBREVIATIONS: dict[str, str] = {
     "colour": "color", "favourite": "favorite", "centre": "center", "theatre": "theater",
     "organise": "organize", "realise": "realize", "apologise": "apologize",
     "programme": "program", "traveller": "traveler", "café": "cafe", "insta": "instagram",
-    "func": "function",
+    "func": "function", "veggie": "vegetable", "veggies": "vegetables", "sq": "square",
 }  # fmt: skip
 
 #: Multi-word names and their common abbreviations, one canonical token each
@@ -382,7 +382,8 @@ _LANG_STOPWORDS: dict[str, frozenset[str]] = {
         (
             "de",
             "der die das ist sind und zu mit wie was für ein eine ich nicht den dem wo "
-            "wer welche welcher welches wieviel viele auch aber sehr über zwischen",
+            "wer welche welcher welches welchem welchen wieviel viele auch aber sehr über "
+            "zwischen wann wurde",
         ),
         (
             "it",

@@ -30,6 +30,7 @@ from .lexicon import (
     PLACE_OF,
     WH_WORDS,
 )
+from .quantities import restated_numbers
 from .side import (
     Side,
     analyze,
@@ -55,9 +56,12 @@ Features = dict[str, float]
 
 
 def number_features(a: Side, b: Side, d: Diff) -> Features:
-    """Numbers and operands: how many numbers differ (as multisets), whether two
-    operands swapped places (:func:`_operand_swap`), ordinals."""
+    """Numbers and operands: how many numbers differ (as multisets; a quantity
+    restated in other units or words is no difference, :func:`.quantities.restated_numbers`),
+    whether two operands swapped places (:func:`_operand_swap`), ordinals."""
     nums_a, nums_b = _without(a.numbers, d.a_typo_numbers), _without(b.numbers, d.b_typo_numbers)
+    kept_a, kept_b = restated_numbers(a, b)
+    nums_a, nums_b = _without(nums_a, tuple(kept_a)), _without(nums_b, tuple(kept_b))
     n_diff = _multiset_diff(nums_a, nums_b)
     ords_a, ords_b = _without(a.ordinals, d.a_typo_numbers), _without(b.ordinals, d.b_typo_numbers)
     return {
@@ -248,12 +252,15 @@ def operator_features(a: Side, b: Side, d: Diff) -> Features:
 
 def identifier_features(a: Side, b: Side, d: Diff) -> Features:
     """Variable names (single letters in math) and code identifiers
-    (snake_case, camelCase, called names, letter-digit codes), case-sensitive.
+    (snake_case, camelCase, called names, letter-digit codes), case-sensitive,
+    each compared as a set.
     Variables compare as sets: "What value of x makes 3x - 7 equal to 11?" names
     x twice, "Solve 3x - 7 = 11" once, and both ask for the same x."""
     vars_a, vars_b = set(a.variables), set(b.variables)
     var_diff = len(vars_a ^ vars_b)
-    id_diff = _multiset_diff(a.identifiers, b.identifiers)
+    # identifiers as sets too: "orders(customer_id)" vs "each customer_id ... return
+    # customer_id" name one column
+    id_diff = len(set(a.identifiers) ^ set(b.identifiers))
     return {
         "var_diff": float(var_diff),
         "var_rename": _flag(var_diff > 0 and len(vars_a) == len(vars_b) > 0),

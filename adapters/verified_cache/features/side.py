@@ -175,6 +175,7 @@ class _Items:
     wh: list[str] = field(default_factory=list)
     negations: int = 0
     unit_roles: list[tuple[str, str]] = field(default_factory=list)
+    german: bool = False  # German capitalises every noun (see _german_noun)
 
 
 def analyze(request: Request | str) -> Side:
@@ -184,7 +185,8 @@ def analyze(request: Request | str) -> Side:
     toks = tokenize(query)
     norm = _prepare(query)
     dates, date_of = _dates(toks)
-    items = _Items(op_idx=_operator_indices(toks), date_of=date_of)
+    lang = detect_language(query)
+    items = _Items(op_idx=_operator_indices(toks), date_of=date_of, german=lang == "de")
     _walk(items, toks, norm)
     _add_code_languages(items.prog, query)
     units = items.units
@@ -217,7 +219,7 @@ def analyze(request: Request | str) -> Side:
         currencies=tuple(items.currencies),
         prog_langs=tuple(items.prog),
         nat_langs=tuple(items.nat),
-        text_lang=_answer_language(items.words, items.nat) or detect_language(query),
+        text_lang=_answer_language(items.words, items.nat) or lang,
         quoted=tuple(q for q in quoted if q),
         negations=items.negations,
         wh_words=tuple(items.wh),
@@ -320,6 +322,16 @@ def _word(items: _Items, toks: Sequence[Token], k: int, norm: str, sentence_star
     # "72°F", and "degrees F" / "degrees C" (a scale, not the C language)
     after_degree = prev is not None and (prev.raw == "°" or prev.canon in _DEGREE_NAMES)
     unit = _unit(low, after_number, after_degree)
+    if (
+        unit in _LENGTHS
+        and prev is not None
+        and prev.canon in ("square", "cubic")
+        and k >= 2
+        and _digits(toks[k - 2])
+    ):
+        # "12 square metres" (and "12 m²", written so by the tokenizer) is an area;
+        # "the area in square cm" asks for what "6 cm by 9 cm" does
+        unit = f"{unit}^{2 if prev.canon == 'square' else 3}"
     # the canonical content token: units, currencies, dates under one name
     canon_content = _tag_word(items, toks, k, unit)
     is_prog = (
@@ -337,9 +349,12 @@ def _word(items: _Items, toks: Sequence[Token], k: int, norm: str, sentence_star
     is_variable = canon_content is None and _is_variable(items, toks, k, after_number)
     if is_variable:
         items.variables.append(raw)
-    if _is_identifier(t, is_prog, norm):
+    if canon_content is None and _is_identifier(t, is_prog, norm):
+        # a unit or currency is no identifier: "mL" is not camelCase
         items.identifiers.append(raw)
-    if _is_entity(t, sentence_start, canon_content):
+    if _is_entity(t, sentence_start, canon_content) and not (
+        items.german and _german_noun(toks, k)
+    ):
         items.entities.append(_PROG_ALIASES.get(low, low) if is_prog else low)
     if frame:
         # an imperative frame asks what a question asks: "Name X" == "What is X"
@@ -372,6 +387,9 @@ def _thousands_suffix(items: _Items, t: Token, prev: Token | None) -> bool:
 
 
 _DEGREE_NAMES = frozenset({"degree", "degrees", "deg"})
+
+#: Units of length, which "square" and "cubic" make an area and a volume.
+_LENGTHS = frozenset({"km", "meter", "cm", "mm", "inch", "foot", "yard", "mile"})
 
 
 def _unit(low: str, after_number: bool, after_degree: bool) -> str | None:
@@ -478,6 +496,35 @@ def _is_entity(t: Token, sentence_start: bool, canon_content: str | None) -> boo
         and low not in WH_WORDS
         and low not in _MONTHS
     )
+
+
+#: German articles and determiners: a capitalised word after one (an adjective may
+#: stand between) is a common noun ("Welche Stadt", "in welchem Jahr", "die
+#: chemische Formel"), not a name ("von Peru", "in Berlin").
+_GERMAN_DETERMINERS = frozenset(
+    "der die das den dem des ein eine einen einem einer eines welche welcher welches "
+    "welchem welchen jede jeder jedes jedem jeden kein keine keinen keinem keiner "
+    "diese dieser dieses diesem diesen mein meine meinen meinem meiner unser unsere "
+    "im am zum zur vom beim ins".split()
+)
+
+
+def _german_noun(toks: Sequence[Token], k: int) -> bool:
+    """Whether the capitalised word at ``toks[k]`` of a German text follows an
+    article or determiner, with at most one lower-case word between: a common
+    noun, which German capitalises.
+
+    >>> from .canonical import tokenize
+    >>> t = tokenize("Welche Stadt ist die chemische Hauptstadt von Peru")
+    >>> [x.raw for k, x in enumerate(t) if x.raw[:1].isupper() and _german_noun(t, k)]
+    ['Stadt', 'Hauptstadt']
+    """
+    words = [x for x in toks[max(0, k - 2) : k] if x.kind == "word"]
+    if not words:
+        return False
+    if words[-1].canon in _GERMAN_DETERMINERS:
+        return True
+    return len(words) == 2 and words[0].canon in _GERMAN_DETERMINERS and words[1].raw[:1].islower()
 
 
 def _add_content(
