@@ -970,3 +970,38 @@ def test_informal_spelling_is_no_swap() -> None:
     a = "snack ideas with veggies for a 3 yr old"
     assert run(swap_features, a, "snack ideas with vegetables for a 3-year-old")["word_swap"] == 0
     assert run(swap_features, a, "snack ideas with fruit for a 3 yr old")["word_swap"] == 1.0
+
+
+def test_a_worked_example_one_side_adds_is_no_change() -> None:
+    plain = "Write a Python function count_vowels(s) that returns how many vowels s has."
+    example = (
+        "Python: count_vowels(s) -> number of vowels in s, e.g. count_vowels('queue') == 4 "
+        "and a word like 'rhythm' gives 0."
+    )
+    assert run(number_features, plain, example)["num_diff"] == 0.0
+    assert run(entity_features, plain, example)["quoted_diff"] == 0.0
+    # both sides give the same input with another output: another function
+    other = example.replace("== 4", "== 2")
+    assert run(number_features, example, other)["num_diff"] == 2.0
+    out_a = "Write rle(s) in Python, e.g. 'xxyz' becomes 'x2y1z1'."
+    out_b = "Write rle(s) in Python, e.g. 'xxyz' becomes '2x1y1z'."
+    assert run(entity_features, out_a, out_b)["quoted_diff"] == 1.0
+    # no function named: a number after "like" is no example
+    assert run(number_features, "I have 5 apples", "I have 5 apples, like 3 pears")["num_diff"]
+
+
+def test_an_adjective_of_a_name_and_an_acronym_spelled_out_are_the_same_name() -> None:
+    a, b = "Explain Newtonian mechanics simply", "Explain Newton's mechanics simply"
+    assert run(entity_features, a, b)["entity_diff"] == 0.0
+    assert run(entity_features, a, "Explain Einstein's mechanics simply")["entity_diff"] == 2.0
+    mfa, words = (
+        "How does MFA protect an account?",
+        "how does multi factor authentication protect an account?",
+    )
+    assert run(entity_features, mfa, words)["entity_diff"] == 0.0
+    assert run(swap_features, mfa, words)["word_swap"] == 0.0
+    digit = run(
+        entity_features, "Should I turn on 2FA?", "Should I turn on two-factor authentication?"
+    )
+    assert digit["entity_diff"] == 0.0
+    assert run(entity_features, mfa, "How does SSO protect an account?")["entity_diff"] == 2.0

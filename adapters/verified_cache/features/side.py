@@ -30,6 +30,7 @@ from .context import (
     tool_intent,
     tool_names,
 )
+from .examples import example_spans, in_spans
 from .items import (
     _amount_role,
     _cased_lang,
@@ -106,6 +107,12 @@ class Side:
     nat_langs: tuple[str, ...]
     text_lang: str
     quoted: tuple[str, ...]
+    # the numbers, ordinals, quoted spans and names of worked examples (.examples):
+    # compared only when both sides give examples (.pair.with_examples)
+    example_numbers: tuple[str, ...]
+    example_ordinals: tuple[str, ...]
+    example_quoted: tuple[str, ...]
+    example_entities: tuple[str, ...]
     negations: int
     wh_words: tuple[str, ...]
     roles: tuple[tuple[str, str], ...]  # (token, "src" | "dst")
@@ -162,6 +169,9 @@ class _Items:
     variables: list[str] = field(default_factory=list)
     identifiers: list[str] = field(default_factory=list)
     entities: list[str] = field(default_factory=list)
+    example_numbers: list[str] = field(default_factory=list)
+    example_ordinals: list[str] = field(default_factory=list)
+    example_entities: list[str] = field(default_factory=list)
     weekdays: list[str] = field(default_factory=list)
     times: list[str] = field(default_factory=list)
     relative: list[str] = field(default_factory=list)
@@ -176,6 +186,7 @@ class _Items:
     negations: int = 0
     unit_roles: list[tuple[str, str]] = field(default_factory=list)
     german: bool = False  # German capitalises every noun (see _german_noun)
+    examples: tuple[tuple[int, int], ...] = ()  # worked examples (.examples)
 
 
 def analyze(request: Request | str) -> Side:
@@ -186,17 +197,23 @@ def analyze(request: Request | str) -> Side:
     norm = _prepare(query)
     dates, date_of = _dates(toks)
     lang = detect_language(query)
-    items = _Items(op_idx=_operator_indices(toks), date_of=date_of, german=lang == "de")
+    examples = example_spans(norm)
+    items = _Items(
+        op_idx=_operator_indices(toks), date_of=date_of, german=lang == "de", examples=examples
+    )
     _walk(items, toks, norm)
     _add_code_languages(items.prog, query)
     units = items.units
     if "fahrenheit" in units or "celsius" in units or "kelvin" in units:
         units = [u for u in units if u != "degree"]
 
-    quoted = tuple(
-        " ".join(t.canon for t in tokenize(m.group("s") or m.group("d") or "") if t.kind != "sym")
-        for m in _QUOTED_RE.finditer(norm)
-    )
+    quoted: list[str] = []
+    example_quoted: list[str] = []
+    for m in _QUOTED_RE.finditer(norm):
+        words = tokenize(m.group("s") or m.group("d") or "")
+        quote = " ".join(t.canon for t in words if t.kind != "sym")
+        if quote:
+            (example_quoted if in_spans(m.start(), examples) else quoted).append(quote)
     text = " ".join(items.words)
     char3 = frozenset(text[i : i + 3] for i in range(max(len(text) - 2, 1)))
     return Side(
@@ -220,7 +237,11 @@ def analyze(request: Request | str) -> Side:
         prog_langs=tuple(items.prog),
         nat_langs=tuple(items.nat),
         text_lang=_answer_language(items.words, items.nat) or lang,
-        quoted=tuple(q for q in quoted if q),
+        quoted=tuple(quoted),
+        example_numbers=tuple(items.example_numbers),
+        example_ordinals=tuple(items.example_ordinals),
+        example_quoted=tuple(example_quoted),
+        example_entities=tuple(items.example_entities),
         negations=items.negations,
         wh_words=tuple(items.wh),
         roles=_roles(toks) + tuple(items.unit_roles),
@@ -302,9 +323,11 @@ def _number(items: _Items, t: Token, k: int) -> None:
             items.content.append(items.date_of[k])
             items.surface.append(t.raw.lower())
         return
-    items.numbers.append(value)
+    # a number in a worked example illustrates the function asked for
+    example = in_spans(t.start, items.examples)
+    (items.example_numbers if example else items.numbers).append(value)
     if ordinal:
-        items.ordinals.append(value)
+        (items.example_ordinals if example else items.ordinals).append(value)
     items.content.append(value)
     items.surface.append(t.raw.lower())
 
@@ -355,7 +378,9 @@ def _word(items: _Items, toks: Sequence[Token], k: int, norm: str, sentence_star
     if _is_entity(t, sentence_start, canon_content) and not (
         items.german and _german_noun(toks, k)
     ):
-        items.entities.append(_PROG_ALIASES.get(low, low) if is_prog else low)
+        example = in_spans(t.start, items.examples)
+        entity = _PROG_ALIASES.get(low, low) if is_prog else low
+        (items.example_entities if example else items.entities).append(entity)
     if frame:
         # an imperative frame asks what a question asks: "Name X" == "What is X"
         items.wh.append("what")
