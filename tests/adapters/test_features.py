@@ -1005,3 +1005,40 @@ def test_an_adjective_of_a_name_and_an_acronym_spelled_out_are_the_same_name() -
     )
     assert digit["entity_diff"] == 0.0
     assert run(entity_features, mfa, "How does SSO protect an account?")["entity_diff"] == 2.0
+
+
+def test_an_operation_named_in_words_is_no_operator_change() -> None:
+    a = "What is 3/8 + 1/4?"
+    assert run(operator_features, a, "Add one quarter to three eighths")["op_diff"] == 0.0
+    assert run(operator_features, "What is 40 - 15?", "Take 15 away from 40")["op_diff"] == 0.0
+    assert run(operator_features, a, "What is 3/8 - 1/4?")["op_diff"] == 2.0
+    # a square root is no power
+    assert (
+        run(operator_features, "What is 81 squared?", "What is the square root of 81?")["op_diff"]
+        == 1.0
+    )
+
+
+def test_a_number_base_by_name_and_one_of_a_pair_are_no_numbers() -> None:
+    a = "Write 200 in base 16"
+    assert run(number_features, a, "Convert 200 to hexadecimal")["num_diff"] == 0.0
+    assert run(number_features, a, "Write 200 in base 3")["num_diff"] > 0
+    # a logarithm's base stays a number
+    assert run(number_features, "log base 2 of 32", "log base 8 of 32")["num_diff"] == 2.0
+    pair = "Why is it warm on one side of the wall and cold on the other?"
+    assert (
+        run(number_features, "Why is one wall side warm and the other cold?", pair)["num_diff"]
+        == 0.0
+    )
+    assert run(number_features, "Why is one wall warm?", "Why are two walls warm?")["num_diff"]
+
+
+def test_one_said_with_an_article_is_no_number() -> None:
+    a = "Summarise the plot of Hamlet in a single sentence"
+    assert run(number_features, a, "Summarise the plot of Hamlet in one sentence")["num_diff"] == 0
+    assert (
+        run(number_features, "How many feet are in a mile?", "1 mile is how many feet?")["num_diff"]
+        == 0.0
+    )
+    assert run(number_features, a, "Summarise the plot of Hamlet in two sentences")["num_diff"]
+    assert run(number_features, "Give me a tip", "Give me 1 tip and 1 example")["num_diff"] == 1.0

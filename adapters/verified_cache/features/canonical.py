@@ -353,7 +353,9 @@ def _merge_phrases(tokens: list[Token]) -> list[Token]:
     i, n = 0, len(tokens)
     while i < n:
         t = tokens[i]
-        if t.kind == "word" and t.canon in _PHRASE_FIRST:
+        # "log base 2" is a logarithm's base, not the binary system
+        after_log = t.canon == "base" and bool(out) and out[-1].canon == "log"
+        if t.kind == "word" and t.canon in _PHRASE_FIRST and not after_log:
             for length in range(min(_PHRASE_MAX, n - i), 0, -1):
                 key = tuple(x.canon for x in tokens[i : i + length])
                 canon = _PHRASES.get(key)
@@ -608,10 +610,22 @@ _MATH_WORDS = frozenset(words[0] for words, _ in _MATH_PHRASES)
 
 def _counts_one(tokens: list[Token], i: int) -> bool:
     """Whether "one" at ``tokens[i]`` is the number 1 ("one hour", "twenty one") rather
-    than a pronoun ("quick one", "one of those", "this one")."""
+    than a pronoun ("quick one", "one of those", "this one") or one of a pair ("one
+    hand ... the other").
+
+    >>> [t.canon for t in tokenize("one hour or two")][:2]
+    ['1', 'hour']
+    >>> [t.canon for t in tokenize("night on one side, day on the other")][2:4]
+    ['one', 'side']
+    """
     prev = tokens[i - 1].raw.lower() if i > 0 else ""
     if prev in ("this", "that", "which", "the", "each", "every", "any", "no", "quick", "a"):
         return False
+    if any(
+        tokens[j].canon == "other" and tokens[j - 1].canon == "the"
+        for j in range(i + 2, len(tokens))
+    ):
+        return False  # "on one side ... on the other": one of two, no count
     nxt = tokens[i + 1] if i + 1 < len(tokens) else None
     if (
         nxt is not None

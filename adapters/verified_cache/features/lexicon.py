@@ -65,6 +65,10 @@ _PHRASES: dict[tuple[str, ...], str] = {
         ("nyc", "new york city"),
         ("ai", "artificial intelligence"),
         ("percent", "per cent"),
+        # a number base by its number or its name ("255 in base 16" == "255 in hex")
+        ("hexadecimal", "base 16|base sixteen|hexadecimal"),
+        ("octal", "base 8|base eight|octal"),
+        ("binary", "base 2|base two|binary"),
     )
     for phrase in phrases.split("|")
 }

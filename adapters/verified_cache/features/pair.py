@@ -256,6 +256,39 @@ def _negation_is_the_change(d: Diff) -> bool:
     return len(rest_a) <= SHORT_SPAN and len(rest_b) <= SHORT_SPAN
 
 
+#: Words that name an operation the other side writes as a symbol ("take a
+#: quarter away from five sixths" is "5/6 - 1/4", "half of 90" is "90 / 2").
+_OPERATION_WORDS: dict[str, frozenset[str]] = {
+    op: frozenset(words.split())
+    for op, words in (
+        ("+", "add adding added plus sum total more together increase increased"),
+        ("-", "subtract subtracting subtracted minus away difference less fewer deduct"),
+        ("*", "multiply multiplying multiplied times product double twice triple"),
+        ("/", "divide dividing divided split half quotient ratio share"),
+        ("^", "squared cubed power itself"),
+        ("=", "equal equals solve root roots makes"),
+    )
+}
+
+
+def _operators_unsaid(a: Side, b: Side) -> int:
+    """How many of ``a``'s operator symbols ``b`` neither writes nor names in words
+    (:data:`_OPERATION_WORDS`): "5/6 - 1/4" vs "take one quarter away from five
+    sixths" names its "-"; "5 + 3" vs "5 - 3" does not.
+
+    >>> from .side import analyze
+    >>> _operators_unsaid(analyze("5/6 - 1/4"), analyze("take 1/4 away from 5/6"))
+    0
+    >>> _operators_unsaid(analyze("5 + 3"), analyze("5 - 3"))
+    1
+    """
+    words = set(b.tokens)
+    surplus = Counter(a.operators) - Counter(b.operators)
+    return sum(
+        n for op, n in surplus.items() if not (words & _OPERATION_WORDS.get(op, frozenset()))
+    )
+
+
 def operator_features(a: Side, b: Side, d: Diff) -> Features:
     """Math operators and answer-determining function words (derivative/integral,
     encode/decode, asc/desc, not/never...): swaps within a contrast group or
@@ -272,7 +305,7 @@ def operator_features(a: Side, b: Side, d: Diff) -> Features:
     groups_b = _one_sided_groups(cb, ca, only_b)
     swaps = len(groups_a & groups_b) + _prefix_antonyms(only_a, only_b)
     return {
-        "op_diff": float(_multiset_diff(a.operators, b.operators)),
+        "op_diff": float(_operators_unsaid(a, b) + _operators_unsaid(b, a)),
         "contrast_swap": float(swaps),
         "neg_diff": float(abs(a.negations - b.negations)) if _negation_is_the_change(d) else 0.0,
         "neg_scope_flip": float(_negation_flips(a.tokens, b.tokens)),

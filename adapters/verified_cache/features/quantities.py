@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
+from .canonical import _stem
 from .side import Side
 
 #: Units of time, length, mass and volume as (dimension, size in the dimension's
@@ -71,14 +72,36 @@ def restated_numbers(a: Side, b: Side) -> tuple[list[str], list[str]]:
     and "seven days", "an hour" and "1 hr". A number that only restates a
     quantity the other side names is no change."""
     qa, qb = _quantities(a.tokens), _quantities(b.tokens)
-    if not qa and not qb:
-        return [], []
-    common = Counter(q for q, _ in qa) & Counter(q for q, _ in qb)
     drops: tuple[list[str], list[str]] = ([], [])
-    for side, qs in zip(drops, (qa, qb), strict=True):
-        left = Counter(common)
-        for q, nums in qs:
-            if left[q] > 0:
-                left[q] -= 1
-                side.extend(nums)
+    if qa or qb:
+        common = Counter(q for q, _ in qa) & Counter(q for q, _ in qb)
+        for side, qs in zip(drops, (qa, qb), strict=True):
+            left = Counter(common)
+            for q, nums in qs:
+                if left[q] > 0:
+                    left[q] -= 1
+                    side.extend(nums)
+    ones_a, ones_b = a.numbers.count("1"), b.numbers.count("1")
+    if ones_a != ones_b:
+        more, fewer, side = (a, b, drops[0]) if ones_a > ones_b else (b, a, drops[1])
+        surplus = abs(ones_a - ones_b) - side.count("1")
+        side.extend(["1"] * min(max(surplus, 0), _singulars(more.tokens, fewer.tokens)))
     return drops
+
+
+#: Words that say "one" of a thing without the number: "a single sentence".
+_SINGULAR = frozenset({"a", "an", "single", "one"})
+
+
+def _singulars(mine: Sequence[str], other: Sequence[str]) -> int:
+    """How many "1 <word>" of ``mine`` the other side says with an article or
+    "single" before the same word ("in one sentence" / "in a single sentence",
+    "one space" / "single spaces"): one thing, the number unsaid.
+
+    >>> _singulars("in 1 sentence".split(), "in a single sentence".split())
+    1
+    >>> _singulars("1 sentence".split(), "2 sentences".split())
+    0
+    """
+    said = {_stem(w) for k, w in enumerate(other) if k > 0 and other[k - 1] in _SINGULAR}
+    return sum(1 for k in range(len(mine) - 1) if mine[k] == "1" and _stem(mine[k + 1]) in said)
