@@ -1042,3 +1042,17 @@ def test_one_said_with_an_article_is_no_number() -> None:
     )
     assert run(number_features, a, "Summarise the plot of Hamlet in two sentences")["num_diff"]
     assert run(number_features, "Give me a tip", "Give me 1 tip and 1 example")["num_diff"] == 1.0
+
+
+def test_a_repeated_operation_word_is_named_once() -> None:
+    a = "Write mode(xs) that returns the mode of a list"
+    b = "Python mode(xs): the most common value, like a mean would be the average"
+    assert run(operator_features, a, b)["contrast_swap"] == 0.0
+    assert (
+        run(
+            operator_features,
+            "Write a function for the mode of xs",
+            "Write a function for the mean of xs",
+        )["contrast_swap"]
+        == 1.0
+    )

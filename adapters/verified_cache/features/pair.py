@@ -233,10 +233,24 @@ def _prefix_antonyms(only_a: set[str], only_b: set[str]) -> int:
 def _one_sided_groups(mine: Counter[str], other: Counter[str], only: set[str]) -> set[int]:
     """Contrast groups with a synonym class more frequent in ``mine`` than in
     ``other``, one of whose words on this side the content diff kept (or is a
-    function word)."""
-    cm = Counter(_contrast_class(w) for w in mine.elements())
-    co = Counter(_contrast_class(w) for w in other.elements())
-    surplus = cm - co
+    function word). A content word counts once however often it is repeated:
+    "median(nums) returns the median" names one operation, as "median(nums):
+    the average of the middle two" does; function words count each time ("from
+    A to B, then from B to A")."""
+
+    def classes(words: Counter[str]) -> Counter[str]:
+        out: Counter[str] = Counter()
+        named: set[str] = set()
+        for w, n in words.items():
+            c = _contrast_class(w)
+            if _is_function_word(w):
+                out[c] += n
+            elif c not in named:
+                named.add(c)
+                out[c] += 1
+        return out
+
+    surplus = classes(mine) - classes(other)
     return {
         _contrast_group(w)
         for w in mine
