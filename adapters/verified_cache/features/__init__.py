@@ -33,7 +33,10 @@ The package's modules, each one concern: :mod:`.lexicon` (word lists),
 :mod:`.canonical` (tokenisation and canonical forms), :mod:`.context` (prior
 turns, system prompt, tools), :mod:`.items` (operators, dates, direction roles,
 language of one side), :mod:`.side` (:func:`analyze`), :mod:`.alignment`
-(:func:`content_diff`), :mod:`.pair` (the extractors and the feature vector),
+(:func:`content_diff`), :mod:`.quantities` (a quantity restated in other units),
+:mod:`.examples` (worked examples in a code request), :mod:`.names` (one name
+written two ways),
+:mod:`.pair` (the extractors and the feature vector),
 :mod:`.precision` (the fixed precision the verifier reads features at).
 Import from the package: ``from adapters.verified_cache.features import analyze``.
 """

@@ -79,14 +79,88 @@ _LOG_BASE_RE = re.compile(r"\blog_?(\d+)(?=\s*\(|\s+\d)|\blog_\{(\d+)\}")
 _COEFF_RE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*\*\s*([A-Za-z])(?![\w(])")
 
 
+#: LaTeX commands read as the words or symbols a request in prose uses for them
+#: ("\\cdot" is "*", "\\le" is "<="); a command not listed reads as its name.
+_LATEX_WORDS: dict[str, str] = {
+    "cdot": "*", "times": "*", "div": "/", "le": "<=", "leq": "<=", "ge": ">=", "geq": ">=",
+    "ne": "!=", "neq": "!=", "int": "integral", "sum": "sum", "prod": "product",
+    "infty": "infinity", "left": "", "right": "", "quad": "", "qquad": "", "displaystyle": "",
+}  # fmt: skip
+
+#: A LaTeX group argument or a single token: ``{n+1}`` or ``3``.
+_LATEX_ARG = r"(\{[^{}]*\}|[^\s{}^_\\]+)"
+#: A bounded integral, sum or product: "\int_0^3", "\sum_{i=1}^{n}".
+_LATEX_BOUNDS_RE = re.compile(r"\\(int|sum|prod)\s*_\s*" + _LATEX_ARG + r"\s*\^\s*" + _LATEX_ARG)
+_LATEX_FRAC_RE = re.compile(r"\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}")
+_LATEX_SQRT_RE = re.compile(r"\\sqrt\s*\{([^{}]*)\}")
+_LATEX_COMMAND_RE = re.compile(r"\\([A-Za-z]+|[,;:! ])")
+#: ``$...$`` around math with a command or a power in it: delimiters, not dollars.
+_LATEX_DOLLARS_RE = re.compile(r"\$\$?([^$]*[\\^_][^$]*)\$?\$")
+
+#: A unit of length with a power: "40 m^2" (normalised from "m²") is "40 square metres".
+_UNIT_POWER_RE = re.compile(r"(\d)\s*(km|cm|mm|m|ft|in|mi|yd)\^([23])(?![\w^])")
+_LENGTH_WORDS = {"km": "kilometres", "cm": "centimetres", "mm": "millimetres", "m": "metres",
+                 "ft": "feet", "in": "inches", "mi": "miles", "yd": "yards"}  # fmt: skip
+
+
+def _latex(text: str) -> str:
+    r"""LaTeX math as the prose a request types for it: "\int_1^4 (2x+1) \, dx" is
+    "integral from 1 to 4 (2x+1) dx", "\frac{5}{6}" is "(5)/(6)", "\le" "<=",
+    group braces dropped.
+
+    >>> " ".join(_latex(r"Evaluate \int_0^{3} x^{2} \, dx").split())
+    'Evaluate integral from 0 to 3 x^2 dx'
+    >>> " ".join(_latex(r"$\frac{1}{2} \cdot 4$").split())
+    '(1)/(2) * 4'
+    """
+    text = _LATEX_DOLLARS_RE.sub(lambda m: m.group(1), text)
+
+    def arg(x: str) -> str:
+        return x[1:-1] if x.startswith("{") else x
+
+    text = _LATEX_BOUNDS_RE.sub(
+        lambda m: f" {_LATEX_WORDS[m.group(1)]} from {arg(m.group(2))} to {arg(m.group(3))} ",
+        text,
+    )
+    text = _LATEX_FRAC_RE.sub(lambda m: f"({m.group(1)})/({m.group(2)})", text)
+    text = _LATEX_SQRT_RE.sub(lambda m: f"sqrt({m.group(1)})", text)
+    text = re.sub(
+        r"\^\{([^{}]*)\}",
+        lambda m: "^" + (m.group(1) if len(m.group(1)) == 1 else f"({m.group(1)})"),
+        text,
+    )
+    return _LATEX_COMMAND_RE.sub(
+        lambda m: (
+            " " + _LATEX_WORDS.get(m.group(1), m.group(1) if m.group(1).isalpha() else "") + " "
+        ),
+        text,
+    )
+
+
+#: Comparison signs as the two characters typed for them.
+_COMPARISONS = str.maketrans({"≥": ">=", "≤": "<=", "≠": "!="})
+
+
 def _notation(text: str) -> str:
     """Math and abbreviation notation under one spelling, outside code blocks only
     (in code ``**`` and ``^`` differ): ``**`` -> ``^``, ``5*x`` -> ``5x``, "U.S." ->
-    "US". Applied after :func:`normalise_text` by the tokenizer."""
-    if "." not in text and "*" not in text and "log" not in text:
+    "US", "≥" -> ">=", LaTeX as prose (:func:`_latex`), "m^2" after a number as
+    "square metres". Applied after :func:`normalise_text` by the tokenizer."""
+    if not any(c in text for c in ".*\\^≥≤≠") and "log" not in text:
         return text
 
     def prose(part: str) -> str:
+        if "\\" in part:
+            part = _latex(part)
+        if "^" in part:
+            part = _UNIT_POWER_RE.sub(
+                lambda m: (
+                    f"{m.group(1)} {'square' if m.group(3) == '2' else 'cubic'} "
+                    f"{_LENGTH_WORDS[m.group(2)]}"
+                ),
+                part,
+            )
+        part = part.translate(_COMPARISONS)
         part = _DOTTED_ABBREV_RE.sub(lambda m: m.group(1) + m.group(2), part)
         if "log" in part:
             part = _LOG_BASE_RE.sub(lambda m: f"log base {m.group(1) or m.group(2)} ", part)
@@ -279,7 +353,9 @@ def _merge_phrases(tokens: list[Token]) -> list[Token]:
     i, n = 0, len(tokens)
     while i < n:
         t = tokens[i]
-        if t.kind == "word" and t.canon in _PHRASE_FIRST:
+        # "log base 2" is a logarithm's base, not the binary system
+        after_log = t.canon == "base" and bool(out) and out[-1].canon == "log"
+        if t.kind == "word" and t.canon in _PHRASE_FIRST and not after_log:
             for length in range(min(_PHRASE_MAX, n - i), 0, -1):
                 key = tuple(x.canon for x in tokens[i : i + length])
                 canon = _PHRASES.get(key)
@@ -534,10 +610,22 @@ _MATH_WORDS = frozenset(words[0] for words, _ in _MATH_PHRASES)
 
 def _counts_one(tokens: list[Token], i: int) -> bool:
     """Whether "one" at ``tokens[i]`` is the number 1 ("one hour", "twenty one") rather
-    than a pronoun ("quick one", "one of those", "this one")."""
+    than a pronoun ("quick one", "one of those", "this one") or one of a pair ("one
+    hand ... the other").
+
+    >>> [t.canon for t in tokenize("one hour or two")][:2]
+    ['1', 'hour']
+    >>> [t.canon for t in tokenize("night on one side, day on the other")][2:4]
+    ['one', 'side']
+    """
     prev = tokens[i - 1].raw.lower() if i > 0 else ""
     if prev in ("this", "that", "which", "the", "each", "every", "any", "no", "quick", "a"):
         return False
+    if any(
+        tokens[j].canon == "other" and tokens[j - 1].canon == "the"
+        for j in range(i + 2, len(tokens))
+    ):
+        return False  # "on one side ... on the other": one of two, no count
     nxt = tokens[i + 1] if i + 1 < len(tokens) else None
     if (
         nxt is not None

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from .canonical import (
     Token,
     _canon_number,
+    _fold_accents,
     _stem,
 )
 from .lexicon import (
@@ -51,8 +52,9 @@ def _operator_indices(toks: Sequence[Token]) -> set[int]:
     between two operands ("x - 3", "6/8"), not as a dash ("$50 - what's") or in
     "$500/night"."""
     out: set[int] = set()
+    labels = _label_separators(toks)
     for k, t in enumerate(toks):
-        if t.kind != "sym" or t.raw not in _OPERATOR_SYMBOLS or t.raw == "%":
+        if t.kind != "sym" or t.raw not in _OPERATOR_SYMBOLS or t.raw == "%" or k in labels:
             continue
         if t.raw in "-/*":
             prev = toks[k - 1] if k > 0 else None
@@ -60,6 +62,42 @@ def _operator_indices(toks: Sequence[Token]) -> set[int]:
             if not (_is_math_operand(prev) and _is_math_operand(nxt)):
                 continue
         out.add(k)
+    return out
+
+
+def _label_separators(toks: Sequence[Token]) -> set[int]:
+    """Indices of the separators in a name made of three or more numbers glued by
+    one sign and followed by a content word: "the 50/30/20 rule", "a 4-4-2
+    formation" (one thing, written with slashes or dashes alike), not "100/5/2?".
+
+    >>> from .canonical import tokenize
+    >>> sorted(_label_separators(tokenize("the 50/30/20 rule or 50-30-20 rule")))
+    [2, 4, 9, 11]
+    >>> _label_separators(tokenize("compute 100/5/2 and 7-3"))
+    set()
+    """
+    out: set[int] = set()
+    k, n = 0, len(toks)
+    while k < n:
+        j = k
+        while (
+            j + 2 < n
+            and toks[j].kind == "num"
+            and toks[j + 1].raw in ("/", "-")
+            and toks[j + 1].raw == toks[k + 1].raw
+            and toks[j + 2].kind == "num"
+            and toks[j].end == toks[j + 1].start
+            and toks[j + 1].end == toks[j + 2].start
+        ):
+            j += 2
+        if (
+            j - k >= 4
+            and j + 1 < n
+            and toks[j + 1].kind == "word"
+            and toks[j + 1].canon not in FILLER
+        ):
+            out.update(range(k + 1, j, 2))
+        k = max(j, k + 1)
     return out
 
 
@@ -106,6 +144,18 @@ def _cased_lang(raw: str, low: str) -> bool:
 
 _MATH_SIGNS_RE = re.compile(r"[=+^<>]")
 
+#: The stopwords of each language with accents folded: a text typed without its
+#: accents ("qual e o animal mais rapido") is in the language it is with them.
+_FOLDED_STOPWORDS: dict[str, frozenset[str]] = {
+    lang: frozenset(_fold_accents(w) for w in words) for lang, words in _LANG_STOPWORDS.items()
+}
+
+
+def _stopword_hits(words: Sequence[str], folded: Sequence[str], lang: str) -> int:
+    """How many of ``words`` are stopwords of ``lang``, as typed or accents folded."""
+    exact, loose = _LANG_STOPWORDS[lang], _FOLDED_STOPWORDS[lang]
+    return sum(1 for w, f in zip(words, folded, strict=True) if w in exact or f in loose)
+
 
 def detect_language(text: str) -> str:
     """A coarse language tag of ``text``: a non-Latin script when at least 30% of
@@ -132,9 +182,10 @@ def detect_language(text: str) -> str:
     if _MATH_SIGNS_RE.search(text):
         # "x + y = 10": single letters are variables, not the Spanish "y"
         words = [w for w in words if len(w) > 1]
-    best, best_n = "en", sum(1 for w in words if w in _LANG_STOPWORDS["en"])
+    folded = [_fold_accents(w) for w in words]
+    best, best_n = "en", _stopword_hits(words, folded, "en")
     for lang in sorted(_LANG_STOPWORDS):
-        n = sum(1 for w in words if w in _LANG_STOPWORDS[lang])
+        n = _stopword_hits(words, folded, lang)
         if n > best_n:
             best, best_n = lang, n
     return best

@@ -45,7 +45,7 @@ _ABBREVIATIONS: dict[str, str] = {
     "colour": "color", "favourite": "favorite", "centre": "center", "theatre": "theater",
     "organise": "organize", "realise": "realize", "apologise": "apologize",
     "programme": "program", "traveller": "traveler", "café": "cafe", "insta": "instagram",
-    "func": "function",
+    "func": "function", "veggie": "vegetable", "veggies": "vegetables", "sq": "square",
 }  # fmt: skip
 
 #: Multi-word names and their common abbreviations, one canonical token each
@@ -65,6 +65,10 @@ _PHRASES: dict[tuple[str, ...], str] = {
         ("nyc", "new york city"),
         ("ai", "artificial intelligence"),
         ("percent", "per cent"),
+        # a number base by its number or its name ("255 in base 16" == "255 in hex")
+        ("hexadecimal", "base 16|base sixteen|hexadecimal"),
+        ("octal", "base 8|base eight|octal"),
+        ("binary", "base 2|base two|binary"),
     )
     for phrase in phrases.split("|")
 }
@@ -382,7 +386,8 @@ _LANG_STOPWORDS: dict[str, frozenset[str]] = {
         (
             "de",
             "der die das ist sind und zu mit wie was für ein eine ich nicht den dem wo "
-            "wer welche welcher welches wieviel viele auch aber sehr über zwischen",
+            "wer welche welcher welches welchem welchen wieviel viele auch aber sehr über "
+            "zwischen wann wurde",
         ),
         (
             "it",

@@ -6,6 +6,7 @@ P(HIT) (:func:`direction`).
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 from collections import Counter
@@ -26,10 +27,10 @@ from .lexicon import (
     _PREPOSITIONS,
     FILLER,
     NEGATIONS,
-    NON_ENTITY_CAPITALS,
-    PLACE_OF,
     WH_WORDS,
 )
+from .names import initials_run, missing_entities, spelled_out
+from .quantities import restated_numbers
 from .side import (
     Side,
     analyze,
@@ -54,10 +55,42 @@ def _jaccard(x: set[str] | frozenset[str], y: set[str] | frozenset[str]) -> floa
 Features = dict[str, float]
 
 
+def _has_examples(side: Side) -> bool:
+    return bool(
+        side.example_numbers or side.example_quoted or side.example_entities
+        or side.example_ordinals
+    )  # fmt: skip
+
+
+def with_examples(a: Side, b: Side) -> tuple[Side, Side]:
+    """The two sides with the items of their worked examples (:mod:`.examples`)
+    read as any other when both sides give examples (then the same input with
+    another output is another function: "'aab' becomes 'a2b1'" vs "... 'a2b'"),
+    else without them: an example one side adds only illustrates."""
+    if not (_has_examples(a) and _has_examples(b)):
+        return a, b
+
+    def merged(x: Side) -> Side:
+        return dataclasses.replace(
+            x,
+            numbers=x.numbers + x.example_numbers,
+            ordinals=x.ordinals + x.example_ordinals,
+            quoted=x.quoted + x.example_quoted,
+            entities=x.entities + x.example_entities,
+        )
+
+    return merged(a), merged(b)
+
+
 def number_features(a: Side, b: Side, d: Diff) -> Features:
-    """Numbers and operands: how many numbers differ (as multisets), whether two
-    operands swapped places (:func:`_operand_swap`), ordinals."""
+    """Numbers and operands: how many numbers differ (as multisets; a quantity
+    restated in other units or words is no difference, :func:`.quantities.restated_numbers`;
+    a worked example only one side gives, :func:`with_examples`, neither),
+    whether two operands swapped places (:func:`_operand_swap`), ordinals."""
+    a, b = with_examples(a, b)
     nums_a, nums_b = _without(a.numbers, d.a_typo_numbers), _without(b.numbers, d.b_typo_numbers)
+    kept_a, kept_b = restated_numbers(a, b)
+    nums_a, nums_b = _without(nums_a, tuple(kept_a)), _without(nums_b, tuple(kept_b))
     n_diff = _multiset_diff(nums_a, nums_b)
     ords_a, ords_b = _without(a.ordinals, d.a_typo_numbers), _without(b.ordinals, d.b_typo_numbers)
     return {
@@ -200,10 +233,24 @@ def _prefix_antonyms(only_a: set[str], only_b: set[str]) -> int:
 def _one_sided_groups(mine: Counter[str], other: Counter[str], only: set[str]) -> set[int]:
     """Contrast groups with a synonym class more frequent in ``mine`` than in
     ``other``, one of whose words on this side the content diff kept (or is a
-    function word)."""
-    cm = Counter(_contrast_class(w) for w in mine.elements())
-    co = Counter(_contrast_class(w) for w in other.elements())
-    surplus = cm - co
+    function word). A content word counts once however often it is repeated:
+    "median(nums) returns the median" names one operation, as "median(nums):
+    the average of the middle two" does; function words count each time ("from
+    A to B, then from B to A")."""
+
+    def classes(words: Counter[str]) -> Counter[str]:
+        out: Counter[str] = Counter()
+        named: set[str] = set()
+        for w, n in words.items():
+            c = _contrast_class(w)
+            if _is_function_word(w):
+                out[c] += n
+            elif c not in named:
+                named.add(c)
+                out[c] += 1
+        return out
+
+    surplus = classes(mine) - classes(other)
     return {
         _contrast_group(w)
         for w in mine
@@ -223,6 +270,39 @@ def _negation_is_the_change(d: Diff) -> bool:
     return len(rest_a) <= SHORT_SPAN and len(rest_b) <= SHORT_SPAN
 
 
+#: Words that name an operation the other side writes as a symbol ("take a
+#: quarter away from five sixths" is "5/6 - 1/4", "half of 90" is "90 / 2").
+_OPERATION_WORDS: dict[str, frozenset[str]] = {
+    op: frozenset(words.split())
+    for op, words in (
+        ("+", "add adding added plus sum total more together increase increased"),
+        ("-", "subtract subtracting subtracted minus away difference less fewer deduct"),
+        ("*", "multiply multiplying multiplied times product double twice triple"),
+        ("/", "divide dividing divided split half quotient ratio share"),
+        ("^", "squared cubed power itself"),
+        ("=", "equal equals solve root roots makes"),
+    )
+}
+
+
+def _operators_unsaid(a: Side, b: Side) -> int:
+    """How many of ``a``'s operator symbols ``b`` neither writes nor names in words
+    (:data:`_OPERATION_WORDS`): "5/6 - 1/4" vs "take one quarter away from five
+    sixths" names its "-"; "5 + 3" vs "5 - 3" does not.
+
+    >>> from .side import analyze
+    >>> _operators_unsaid(analyze("5/6 - 1/4"), analyze("take 1/4 away from 5/6"))
+    0
+    >>> _operators_unsaid(analyze("5 + 3"), analyze("5 - 3"))
+    1
+    """
+    words = set(b.tokens)
+    surplus = Counter(a.operators) - Counter(b.operators)
+    return sum(
+        n for op, n in surplus.items() if not (words & _OPERATION_WORDS.get(op, frozenset()))
+    )
+
+
 def operator_features(a: Side, b: Side, d: Diff) -> Features:
     """Math operators and answer-determining function words (derivative/integral,
     encode/decode, asc/desc, not/never...): swaps within a contrast group or
@@ -239,7 +319,7 @@ def operator_features(a: Side, b: Side, d: Diff) -> Features:
     groups_b = _one_sided_groups(cb, ca, only_b)
     swaps = len(groups_a & groups_b) + _prefix_antonyms(only_a, only_b)
     return {
-        "op_diff": float(_multiset_diff(a.operators, b.operators)),
+        "op_diff": float(_operators_unsaid(a, b) + _operators_unsaid(b, a)),
         "contrast_swap": float(swaps),
         "neg_diff": float(abs(a.negations - b.negations)) if _negation_is_the_change(d) else 0.0,
         "neg_scope_flip": float(_negation_flips(a.tokens, b.tokens)),
@@ -248,12 +328,15 @@ def operator_features(a: Side, b: Side, d: Diff) -> Features:
 
 def identifier_features(a: Side, b: Side, d: Diff) -> Features:
     """Variable names (single letters in math) and code identifiers
-    (snake_case, camelCase, called names, letter-digit codes), case-sensitive.
+    (snake_case, camelCase, called names, letter-digit codes), case-sensitive,
+    each compared as a set.
     Variables compare as sets: "What value of x makes 3x - 7 equal to 11?" names
     x twice, "Solve 3x - 7 = 11" once, and both ask for the same x."""
     vars_a, vars_b = set(a.variables), set(b.variables)
     var_diff = len(vars_a ^ vars_b)
-    id_diff = _multiset_diff(a.identifiers, b.identifiers)
+    # identifiers as sets too: "orders(customer_id)" vs "each customer_id ... return
+    # customer_id" name one column
+    id_diff = len(set(a.identifiers) ^ set(b.identifiers))
     return {
         "var_diff": float(var_diff),
         "var_rename": _flag(var_diff > 0 and len(vars_a) == len(vars_b) > 0),
@@ -261,89 +344,17 @@ def identifier_features(a: Side, b: Side, d: Diff) -> Features:
     }
 
 
-def _missing_entities(side: Side, only: set[str], other: Side) -> list[str]:
-    """``side``'s entities the content diff kept on its side only, less honorifics
-    and company suffixes, and less a demonym whose place the other side names
-    ("American" vs "U.S.")."""
-    places = {PLACE_OF.get(e, e) for e in other.entities}
-    return [
-        e
-        for e in side.entities
-        if (e in only or _stem(e) in only)
-        and e not in NON_ENTITY_CAPITALS
-        and PLACE_OF.get(e, e) not in places
-    ]
-
-
-#: An acronym as written: capitals with periods ("U.C.L.A.") or without ("ECB",
-#: "CEOs").
-_ACRONYM_RE = re.compile(r"\b(?:[A-Z]\.){2,6}|\b[A-Z]{2,6}s?\b")
-_WORD_RE = re.compile(r"[A-Za-z][\w'-]*")
-#: Words an acronym skips ("Department of Energy" is DOE).
-_INITIALS_SKIP = frozenset({"of", "the", "and", "for", "de", "on", "in"})
-#: Longest run of words read as an acronym's expansion.
-_EXPANSION_WORDS = 8
-
-
-def _acronyms(text: str) -> set[str]:
-    return {m.replace(".", "").lower() for m in _ACRONYM_RE.findall(text)}
-
-
-def _expansions(text: str) -> list[tuple[str, tuple[str, ...]]]:
-    """(initials, lower-cased words) of every run of capitalised words in ``text``
-    (small words skipped) that is at least two words long."""
-    words = _WORD_RE.findall(text)
-    out = []
-    for i in range(len(words)):
-        initials, run = "", []
-        for w in words[i : i + _EXPANSION_WORDS]:
-            if initials and w.lower() in _INITIALS_SKIP:
-                continue
-            if not w[0].isupper():
-                break
-            initials += w[0].lower()
-            run.append(w.lower())
-            if len(initials) >= 2:
-                out.append((initials, tuple(run)))
-    return out
-
-
-def _spelled_out(a: Side, b: Side) -> tuple[set[str], set[str]]:
-    """Entities of ``a`` and of ``b`` that are one side's acronym and the other
-    side's words for it ("ECB" and "European Central Bank", "UCLA" and
-    "University of California, Los Angeles"): no change of name.
-
-    >>> from adapters.verified_cache.features.side import analyze
-    >>> a = analyze("Did the ECB raise rates?")
-    >>> b = analyze("Did the European Central Bank raise rates?")
-    >>> [sorted(x) for x in _spelled_out(a, b)]
-    [['ecb'], ['bank', 'central', 'european']]
-    """
-    covered_a: set[str] = set()
-    covered_b: set[str] = set()
-    for x, y, cov_x, cov_y in ((a, b, covered_a, covered_b), (b, a, covered_b, covered_a)):
-        acronyms = _acronyms(x.query)
-        if not acronyms:
-            continue
-        # the other side's name already read as this acronym ("United Nations" is "un")
-        cov_y.update(e for e in y.entities if e in acronyms)
-        for initials, run in _expansions(y.query):
-            if initials in acronyms:
-                cov_x.add(initials)
-                cov_y.update(run)
-    return covered_a, covered_b
-
-
 def entity_features(a: Side, b: Side, d: Diff) -> Features:
     """Capitalised tokens (names, places, acronyms) missing from the other side
     (case-insensitive, so a lower-cased retype is not a change; see
-    :func:`_missing_entities` and :func:`_spelled_out` for what else is no
+    :func:`.names.missing_entities` and :func:`.names.spelled_out` for what else is no
     change)."""
+    a, b = with_examples(a, b)
     only_a, only_b = set(d.a_only), set(d.b_only)
-    miss_a = _missing_entities(a, only_a, b)
-    miss_b = _missing_entities(b, only_b, a)
+    miss_a = missing_entities(a, only_a, b)
+    miss_b = missing_entities(b, only_b, a)
     if miss_a or miss_b:
-        spelled_a, spelled_b = _spelled_out(a, b)
+        spelled_a, spelled_b = spelled_out(a, b)
         miss_a = [e for e in miss_a if e not in spelled_a]
         miss_b = [e for e in miss_b if e not in spelled_b]
     return {
@@ -680,6 +691,8 @@ def _in_place_swap(a: Side, b: Side, d: Diff) -> bool:
     False
     >>> swap("what is the temp in the lab", "what is the temperature in the lab")
     False
+    >>> swap("how does mfa work", "how does multi factor authentication work")
+    False
     """
     replaced = _one_replacement(a.tokens, b.tokens)
     if replaced is None or _slipped_word(a.query, b.query):
@@ -689,6 +702,10 @@ def _in_place_swap(a: Side, b: Side, d: Diff) -> bool:
         return False
     if len(span_a) == len(span_b) == 1 and _clipped(span_a[0], span_b[0]):
         return False
+    if (len(span_a) == 1 and len(span_b) > 1 and initials_run(span_b, span_a[0])) or (
+        len(span_b) == 1 and len(span_a) > 1 and initials_run(span_a, span_b[0])
+    ):
+        return False  # an acronym and its words: "mfa" / "multi factor authentication"
     kept_a = set(d.a_only) | set(d.a_surface)
     kept_b = set(d.b_only) | set(d.b_surface)
     if any(w in kept_a for w in span_a) and any(w in kept_b for w in span_b):

@@ -30,6 +30,7 @@ from .context import (
     tool_intent,
     tool_names,
 )
+from .examples import example_spans, in_spans
 from .items import (
     _amount_role,
     _cased_lang,
@@ -106,6 +107,12 @@ class Side:
     nat_langs: tuple[str, ...]
     text_lang: str
     quoted: tuple[str, ...]
+    # the numbers, ordinals, quoted spans and names of worked examples (.examples):
+    # compared only when both sides give examples (.pair.with_examples)
+    example_numbers: tuple[str, ...]
+    example_ordinals: tuple[str, ...]
+    example_quoted: tuple[str, ...]
+    example_entities: tuple[str, ...]
     negations: int
     wh_words: tuple[str, ...]
     roles: tuple[tuple[str, str], ...]  # (token, "src" | "dst")
@@ -162,6 +169,9 @@ class _Items:
     variables: list[str] = field(default_factory=list)
     identifiers: list[str] = field(default_factory=list)
     entities: list[str] = field(default_factory=list)
+    example_numbers: list[str] = field(default_factory=list)
+    example_ordinals: list[str] = field(default_factory=list)
+    example_entities: list[str] = field(default_factory=list)
     weekdays: list[str] = field(default_factory=list)
     times: list[str] = field(default_factory=list)
     relative: list[str] = field(default_factory=list)
@@ -175,6 +185,8 @@ class _Items:
     wh: list[str] = field(default_factory=list)
     negations: int = 0
     unit_roles: list[tuple[str, str]] = field(default_factory=list)
+    german: bool = False  # German capitalises every noun (see _german_noun)
+    examples: tuple[tuple[int, int], ...] = ()  # worked examples (.examples)
 
 
 def analyze(request: Request | str) -> Side:
@@ -184,17 +196,24 @@ def analyze(request: Request | str) -> Side:
     toks = tokenize(query)
     norm = _prepare(query)
     dates, date_of = _dates(toks)
-    items = _Items(op_idx=_operator_indices(toks), date_of=date_of)
+    lang = detect_language(query)
+    examples = example_spans(norm)
+    items = _Items(
+        op_idx=_operator_indices(toks), date_of=date_of, german=lang == "de", examples=examples
+    )
     _walk(items, toks, norm)
     _add_code_languages(items.prog, query)
     units = items.units
     if "fahrenheit" in units or "celsius" in units or "kelvin" in units:
         units = [u for u in units if u != "degree"]
 
-    quoted = tuple(
-        " ".join(t.canon for t in tokenize(m.group("s") or m.group("d") or "") if t.kind != "sym")
-        for m in _QUOTED_RE.finditer(norm)
-    )
+    quoted: list[str] = []
+    example_quoted: list[str] = []
+    for m in _QUOTED_RE.finditer(norm):
+        words = tokenize(m.group("s") or m.group("d") or "")
+        quote = " ".join(t.canon for t in words if t.kind != "sym")
+        if quote:
+            (example_quoted if in_spans(m.start(), examples) else quoted).append(quote)
     text = " ".join(items.words)
     char3 = frozenset(text[i : i + 3] for i in range(max(len(text) - 2, 1)))
     return Side(
@@ -217,8 +236,12 @@ def analyze(request: Request | str) -> Side:
         currencies=tuple(items.currencies),
         prog_langs=tuple(items.prog),
         nat_langs=tuple(items.nat),
-        text_lang=_answer_language(items.words, items.nat) or detect_language(query),
-        quoted=tuple(q for q in quoted if q),
+        text_lang=_answer_language(items.words, items.nat) or lang,
+        quoted=tuple(quoted),
+        example_numbers=tuple(items.example_numbers),
+        example_ordinals=tuple(items.example_ordinals),
+        example_quoted=tuple(example_quoted),
+        example_entities=tuple(items.example_entities),
         negations=items.negations,
         wh_words=tuple(items.wh),
         roles=_roles(toks) + tuple(items.unit_roles),
@@ -300,9 +323,11 @@ def _number(items: _Items, t: Token, k: int) -> None:
             items.content.append(items.date_of[k])
             items.surface.append(t.raw.lower())
         return
-    items.numbers.append(value)
+    # a number in a worked example illustrates the function asked for
+    example = in_spans(t.start, items.examples)
+    (items.example_numbers if example else items.numbers).append(value)
     if ordinal:
-        items.ordinals.append(value)
+        (items.example_ordinals if example else items.ordinals).append(value)
     items.content.append(value)
     items.surface.append(t.raw.lower())
 
@@ -320,6 +345,16 @@ def _word(items: _Items, toks: Sequence[Token], k: int, norm: str, sentence_star
     # "72°F", and "degrees F" / "degrees C" (a scale, not the C language)
     after_degree = prev is not None and (prev.raw == "°" or prev.canon in _DEGREE_NAMES)
     unit = _unit(low, after_number, after_degree)
+    if (
+        unit in _LENGTHS
+        and prev is not None
+        and prev.canon in ("square", "cubic")
+        and k >= 2
+        and _digits(toks[k - 2])
+    ):
+        # "12 square metres" (and "12 m²", written so by the tokenizer) is an area;
+        # "the area in square cm" asks for what "6 cm by 9 cm" does
+        unit = f"{unit}^{2 if prev.canon == 'square' else 3}"
     # the canonical content token: units, currencies, dates under one name
     canon_content = _tag_word(items, toks, k, unit)
     is_prog = (
@@ -337,10 +372,15 @@ def _word(items: _Items, toks: Sequence[Token], k: int, norm: str, sentence_star
     is_variable = canon_content is None and _is_variable(items, toks, k, after_number)
     if is_variable:
         items.variables.append(raw)
-    if _is_identifier(t, is_prog, norm):
+    if canon_content is None and _is_identifier(t, is_prog, norm):
+        # a unit or currency is no identifier: "mL" is not camelCase
         items.identifiers.append(raw)
-    if _is_entity(t, sentence_start, canon_content):
-        items.entities.append(_PROG_ALIASES.get(low, low) if is_prog else low)
+    if _is_entity(t, sentence_start, canon_content) and not (
+        items.german and _german_noun(toks, k)
+    ):
+        example = in_spans(t.start, items.examples)
+        entity = _PROG_ALIASES.get(low, low) if is_prog else low
+        (items.example_entities if example else items.entities).append(entity)
     if frame:
         # an imperative frame asks what a question asks: "Name X" == "What is X"
         items.wh.append("what")
@@ -372,6 +412,9 @@ def _thousands_suffix(items: _Items, t: Token, prev: Token | None) -> bool:
 
 
 _DEGREE_NAMES = frozenset({"degree", "degrees", "deg"})
+
+#: Units of length, which "square" and "cubic" make an area and a volume.
+_LENGTHS = frozenset({"km", "meter", "cm", "mm", "inch", "foot", "yard", "mile"})
 
 
 def _unit(low: str, after_number: bool, after_degree: bool) -> str | None:
@@ -478,6 +521,35 @@ def _is_entity(t: Token, sentence_start: bool, canon_content: str | None) -> boo
         and low not in WH_WORDS
         and low not in _MONTHS
     )
+
+
+#: German articles and determiners: a capitalised word after one (an adjective may
+#: stand between) is a common noun ("Welche Stadt", "in welchem Jahr", "die
+#: chemische Formel"), not a name ("von Peru", "in Berlin").
+_GERMAN_DETERMINERS = frozenset(
+    "der die das den dem des ein eine einen einem einer eines welche welcher welches "
+    "welchem welchen jede jeder jedes jedem jeden kein keine keinen keinem keiner "
+    "diese dieser dieses diesem diesen mein meine meinen meinem meiner unser unsere "
+    "im am zum zur vom beim ins".split()
+)
+
+
+def _german_noun(toks: Sequence[Token], k: int) -> bool:
+    """Whether the capitalised word at ``toks[k]`` of a German text follows an
+    article or determiner, with at most one lower-case word between: a common
+    noun, which German capitalises.
+
+    >>> from .canonical import tokenize
+    >>> t = tokenize("Welche Stadt ist die chemische Hauptstadt von Peru")
+    >>> [x.raw for k, x in enumerate(t) if x.raw[:1].isupper() and _german_noun(t, k)]
+    ['Stadt', 'Hauptstadt']
+    """
+    words = [x for x in toks[max(0, k - 2) : k] if x.kind == "word"]
+    if not words:
+        return False
+    if words[-1].canon in _GERMAN_DETERMINERS:
+        return True
+    return len(words) == 2 and words[0].canon in _GERMAN_DETERMINERS and words[1].raw[:1].islower()
 
 
 def _add_content(
