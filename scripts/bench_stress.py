@@ -17,7 +17,7 @@ other end: CacheEval's own queries (``cachebench.jsonl``, both sides, every
 split, de-duplicated; real requests, longer and richer than the templates),
 each copy ending in its own letter code (" (ref bcd)"), so no text repeats.
 
-    python -m scripts.bench_stress [--check] [--sizes 100000,1000000] [--per-prompt K]
+    python -m scripts.bench_stress [--check] [--sizes 100000,1000000] [--per-prompt K] [--workers N]
                                    [--input templates|unique]
 """
 
@@ -137,27 +137,39 @@ def write_unique_prompts(path: Path, n: int) -> None:
             f.write(f"{queries[i % len(queries)]} (ref {_letters(i)})\n")
 
 
-def child(prompts: Path, out: Path, per_prompt: int) -> dict[str, float]:
-    """Run the command's path once; time it and read the peak RSS."""
+def child(prompts: Path, out: Path, per_prompt: int, workers: int = 0) -> dict[str, float]:
+    """Run the command's path once; time it and read the peak RSS. With
+    ``workers`` (``cacheeval stress --workers``), the CPU seconds and the peak
+    RSS include the worker processes' (each worker's peak, the largest)."""
     from cacheeval.benches.stress.generate import StressStats, stress_lines
+    from cacheeval.benches.stress.parallel import stress_lines_parallel
     from cacheeval.benches.stress.reader import PromptSpec, read_prompts
 
     stats = StressStats()
     start, cpu_start = time.perf_counter(), time.process_time()
+    kids_start = resource.getrusage(resource.RUSAGE_CHILDREN)
+    source = read_prompts(prompts, PromptSpec("text"))
+    if workers:
+        made = stress_lines_parallel(
+            source, seed=0, per_prompt=per_prompt, stats=stats, workers=workers
+        )
+    else:
+        made = stress_lines(source, seed=0, per_prompt=per_prompt, stats=stats)
     with open(os.devnull, "wb") as f:
-        for lines in stress_lines(
-            read_prompts(prompts, PromptSpec("text")), seed=0, per_prompt=per_prompt, stats=stats
-        ):
+        for lines in made:
             f.write(lines.encode("utf-8"))
     wall = time.perf_counter() - start
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     seconds = time.process_time() - cpu_start
-    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    seconds += (kids.ru_utime + kids.ru_stime) - (kids_start.ru_utime + kids_start.ru_stime)
+    peak_kb = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, kids.ru_maxrss)
     return {
         "prompts": stats.prompts,
         "rows": stats.rows,
         "seconds": seconds,
         "wall_seconds": wall,
         "prompts_per_s": stats.prompts / seconds,
+        "prompts_per_wall_s": stats.prompts / wall,
         "rows_per_s": stats.rows / seconds,
         "peak_rss_mb": peak_kb / 1024,
         "noise_and_identity": stats.prompts_with_noise_and_identity / max(stats.prompts, 1),
@@ -175,10 +187,17 @@ def main(argv: list[str] | None = None) -> int:
         default="templates",
         help="prompts from the 30 templates (repeating) or CacheEval's queries, none repeated",
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="cacheeval stress --workers N (default 0: one process); the target stays per core",
+    )
     parser.add_argument("--child", nargs=2, metavar=("PROMPTS", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(child(Path(args.child[0]), Path(args.child[1]), args.per_prompt)))
+        result = child(Path(args.child[0]), Path(args.child[1]), args.per_prompt, args.workers)
+        print(json.dumps(result))
         return 0
     sizes = [int(s) for s in args.sizes.split(",") if s]
     slowest = float("inf")
@@ -188,7 +207,8 @@ def main(argv: list[str] | None = None) -> int:
             (write_unique_prompts if args.input == "unique" else write_prompts)(prompts, n)
             proc = subprocess.run(
                 [sys.executable, "-m", "scripts.bench_stress", "--per-prompt",
-                 str(args.per_prompt), "--child", str(prompts), str(out)],
+                 str(args.per_prompt), "--workers", str(args.workers),
+                 "--child", str(prompts), str(out)],
                 capture_output=True, text=True, check=False,
             )  # fmt: skip
             if proc.returncode != 0:
@@ -197,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
             r = json.loads(proc.stdout)
             print(
                 f"{r['prompts']:>9,} prompts -> {r['rows']:>9,} rows in {r['seconds']:7.1f} CPU s "
-                f"({r['wall_seconds']:.1f} s wall): {r['prompts_per_s']:>8,.0f} prompts/s, "
+                f"({r['wall_seconds']:.1f} s wall, {r['prompts_per_wall_s']:,.0f} prompts per "
+                f"wall s): {r['prompts_per_s']:>8,.0f} prompts/s, "
                 f"{r['rows_per_s']:>8,.0f} rows/s, peak RSS {r['peak_rss_mb']:.0f} MB; "
                 f"noise+identity on {100 * r['noise_and_identity']:.1f}% of prompts"
             )

@@ -283,3 +283,61 @@ def test_tools_that_are_not_a_list_of_objects(
     assert f"{src}:2: tools must be a list of tool-definition objects" in err
     assert "Traceback" not in err
     assert not (tmp_path / "rows.jsonl").exists()
+
+
+def test_workers_write_the_same_bytes_and_counts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--workers``: the rows are made in worker processes, chunk by chunk, and
+    numbered in input order by the writer, so the file and the summary are those
+    of one process (system prompts, turns and repeated prompts included)."""
+    from cacheeval.benches.stress.edits import Prompt
+    from cacheeval.benches.stress.generate import StressStats, stress_lines
+    from cacheeval.benches.stress.parallel import stress_lines_parallel
+
+    src = tmp_path / "chats.jsonl"
+    turns = [{"role": "user", "content": "I'm flying to Rome on Monday."},
+             {"role": "assistant", "content": "Nice! How can I help?"}]  # fmt: skip
+    records = [
+        {"msg": q, "sys": "You are a terse assistant." if i % 3 == 0 else None,
+         "turns": turns if i % 4 == 1 else None}
+        for i, q in enumerate(PROMPTS * 4)
+    ]  # fmt: skip
+    src.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    fields = ["--field", "msg", "--system-field", "sys", "--turns-field", "turns"]
+    outs, summaries = [], []
+    for workers in ("0", "2"):
+        out = tmp_path / f"rows{workers}.jsonl"
+        assert _stress(str(src), *fields, "--out", str(out), "--workers", workers) == 0
+        outs.append(out.read_bytes())
+        summaries.append(capsys.readouterr().out.replace(str(out), "OUT"))
+    assert outs[0] == outs[1] and outs[0].count(b"\n") >= 100
+    assert summaries[0] == summaries[1]
+    # many small chunks (the CLI's chunk holds this whole file): same lines, same counts
+    prompts = [Prompt(r["msg"], r["sys"], None, "p.txt", i) for i, r in enumerate(records, 1)]
+    one, two = StressStats(), StressStats()
+    text = "".join(stress_lines(prompts, seed=4, per_prompt=3, stats=one))
+    seen: list[int] = []
+    made = stress_lines_parallel(
+        prompts, seed=4, per_prompt=3, stats=two, workers=2, chunk=3,
+        progress=lambda done, _: seen.append(done),
+    )  # fmt: skip
+    assert "".join(made) == text
+    assert one == two and one.prompts == len(prompts)
+    assert seen == sorted(seen) and seen[-1] == len(prompts) and len(seen) == -(-len(prompts) // 3)
+    with pytest.raises(ValueError, match="workers"):
+        next(stress_lines_parallel(prompts, seed=4, workers=0))
+
+
+def test_workers_keep_the_readers_file_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "chats.jsonl"
+    good = "".join(json.dumps({"msg": q}) + "\n" for q in PROMPTS[:5])
+    src.write_text(good + "{not json\n", encoding="utf-8")
+    out = tmp_path / "rows.jsonl"
+    assert _stress(str(src), "--field", "msg", "--out", str(out), "--workers", "2") == 2
+    assert _error(capsys).startswith(f"stress: {src}:6:")
+    assert not out.exists()
+    assert _stress(str(src), "--field", "msg", "--out", str(out), "--workers", "-1") == 2
+    assert "--workers" in _error(capsys)

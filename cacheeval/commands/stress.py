@@ -3,6 +3,7 @@
     cacheeval stress prompts.txt --out rows.jsonl --seed 0
     cacheeval stress chats.jsonl --field message --system-field system --out rows.jsonl
     cacheeval stress tickets.csv --column text --out rows.jsonl
+    cacheeval stress big-log.txt --workers 4 --out rows.jsonl     # same bytes, 4 processes
     cacheeval eval --bench rows.jsonl --baseline exact_match --out report.md
 
 Each prompt is paired with controlled edits whose label is known by
@@ -75,6 +76,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--domain", choices=DOMAINS, help="domain of every row (default: guessed per prompt)"
     )
     parser.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="make the rows in N worker processes (default 0: this process); the same bytes",
+    )
+    parser.add_argument(
         "--audit", type=int, metavar="N", help="draw N rows of a rows file as a blind audit sheet"
     )
     parser.add_argument(
@@ -92,6 +100,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.per_prompt < 1:
         print(f"{NAME}: --per-prompt must be >= 1, got {args.per_prompt}", file=sys.stderr)
+        return 2
+    if args.workers < 0:
+        print(f"{NAME}: --workers must be >= 0, got {args.workers}", file=sys.stderr)
         return 2
     if not args.prompts.is_file():
         print(f"{NAME}: {args.prompts}: no such file", file=sys.stderr)
@@ -131,15 +142,21 @@ def _generate(args: argparse.Namespace) -> int:
     try:
         out = AtomicFile(args.out)
         prompts = read_prompts(args.prompts, spec)
-        for lines in stress_lines(
-            prompts,
+        options = dict(
             seed=args.seed,
             per_prompt=args.per_prompt,
             split=args.split,
             domain=args.domain,
             stats=stats,
             progress=progress,
-        ):
+        )
+        if args.workers:
+            from ..benches.stress.parallel import stress_lines_parallel
+
+            chunks = stress_lines_parallel(prompts, workers=args.workers, **options)
+        else:
+            chunks = stress_lines(prompts, **options)
+        for lines in chunks:
             out.write(lines.encode("utf-8"))
         out.commit()
     except (ValueError, OSError) as e:  # JsonlError is a ValueError: "file:LINE: ..."

@@ -69,6 +69,15 @@ class StressStats:
     def rows(self) -> int:
         return sum(self.rows_by_kind.values())
 
+    def merge(self, other: StressStats) -> None:
+        """Add ``other``'s counts (a worker's, for a chunk of the prompts) to these."""
+        self.prompts += other.prompts
+        self.prompts_with_rows += other.prompts_with_rows
+        self.prompts_by_family.update(other.prompts_by_family)
+        self.prompts_with_noise_and_identity += other.prompts_with_noise_and_identity
+        self.rows_by_kind.update(other.rows_by_kind)
+        self.policy_prompts.update(other.policy_prompts)
+
     def summary(self) -> str:
         """The lines ``cacheeval stress`` prints."""
         n = max(self.prompts, 1)

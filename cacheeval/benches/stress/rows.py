@@ -222,8 +222,13 @@ class RowLines:
 
     def line(self, edit: Edit, row_id: str) -> str:
         """The line (no newline) of the row for ``edit`` under ``row_id``."""
+        return f'{{"id": {_json_str(row_id)}{self.after_id(edit)}'
+
+    def after_id(self, edit: Edit) -> str:
+        """:meth:`line` after the id: what a worker process makes, the id being
+        numbered in output order by whoever writes the file (:mod:`.parallel`)."""
         if edit.turns_b is not None:  # other turns: a dict is no memo key
-            return self._line(self._other_body(edit), row_id)
+            return self._tail(self._other_body(edit))
         key = (
             self.body_key, edit.kind, edit.field, edit.start, edit.end, edit.original,
             edit.replacement, edit.turn, edit.inner, edit.system_prompt_b,
@@ -237,10 +242,10 @@ class RowLines:
             if len(_BODIES) >= _BODIES_LIMIT:
                 _BODIES.clear()
             _BODIES[key] = body
-        return self._line(body, row_id)
+        return self._tail(body)
 
-    def _line(self, body: str, row_id: str) -> str:
-        return f'{{"id": {_json_str(row_id)}{self.domain}{body}{self.payload_tail}'
+    def _tail(self, body: str) -> str:
+        return f"{self.domain}{body}{self.payload_tail}"
 
     def _query_body(self, edit: Edit) -> str:
         """A query edit's line from its kind to its payload's replacement."""
