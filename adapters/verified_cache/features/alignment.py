@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from .canonical import (
     _lemma,
-    _stem,
+    stem,
 )
 from .lexicon import (
     _CONTRAST_OF,
@@ -89,7 +89,7 @@ def _unglue(idx: list[int], side: Side, other: Side, other_idx: list[int]) -> in
         if i not in idx or i + 1 not in idx:
             continue
         glued = side.content[i] + side.content[i + 1]
-        j = next((j for j in other_idx if other.content[j] in (glued, _stem(glued))), None)
+        j = next((j for j in other_idx if other.content[j] in (glued, stem(glued))), None)
         if j is not None:
             idx.remove(i)
             idx.remove(i + 1)

@@ -757,7 +757,7 @@ def _fraction(
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
     """A light plural stemmer: "days" -> "day", "boxes" -> "box"; short words unchanged."""
     if len(word) <= 3 or word in _STEM_KEEP or not word.isalpha():
         return word
@@ -773,7 +773,7 @@ def _stem(word: str) -> str:
 def _lemma(word: str) -> str:
     """A rough lemma for matching a word under a negation with its plain use:
     "melting" == "melt", "numbers" == "number", "making" == "make"."""
-    w = _stem(word)
+    w = stem(word)
     if w.endswith("ing") and len(w) > 5:
         w = w[:-3]
     elif w.endswith("ed") and len(w) > 4:

@@ -13,7 +13,7 @@ from typing import Any
 from cacheeval.schema import Request
 
 from .canonical import (
-    _stem,
+    stem,
 )
 from .lexicon import (
     FILLER,
@@ -87,7 +87,7 @@ def _tool_vocab(fn: Mapping[str, Any]) -> frozenset[str]:
     key = json.dumps(fn, sort_keys=True, default=str)
     vocab = _TOOL_VOCAB.get(key)
     if vocab is None:
-        vocab = frozenset(_stem(w) for w in _schema_words(fn) if w and w not in FILLER)
+        vocab = frozenset(stem(w) for w in _schema_words(fn) if w and w not in FILLER)
         if len(_TOOL_VOCAB) >= 4096:
             _TOOL_VOCAB.clear()
         _TOOL_VOCAB[key] = vocab

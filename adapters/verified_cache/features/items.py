@@ -14,7 +14,7 @@ from .canonical import (
     Token,
     _canon_number,
     _fold_accents,
-    _stem,
+    stem,
 )
 from .lexicon import (
     _AMBIGUOUS_MONTHS,
@@ -238,7 +238,7 @@ def _roles(toks: Sequence[Token]) -> tuple[tuple[str, str], ...]:
                 return _UNITS[t.canon]
             if t.canon in ("c", "f"):
                 return _UNIT_LETTERS[t.canon]  # "72°C": the degree sign was dropped
-            return _stem(t.canon)
+            return stem(t.canon)
         if t.kind == "num":
             return _canon_number(t.raw if _digits(t) else t.canon)[0]
         return t.canon

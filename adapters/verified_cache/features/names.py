@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .canonical import _stem
+from .canonical import stem
 from .lexicon import FILLER, NON_ENTITY_CAPITALS, PLACE_OF
 from .side import Side
 
@@ -46,7 +46,7 @@ def missing_entities(side: Side, only: set[str], other: Side) -> list[str]:
     return [
         e
         for e in side.entities
-        if (e in only or _stem(e) in only)
+        if (e in only or stem(e) in only)
         and e not in NON_ENTITY_CAPITALS
         and PLACE_OF.get(e, e) not in places
         and not any(_named_alike(e, f) for f in other.entities)

@@ -19,7 +19,7 @@ from .alignment import (
 )
 from .canonical import (
     _lemma,
-    _stem,
+    stem,
 )
 from .lexicon import (
     _CONTRAST_CLASS,
@@ -310,8 +310,8 @@ def operator_features(a: Side, b: Side, d: Diff) -> Features:
     contrast word present on one side only is mostly rewording: "150 lb in kg" vs
     "convert 150 lb to kg"), negation count difference, negated scope."""
     # read every token (prepositions included), not only the content tokens
-    ca = Counter(_stem(w) for w in a.tokens if _stem(w) in _CONTRAST_OF or w in _CONTRAST_OF)
-    cb = Counter(_stem(w) for w in b.tokens if _stem(w) in _CONTRAST_OF or w in _CONTRAST_OF)
+    ca = Counter(stem(w) for w in a.tokens if stem(w) in _CONTRAST_OF or w in _CONTRAST_OF)
+    cb = Counter(stem(w) for w in b.tokens if stem(w) in _CONTRAST_OF or w in _CONTRAST_OF)
     # a contrast word that is a content token only counts when the content diff
     # kept it (a typo of "solve" is not a change of operation)
     only_a, only_b = set(d.a_only), set(d.b_only)

@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from .canonical import _stem
+from .canonical import stem
 from .side import Side
 
 #: Units of time, length, mass and volume as (dimension, size in the dimension's
@@ -103,5 +103,5 @@ def _singulars(mine: Sequence[str], other: Sequence[str]) -> int:
     >>> _singulars("1 sentence".split(), "2 sentences".split())
     0
     """
-    said = {_stem(w) for k, w in enumerate(other) if k > 0 and other[k - 1] in _SINGULAR}
-    return sum(1 for k in range(len(mine) - 1) if mine[k] == "1" and _stem(mine[k + 1]) in said)
+    said = {stem(w) for k, w in enumerate(other) if k > 0 and other[k - 1] in _SINGULAR}
+    return sum(1 for k in range(len(mine) - 1) if mine[k] == "1" and stem(mine[k + 1]) in said)

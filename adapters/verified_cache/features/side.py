@@ -20,7 +20,7 @@ from .canonical import (
     Token,
     _canon_number,
     _prepare,
-    _stem,
+    stem,
     tokenize,
 )
 from .context import (
@@ -572,7 +572,7 @@ def _add_content(
             items.content.append(lang)
             items.surface.append(low)
     elif low not in FILLER and low not in _PREPOSITIONS and low not in _DEGREE_WORDS:
-        items.content.append(_stem(low))
+        items.content.append(stem(low))
         items.surface.append(low)
 
 

@@ -41,7 +41,7 @@ from .edits import Edit, Prompt, shuffle
 from .facts import PromptFacts, facts_of
 from .identity import ENDPOINT_WORDS, IDENTITY
 from .noise import NOISE
-from .rows import RowLines, stress_row
+from .rows import RowLines, json_str, stress_row
 from .triggers import DirectionGuard
 
 DEFAULT_PER_PROMPT = 4
@@ -175,7 +175,7 @@ def _edits(
     return out
 
 
-def _prompts_and_edits(
+def prompts_and_edits(
     prompts: Iterable[Prompt],
     seed: int,
     per_prompt: int,
@@ -224,7 +224,7 @@ def stress_rows(
     the domain of every row (default: guessed per prompt, :func:`guess_domain`)."""
     stats = stats if stats is not None else StressStats()
     numbers: Counter[str] = Counter()
-    for prompt, facts, dom, edits in _prompts_and_edits(
+    for prompt, facts, dom, edits in prompts_and_edits(
         prompts, seed, per_prompt, domain, stats, progress
     ):
         for edit in edits:
@@ -248,14 +248,35 @@ def stress_lines(
     stress`` writes."""
     stats = stats if stats is not None else StressStats()
     numbers: Counter[str] = Counter()
-    for prompt, facts, dom, edits in _prompts_and_edits(
+    for dom, after_ids in prompt_lines(prompts, seed, per_prompt, split, domain, stats, progress):
+        yield numbered_lines(dom, after_ids, numbers)
+
+
+def prompt_lines(
+    prompts: Iterable[Prompt],
+    seed: int,
+    per_prompt: int,
+    split: str,
+    domain: str | None,
+    stats: StressStats,
+    progress: Callable[[int, int], None] | None = None,
+) -> Iterator[tuple[str, list[str]]]:
+    """Per prompt that yields rows: its domain and each row's line without the
+    id (:meth:`~.rows.RowLines.after_id`), in input order; the ids depend on
+    the rows before, so whoever writes the file numbers them (:func:`numbered_lines`)."""
+    for prompt, facts, dom, edits in prompts_and_edits(
         prompts, seed, per_prompt, domain, stats, progress
     ):
-        if not edits:
-            continue
-        lines = RowLines(prompt, facts.policy, dom, split, (facts.tokens_a, facts.query_json))
-        out = []
-        for edit in edits:
-            numbers[dom] += 1
-            out.append(lines.line(edit, f"cb-{dom}-{numbers[dom]:04d}"))
-        yield "\n".join(out) + "\n"
+        if edits:
+            lines = RowLines(prompt, facts.policy, dom, split, (facts.tokens_a, facts.query_json))
+            yield dom, [lines.after_id(edit) for edit in edits]
+
+
+def numbered_lines(dom: str, after_ids: Iterable[str], numbers: Counter[str]) -> str:
+    """One prompt's lines, each with the next id of its domain (``numbers``
+    counts the ids given so far): ``cb-<domain>-NNNN``, numbered in output order."""
+    out = []
+    for after_id in after_ids:
+        numbers[dom] += 1
+        out.append(f'{{"id": {json_str(f"cb-{dom}-{numbers[dom]:04d}")}{after_id}')
+    return "\n".join(out) + "\n"

@@ -6,7 +6,7 @@ generator is ``random.Random(f"{seed}:{line}")``), never on the prompts
 before it, and the per-text memos change no byte; so any process can turn a
 chunk of prompts into rows. Only the ids depend on order (``cb-<domain>-NNNN``,
 numbered per domain in output order): a worker returns each row's line without
-its id (:meth:`~.rows.RowLines.after_id`) and :func:`stress_lines_parallel`
+its id (:func:`~.generate.prompt_lines`) and :func:`stress_lines_parallel`
 numbers them as it yields them, chunk after chunk in input order. The prompts
 are read here, a chunk at a time, and at most ``2 * workers`` chunks are in
 flight, so memory stays flat whatever the size of the file, and a reader's
@@ -29,8 +29,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from itertools import islice
 
 from .edits import Prompt
-from .generate import DEFAULT_PER_PROMPT, StressStats, _prompts_and_edits
-from .rows import RowLines, json_str
+from .generate import DEFAULT_PER_PROMPT, StressStats, numbered_lines, prompt_lines
 
 #: Prompts per task: large enough that a task's pickling is a small share of
 #: its work, small enough that the first rows come soon.
@@ -46,14 +45,7 @@ def chunk_rows(
 ) -> ChunkRows:
     """What a worker makes of one chunk (module docstring)."""
     stats = StressStats()
-    out: list[tuple[str, list[str]]] = []
-    for prompt, facts, dom, edits in _prompts_and_edits(
-        prompts, seed, per_prompt, domain, stats, None
-    ):
-        if edits:
-            lines = RowLines(prompt, facts.policy, dom, split, (facts.tokens_a, facts.query_json))
-            out.append((dom, [lines.after_id(edit) for edit in edits]))
-    return out, stats
+    return list(prompt_lines(prompts, seed, per_prompt, split, domain, stats)), stats
 
 
 def stress_lines_parallel(
@@ -95,11 +87,7 @@ def stress_lines_parallel(
             if more:
                 more = submit()
             stats.merge(part)
-            for dom, tails in rows:
-                lines = []
-                for tail in tails:
-                    numbers[dom] += 1
-                    lines.append(f'{{"id": {json_str(f"cb-{dom}-{numbers[dom]:04d}")}{tail}')
-                yield "\n".join(lines) + "\n"
+            for dom, after_ids in rows:
+                yield numbered_lines(dom, after_ids, numbers)
             if progress is not None:
                 progress(stats.prompts, 0)
