@@ -502,6 +502,48 @@ def test_cause_versus_effect_is_a_contrast_swap() -> None:
     assert same["contrast_swap"] == 0.0
 
 
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (
+            "Why are mortgage rates higher than last year?",
+            "Why are mortgage rates lower than last year?",
+        ),
+        ("What counts as high blood pressure?", "What counts as low blood pressure?"),
+        (
+            "Is a bigger batch size better for training?",
+            "Is a smaller batch size better for training?",
+        ),
+        ("Why is my laptop faster on battery?", "Why is my laptop slower on battery?"),
+        ("Do older dogs need more sleep?", "Do younger dogs need more sleep?"),
+        ("Which foods have more fibre than oats?", "Which foods have less fibre than oats?"),
+        ("Is tea better than coffee for focus?", "Is tea worse than coffee for focus?"),
+    ],
+)
+def test_comparatives_and_gradable_opposites_are_a_contrast_swap(a: str, b: str) -> None:
+    assert run(operator_features, a, b)["contrast_swap"] == 1.0, (a, b)
+    assert run(critical_features, a, b)["critical_diff"] >= 1.0
+
+
+def test_a_comparative_said_once_on_one_side_is_no_swap() -> None:
+    # a comparative on one side only is rewording, as for every contrast group
+    for a, b in (
+        ("How can I make my laptop faster?", "How do I speed up my laptop?"),
+        ("Tell me more about black holes", "Explain black holes"),
+        ("Why are rates higher this year?", "Why did rates go up this year?"),
+    ):
+        assert run(operator_features, a, b)["contrast_swap"] == 0.0, (a, b)
+    # "quicker" and "faster" are one class
+    assert (
+        run(
+            operator_features,
+            "Is the train quicker than the bus?",
+            "Is the train faster than the bus?",
+        )["contrast_swap"]
+        == 0.0
+    )
+
+
 def test_synonyms_in_a_contrast_group_are_not_a_swap() -> None:
     assert (
         run(operator_features, "Which lake is the biggest?", "Which lake is the largest?")[
