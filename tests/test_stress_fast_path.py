@@ -83,7 +83,11 @@ def _prompts() -> list[Prompt]:
             line = 3 * i + j + 1
             out.append(
                 Prompt(
-                    variant, SYSTEMS[line % len(SYSTEMS)], TURNS[line % 2], f"t.txt:{line}", line,
+                    variant,
+                    SYSTEMS[line % len(SYSTEMS)],
+                    TURNS[line % 2],
+                    f"t.txt:{line}",
+                    line,
                     TOOLS if line % 5 == 0 else None,
                 )
             )

@@ -199,7 +199,8 @@ _CONTRAST_SPECS: tuple[str, ...] = (
     "compress decompress serialize deserialize parse stringify",
     "ascending/asc/increasing descending/desc/decreasing",
     "minimum/min/smallest/lowest/least maximum/max/largest/biggest/highest/most/greatest",
-    "big/large/bigger/larger/大/grande/grand/groß/gross small/tiny/smaller/小/pequeño/pequeno/petit/klein/piccolo",
+    "big/large/bigger/larger/大/grande/grand/groß/gross "
+    "small/tiny/smaller/小/pequeño/pequeno/petit/klein/piccolo",
     "mayor/más/mas/plus/mehr/più/piu menor/menos/moins/weniger/meno",
     "first last",
     "before after",
