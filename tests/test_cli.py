@@ -142,6 +142,27 @@ def test_bad_bench_line_reports_path_and_line(
     assert f"{bad}:3: unknown label 'SIMILAR'" in line
 
 
+def test_an_empty_bench_file_is_named_not_blamed_on_the_filters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"\n  \n")  # blank lines only
+    assert main(["eval", "--bench", str(empty), "--baseline", "always_miss",
+                 "--out", str(tmp_path / "r.md")]) == 2  # fmt: skip
+    line = _one_line_error(capsys.readouterr().err)
+    assert f"{empty}:1: no rows in the file (it is empty)" in line
+    assert not (tmp_path / "r.md").exists()
+    # a file with rows none of which the filters select still says so
+    rows = [ln for ln in MINI_BENCH.read_text(encoding="utf-8").splitlines()
+            if '"domain": "math"' in ln]  # fmt: skip
+    maths = tmp_path / "maths.jsonl"
+    maths.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    assert main(["eval", "--bench", str(maths), "--domain", "creative",
+                 "--baseline", "always_miss", "--out", str(tmp_path / "r.md")]) == 2  # fmt: skip
+    line = _one_line_error(capsys.readouterr().err)
+    assert f"{maths}: no rows match the --split/--domain filters" in line
+
+
 def test_eval_cache_module_file_with_class_and_args(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

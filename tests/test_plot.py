@@ -159,6 +159,18 @@ def test_plot_command_rejects_bad_input(tmp_path: Path, capsys: pytest.CaptureFi
     err = capsys.readouterr().err
     assert "neither a CacheEval report nor a replay report" in err and len(err.splitlines()) == 1
     assert main(["plot", str(tmp_path / "missing.json"), "--out", str(tmp_path)]) == 2
+    capsys.readouterr()
+    # a file that is not JSON, or not UTF-8, is named with the line at fault
+    for name, data, where in (
+        ("lines.json", b'{"a": 1}\n{"b": 2}\n', ":2: not JSON (Extra data, column 1)"),
+        ("empty.json", b"", ":1: not JSON (Expecting value, column 1)"),
+        ("binary.json", b'{"a":\n "\xff\xfe"}', ":2: not UTF-8 text (byte 3 of the line)"),
+    ):
+        path = tmp_path / name
+        path.write_bytes(data)
+        assert main(["plot", str(path), "--out", str(tmp_path)]) == 2
+        err = capsys.readouterr().err
+        assert f"{path}{where}" in err and len(err.splitlines()) == 1, err
 
 
 def _pair_report(name: str, p95_ms: float, fhr: float, f1: float) -> dict[str, object]:

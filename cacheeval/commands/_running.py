@@ -287,11 +287,24 @@ def check_labels_file(bench: Path, labels: Path) -> None:
         )
 
 
+def no_rows(bench: Path | str) -> UsageError:
+    """The error for a run that selected no rows: an empty file is named as such
+    (``path:1``), not blamed on the filters."""
+    try:
+        with open(bench, "rb") as f:
+            empty = not any(line.strip() for line in f)
+    except OSError:
+        empty = False
+    if empty:
+        return UsageError(f"{bench}:1: no rows in the file (it is empty)")
+    return UsageError(f"{bench}: no rows match the --split/--domain filters")
+
+
 def non_empty(rows: Iterator[Row], bench: Path) -> Iterator[Row]:
     """``rows`` after checking there is at least one."""
     first = next(rows, None)
     if first is None:
-        raise UsageError(f"{bench}: no rows match the --split/--domain filters")
+        raise no_rows(bench)
     return chain([first], rows)
 
 
@@ -367,7 +380,7 @@ class LabelledRows(SplitTracker):
         if first is None:
             if self.hidden:
                 raise UsageError(hidden_count_message(self.hidden, self.hidden))
-            raise UsageError(f"{self._bench}: no rows match the --split/--domain filters")
+            raise no_rows(self._bench)
         return chain([first], it)
 
 

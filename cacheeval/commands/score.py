@@ -52,7 +52,7 @@ def _score(args: argparse.Namespace, prog: str) -> Any:
     from ..results.columns import ScoreColumns, join_stream
     from ..results.predictions import iter_predictions
     from ..support.jsonio import sha256_file
-    from ._running import stream_rows
+    from ._running import no_rows, stream_rows
 
     try:
         header, predictions = iter_predictions(args.predictions)
@@ -90,7 +90,7 @@ def _score(args: argparse.Namespace, prog: str) -> Any:
     except ValueError as e:  # a bad predictions line: path:LINE: ...
         raise UsageError(str(e)) from None
     if not seen.n_rows:
-        raise UsageError(f"{args.bench}: no rows match the --split/--domain filters")
+        raise no_rows(args.bench)
     if seen.n_hidden:
         first = seen.hidden_ids[0]
         if args.labels is not None:

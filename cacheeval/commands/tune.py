@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._running import UsageError, _one_line
+from ._running import UsageError, _one_line, no_rows
 
 NAME = "tune"
 HELP = "Find the certified threshold (FHR <= budget with confidence) of a cache with scores."
@@ -222,7 +222,7 @@ def _from_predictions(args: argparse.Namespace, prog: str) -> Scored:
     except ValueError as e:
         raise UsageError(str(e)) from None
     if not seen.n_rows:
-        raise UsageError(f"{args.bench}: no rows match the --split/--domain filters")
+        raise no_rows(args.bench)
     if not len(columns):
         raise UsageError(hidden_count_message(seen.n_hidden, seen.n_rows))
     if seen.n_missing == len(columns):

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ._running import UsageError, _one_line
+from ._running import UsageError, _one_line, no_rows
 from .eval import add_rows_arguments, fail, prog_name
 
 NAME = "view"
@@ -178,7 +178,7 @@ def _make_page(args: argparse.Namespace, prog: str) -> tuple[str, int, int, int]
                 f"{args.bench}: the {n_hidden} selected row(s) are hidden test rows: "
                 "pass --labels (the private labels file) to show them"
             )
-        raise UsageError(f"{args.bench}: no rows match the --split/--domain filters")
+        raise no_rows(args.bench)
     if n_hidden:
         print(
             f"{prog}: note: leaving out {n_hidden} hidden test rows without labels "

@@ -65,19 +65,27 @@ class ClqPoint:
 
 
 def read_source(path: str | Path, name: str | None = None) -> Source:
-    """Read a report or replay JSON file; ValueError naming the file otherwise."""
+    """Read a report or replay JSON file; ValueError naming ``path:LINE`` otherwise
+    (the line of the first undecodable byte, or of the JSON error)."""
+    raw = Path(path).read_bytes()
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        column = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise ValueError(f"{path}:{line}: not UTF-8 text (byte {column} of the line)") from None
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not JSON ({e.msg} at line {e.lineno})") from None
+        raise ValueError(f"{path}:{e.lineno}: not JSON ({e.msg}, column {e.colno})") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a JSON object")
+        raise ValueError(f"{path}:1: expected a JSON object")
     if "cacheeval_report" in data:
         kind, default = PAIR, data.get("provenance", {}).get("cache_name")
     elif "cacheeval_replay" in data:
         kind, default = REPLAY, data.get("provenance", {}).get("cache_name")
     else:
-        raise ValueError(f"{path}: neither a CacheEval report nor a replay report")
+        raise ValueError(f"{path}:1: neither a CacheEval report nor a replay report")
     return Source(name or str(default or Path(path).stem), kind, data)
 
 
