@@ -176,6 +176,73 @@ def test_audit_score_needs_every_answer(tmp_path: Path, capsys: pytest.CaptureFi
     assert _error(capsys).startswith(f"stress: {sheet}:1: same_answer is None")
 
 
+def _filled_sheet(tmp_path: Path) -> tuple[Path, list[dict], list[dict]]:
+    src, rows = _prompts(tmp_path), tmp_path / "rows.jsonl"
+    assert _stress(str(src), "--out", str(rows)) == 0
+    sheet = tmp_path / "sheet.jsonl"
+    assert _stress(str(rows), "--audit", "4", "--out", str(sheet)) == 0
+    items = [json.loads(line) for line in sheet.read_text().splitlines()]
+    keys = [json.loads(line) for line in (tmp_path / "sheet.key.jsonl").read_text().splitlines()]
+    for item in items:
+        item.update(same_answer="HIT", natural=True)
+    return sheet, items, keys
+
+
+@pytest.mark.parametrize(
+    ("edit", "where", "message"),
+    [
+        (lambda items, keys: items[1].update(natural=None), "sheet:2",
+         "natural is None: fill in true or false"),
+        (lambda items, keys: items[1].update(natural=1), "sheet:2",
+         "natural is 1: fill in true or false"),
+        (lambda items, keys: items[2].update(item=[1]), "sheet:3", "an item the key does not know"),
+        (lambda items, keys: items.append(dict(items[0])), "sheet:5", "is in the sheet twice"),
+        (lambda items, keys: keys[1].pop("item"), "key:2", "not a key line"),
+        (lambda items, keys: keys[1].update(item="2"), "key:2", "not a key line"),
+        (lambda items, keys: keys[1].update(item=[2]), "key:2", "not a key line"),
+        (lambda items, keys: keys[1].update(edit_label=None), "key:2", "not a key line"),
+        (lambda items, keys: keys.clear(), "key:1", "no items in the key"),
+    ],
+)  # fmt: skip
+def test_audit_score_bad_sheet_or_key_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: object, where: str, message: str
+) -> None:
+    # these were tracebacks (a key line without an int item, a list as an item),
+    # an error without its file (item "abc"), or counted as natural (a blank)
+    sheet, items, keys = _filled_sheet(tmp_path)
+    edit(items, keys)  # type: ignore[operator]
+    sheet.write_text("".join(json.dumps(i) + "\n" for i in items))
+    key = tmp_path / "sheet.key.jsonl"
+    key.write_text("".join(json.dumps(k) + "\n" for k in keys))
+    capsys.readouterr()
+    assert _stress("--audit-score", str(sheet)) == 2
+    path, line = where.split(":")
+    expected = f"stress: {sheet if path == 'sheet' else key}:{line}: "
+    got = _error(capsys)
+    assert got.startswith(expected) and message in got, got
+
+
+def test_audit_of_a_file_not_made_by_stress_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a benchmark's hidden test row used to get "pass the labels file", which
+    # --audit cannot take
+    from cacheeval.schema import HIDDEN_TEST_FIELDS
+
+    src, rows = _prompts(tmp_path, PROMPTS[:2]), tmp_path / "rows.jsonl"
+    assert _stress(str(src), "--out", str(rows)) == 0
+    first = json.loads(rows.read_text(encoding="utf-8").splitlines()[0])
+    bench = tmp_path / "bench.jsonl"
+    hidden = {**first, **dict.fromkeys(HIDDEN_TEST_FIELDS), "construction_method": None}
+    bench.write_text(json.dumps(hidden) + "\n")
+    capsys.readouterr()
+    assert _stress(str(bench), "--audit", "3", "--out", str(tmp_path / "s.jsonl")) == 2
+    assert _error(capsys) == (
+        f"stress: {bench}:1: not a row made by cacheeval stress "
+        "(its construction_method is null, not stress_perturbation)"
+    )
+
+
 @pytest.mark.parametrize(
     ("name", "data", "args", "message"),
     [
@@ -341,3 +408,23 @@ def test_workers_keep_the_readers_file_line_error(
     assert not out.exists()
     assert _stress(str(src), "--field", "msg", "--out", str(out), "--workers", "-1") == 2
     assert "--workers" in _error(capsys)
+
+
+def test_workers_beyond_the_cpus_are_refused_before_any_process_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `--workers 100000` once forked 100,000 processes on a 2-core machine
+    from cacheeval.benches.stress import parallel
+
+    started: list[int] = []
+    monkeypatch.setattr(parallel, "ProcessPoolExecutor", lambda **kw: started.append(1))
+    src, out = _prompts(tmp_path), tmp_path / "rows.jsonl"
+    limit = parallel.max_workers()
+    assert limit >= parallel.WORKERS_PER_CPU
+    assert _stress(str(src), "--out", str(out), "--workers", str(limit + 1)) == 2
+    line = _error(capsys)
+    assert line == (
+        f"stress: --workers must be at most {limit} ({parallel.WORKERS_PER_CPU} per CPU this "
+        f"process may use; the rows are the same bytes with fewer), got {limit + 1}"
+    )
+    assert started == [] and not out.exists()

@@ -80,7 +80,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=0,
         metavar="N",
-        help="make the rows in N worker processes (default 0: this process); the same bytes",
+        help="make the rows in N worker processes (default 0: this process; at most 4 per CPU); "
+        "the same bytes",
     )
     parser.add_argument(
         "--audit", type=int, metavar="N", help="draw N rows of a rows file as a blind audit sheet"
@@ -104,6 +105,17 @@ def run(args: argparse.Namespace) -> int:
     if args.workers < 0:
         print(f"{NAME}: --workers must be >= 0, got {args.workers}", file=sys.stderr)
         return 2
+    if args.workers:
+        from ..benches.stress.parallel import WORKERS_PER_CPU, max_workers
+
+        if args.workers > max_workers():
+            print(
+                f"{NAME}: --workers must be at most {max_workers()} ({WORKERS_PER_CPU} per CPU "
+                f"this process may use; the rows are the same bytes with fewer), "
+                f"got {args.workers}",
+                file=sys.stderr,
+            )
+            return 2
     if not args.prompts.is_file():
         print(f"{NAME}: {args.prompts}: no such file", file=sys.stderr)
         return 2
