@@ -413,18 +413,24 @@ def test_workers_keep_the_readers_file_line_error(
 def test_workers_beyond_the_cpus_are_refused_before_any_process_starts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # `--workers 100000` once forked 100,000 processes on a 2-core machine
+    # `stress --workers 100000` once forked 100,000 processes on a 2-core
+    # machine; `verify --jobs` had the same hole
     from cacheeval.benches.stress import parallel
+    from cacheeval.support.cpus import WORKERS_PER_CPU, max_workers
+    from cacheeval.verify import engine
 
     started: list[int] = []
-    monkeypatch.setattr(parallel, "ProcessPoolExecutor", lambda **kw: started.append(1))
+    for module in (parallel, engine):
+        monkeypatch.setattr(module, "ProcessPoolExecutor", lambda **kw: started.append(1))
     src, out = _prompts(tmp_path), tmp_path / "rows.jsonl"
-    limit = parallel.max_workers()
-    assert limit >= parallel.WORKERS_PER_CPU
+    limit = max_workers()
+    assert limit >= WORKERS_PER_CPU
+    why = f"({WORKERS_PER_CPU} per CPU this process may use; the output is the same with fewer)"
     assert _stress(str(src), "--out", str(out), "--workers", str(limit + 1)) == 2
-    line = _error(capsys)
-    assert line == (
-        f"stress: --workers must be at most {limit} ({parallel.WORKERS_PER_CPU} per CPU this "
-        f"process may use; the rows are the same bytes with fewer), got {limit + 1}"
-    )
+    assert _error(capsys) == f"stress: --workers must be at most {limit} {why}, got {limit + 1}"
     assert started == [] and not out.exists()
+    assert _stress(str(src), "--out", str(out)) == 0
+    capsys.readouterr()
+    assert main(["verify", "--rows", str(out), "--jobs", str(limit + 1)]) == 2
+    assert _error(capsys) == f"verify: --jobs must be at most {limit} {why}, got {limit + 1}"
+    assert started == []

@@ -106,15 +106,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"{NAME}: --workers must be >= 0, got {args.workers}", file=sys.stderr)
         return 2
     if args.workers:
-        from ..benches.stress.parallel import WORKERS_PER_CPU, max_workers
+        from ..support.cpus import too_many_workers
 
-        if args.workers > max_workers():
-            print(
-                f"{NAME}: --workers must be at most {max_workers()} ({WORKERS_PER_CPU} per CPU "
-                f"this process may use; the rows are the same bytes with fewer), "
-                f"got {args.workers}",
-                file=sys.stderr,
-            )
+        problem = too_many_workers("--workers", args.workers)
+        if problem:
+            print(f"{NAME}: {problem}", file=sys.stderr)
             return 2
     if not args.prompts.is_file():
         print(f"{NAME}: {args.prompts}: no such file", file=sys.stderr)

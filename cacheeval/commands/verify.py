@@ -40,6 +40,8 @@ def add_shards_arguments(parser: argparse.ArgumentParser, domain_help: str) -> N
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..support.cpus import usable_cpus
+
     add_shards_arguments(parser, "only this domain (repeatable; default: every present shard)")
     parser.add_argument(
         "--rows",
@@ -56,8 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--jobs",
         type=int,
-        default=os.cpu_count() or 1,
-        help="worker processes for the checkers (default: the CPU count)",
+        default=usable_cpus(),
+        help="worker processes for the checkers (default: the CPU count; at most 4 per CPU)",
     )
 
 
@@ -90,6 +92,12 @@ def run(args: argparse.Namespace) -> int:
 
     if args.jobs < 1:
         print(f"verify: --jobs must be >= 1, got {args.jobs}", file=sys.stderr)
+        return 2
+    from ..support.cpus import too_many_workers
+
+    problem = too_many_workers("--jobs", args.jobs)
+    if problem:
+        print(f"verify: {problem}", file=sys.stderr)
         return 2
     rows: list[Row] = []
     invalid: list[str] = []

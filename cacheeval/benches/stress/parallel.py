@@ -23,7 +23,6 @@ flight, so memory stays flat whatever the size of the file, and a reader's
 
 from __future__ import annotations
 
-import os
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -35,22 +34,6 @@ from .generate import DEFAULT_PER_PROMPT, StressStats, numbered_lines, prompt_li
 #: Prompts per task: large enough that a task's pickling is a small share of
 #: its work, small enough that the first rows come soon.
 CHUNK = 1000
-
-#: Worker processes allowed per CPU this process may use: the work is pure
-#: Python and CPU-bound, so more only add processes (and memory); a slip such
-#: as ``--workers 100000`` would otherwise start that many at once.
-WORKERS_PER_CPU = 4
-
-
-def max_workers() -> int:
-    """The most worker processes ``cacheeval stress --workers`` accepts:
-    :data:`WORKERS_PER_CPU` per CPU this process may run on."""
-    if hasattr(os, "sched_getaffinity"):  # Linux: the CPUs this process may use
-        cpus = len(os.sched_getaffinity(0))
-    else:
-        cpus = os.cpu_count() or 1
-    return WORKERS_PER_CPU * max(1, cpus)
-
 
 #: A chunk's rows: (domain, each row's line without its id) per prompt that
 #: yielded rows, in input order, and the chunk's counts.
