@@ -92,7 +92,12 @@ class StressStats:
         if self.policy_prompts:
             rules = ", ".join(f"{r} {c}" for r, c in sorted(self.policy_prompts.items()))
             lines.append(f"never-cache prompts (every row MISS by policy): {rules}")
-        lines.append("rows per kind:")
+        lines.append(
+            "rows per kind (the never-cache prompts' rows included; a report counts them "
+            "under policy, not under their kind):"
+            if self.policy_prompts
+            else "rows per kind:"
+        )
         for fam in FAMILIES:
             kinds = [k for k in KINDS if KINDS[k][0] == fam]
             cells = ", ".join(f"{k} {self.rows_by_kind[k]}" for k in kinds)
