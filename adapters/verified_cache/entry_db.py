@@ -160,7 +160,21 @@ class _Sqlite:
         self.path = path
         self.synchronous = "FULL" if durable else "NORMAL"
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.writer = self._connect()
+        try:  # looked at before any PRAGMA or table touches the file
+            probe = sqlite3.connect(path)
+            try:
+                query = "SELECT name FROM sqlite_master WHERE type = 'table'"
+                tables = {name for (name,) in probe.execute(query)}
+            finally:
+                probe.close()
+            if tables and "meta" not in tables:  # never add tables to someone else's database
+                raise ValueError(
+                    f"{path}: a SQLite database of something else (tables: "
+                    f"{', '.join(sorted(tables))}), not a verified-cache store"
+                )
+            self.writer = self._connect()
+        except sqlite3.DatabaseError as e:  # a directory, a text file, a locked file
+            raise type(e)(f"{path}: {e} (give a new path or a store this cache wrote)") from e
         self.writer.executescript(_SCHEMA)
         row = self.writer.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
         if row is None:

@@ -5,6 +5,7 @@ and a ``kill -9``, LRU and TTL eviction leaving the index, and 8 threads at once
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -174,6 +175,32 @@ def test_records_round_trip_through_sqlite(tmp_path: Path) -> None:
     assert rec.tokens is not None and rec.tokens.ids == tokens.ids
     assert rec.tokens.wordlike == tokens.wordlike
     assert np.array_equal(rec.tokens.vectors, tokens.vectors)
+
+
+def test_a_path_that_is_not_a_store_is_named_and_left_untouched(tmp_path: Path) -> None:
+    # VerifiedCache(path=...) on a directory or a text file said only "unable to
+    # open database file" / "file is not a database"; on another program's
+    # SQLite file it added its own tables (and switched the file to WAL)
+    text = tmp_path / "prompts.csv"
+    text.write_text("id,question\n1,hi\n")
+    for path, error in ((tmp_path, sqlite3.OperationalError), (text, sqlite3.DatabaseError)):
+        with pytest.raises(error, match=f"^{re.escape(str(path))}: .*give a new path or a store"):
+            EntryStore(path)
+    assert text.read_text() == "id,question\n1,hi\n"
+    foreign = tmp_path / "other.db"
+    con = sqlite3.connect(foreign)
+    con.execute("CREATE TABLE answers (q TEXT, a TEXT)")
+    con.commit()
+    con.close()
+    before = foreign.read_bytes()
+    with pytest.raises(
+        ValueError, match=r"other.db: a SQLite database of something else \(tables: answers\)"
+    ):
+        EntryStore(foreign)
+    assert foreign.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.db", "prompts.csv"]
+    EntryStore(tmp_path / "new.sqlite").close()  # a new path, and reopening our own, still work
+    EntryStore(tmp_path / "new.sqlite").close()
 
 
 def test_another_embedder_cannot_reopen_the_store(tmp_path: Path, resources: Resources) -> None:
