@@ -173,6 +173,38 @@ def test_plot_command_rejects_bad_input(tmp_path: Path, capsys: pytest.CaptureFi
         assert f"{path}{where}" in err and len(err.splitlines()) == 1, err
 
 
+@pytest.mark.parametrize(
+    ("which", "damage", "what"),
+    [
+        (0, lambda d: d.pop("headline"), "(no field 'headline')"),
+        (0, lambda d: d["per_domain"][0].pop("fhr"), "(no field 'fhr')"),
+        (0, lambda d: d["latency"].update(p95_ms="soon"), "(could not convert string to float"),
+        (2, lambda d: d["curve"][0].pop("fired"), "(no field 'fired')"),
+    ],
+)  # fmt: skip
+def test_plot_names_a_damaged_report(
+    reports: list[Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    which: int,
+    damage: object,
+    what: str,
+) -> None:
+    # a report with a field missing or of the wrong type was a KeyError
+    # traceback (exit 1) in the middle of drawing
+    import json
+
+    data = json.loads(reports[which].read_text(encoding="utf-8"))
+    damage(data)  # type: ignore[operator]
+    bad = tmp_path / "damaged.json"
+    bad.write_text(json.dumps(data), encoding="utf-8")
+    out = tmp_path / "figs"
+    assert main(["plot", str(reports[1]), str(bad), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"cacheeval plot: error: {bad}:1: an incomplete or damaged report {what}")
+    assert len(err.splitlines()) == 1 and not out.exists()
+
+
 def _pair_report(name: str, p95_ms: float, fhr: float, f1: float) -> dict[str, object]:
     """The fields of a pair report the cost-latency-quality view reads."""
     return {

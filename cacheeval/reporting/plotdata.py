@@ -86,7 +86,25 @@ def read_source(path: str | Path, name: str | None = None) -> Source:
         kind, default = REPLAY, data.get("provenance", {}).get("cache_name")
     else:
         raise ValueError(f"{path}:1: neither a CacheEval report nor a replay report")
-    return Source(name or str(default or Path(path).stem), kind, data)
+    source = Source(name or str(default or Path(path).stem), kind, data)
+    _check_complete(source, path)
+    return source
+
+
+def _check_complete(src: Source, path: str | Path) -> None:
+    """Read every figure's data once, so a report with a field missing or of the
+    wrong type is a ``path:1`` error here, not a traceback while drawing."""
+    try:
+        curve(src)
+        subscore_fhr(src)
+        kind_rates(src)
+        domain_fhr(src)
+        if src.kind == PAIR:
+            reliability(src)
+        clq_point(src)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError) as e:
+        what = f"no field {e}" if isinstance(e, KeyError) else str(e)
+        raise ValueError(f"{path}:1: an incomplete or damaged report ({what})") from None
 
 
 def curve(src: Source) -> Curve | None:
