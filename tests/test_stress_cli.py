@@ -295,6 +295,27 @@ def test_missing_file_and_bad_options(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "--per-prompt" in _error(capsys)
 
 
+def test_out_over_the_input_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `--out` naming the input replaced the prompts (or the rows, with --audit)
+    # by the output
+    src = _prompts(tmp_path)
+    before = src.read_bytes()
+    assert _stress(str(src), "--out", str(src)) == 2
+    assert _error(capsys) == f"stress: {src}: is the input; write --out somewhere else"
+    assert src.read_bytes() == before
+    rows = tmp_path / "rows.jsonl"
+    assert _stress(str(src), "--out", str(rows)) == 0
+    made = rows.read_bytes()
+    capsys.readouterr()
+    assert _stress(str(rows), "--audit", "3", "--out", str(tmp_path / "." / "rows.jsonl")) == 2
+    assert "is the input" in _error(capsys)
+    key_clash = tmp_path / "x.key.jsonl"
+    key_clash.write_bytes(made)
+    assert _stress(str(key_clash), "--audit", "3", "--out", str(tmp_path / "x.jsonl")) == 2
+    assert _error(capsys) == f"stress: {key_clash}: is the input; write --out somewhere else"
+    assert rows.read_bytes() == made and key_clash.read_bytes() == made
+
+
 def test_verify_rows_skips_hidden_test_rows(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

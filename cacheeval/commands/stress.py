@@ -115,11 +115,27 @@ def run(args: argparse.Namespace) -> int:
     if not args.prompts.is_file():
         print(f"{NAME}: {args.prompts}: no such file", file=sys.stderr)
         return 2
+    clash = _overwrites_input(args)
+    if clash is not None:
+        print(f"{NAME}: {clash}: is the input; write --out somewhere else", file=sys.stderr)
+        return 2
     if args.audit is not None:
         from ..benches.stress.audit import sheet_command
 
         return sheet_command(args.prompts, args.out, args.audit, args.seed, NAME)
     return _generate(args)
+
+
+def _overwrites_input(args: argparse.Namespace) -> Path | None:
+    """The file this run would write over its own input (the rows file, or an
+    audit sheet's key beside it), else None: the input would be lost."""
+    from ..benches.stress.audit import key_path
+
+    outputs = [args.out, key_path(args.out)] if args.audit is not None else [args.out]
+    for out in outputs:
+        if out.exists() and out.resolve() == args.prompts.resolve():
+            return out
+    return None
 
 
 def _generate(args: argparse.Namespace) -> int:
