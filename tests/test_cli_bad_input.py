@@ -210,3 +210,51 @@ def test_deep_benchmark_as_a_subprocess(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert f"{bench}:4: not valid JSON (nested deeper than 100 levels)" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "clash", "message"),
+    [
+        (["eval", "--bench", "B", "--baseline", "exact_match", "--out", "B"], "B",
+         "is the --bench input; write --out somewhere else"),
+        (["eval", "--bench", "B", "--baseline", "exact_match", "--out", "r.md", "--json", "B"],
+         "B", "is the --bench input; write --json somewhere else"),
+        (["eval", "--bench", "B", "--baseline", "exact_match", "--out", "r.md",
+          "--predictions", "L"], "L", "is the --labels input; write --predictions somewhere"),
+        (["predict", "--bench", "B", "--baseline", "exact_match", "--out", "B"], "B",
+         "is the --bench input; write --out somewhere else"),
+        (["score", "--bench", "B", "--predictions", "P", "--out", "P"], "P",
+         "is the --predictions input; write --out somewhere else"),
+        (["tune", "--bench", "B", "--predictions", "P", "--json", "P"], "P",
+         "is the --predictions input; write --json somewhere else"),
+        (["tune", "--bench", "B", "--baseline", "exact_match", "--json", "B"], "B",
+         "is the --bench input; write --json somewhere else"),
+    ],
+)  # fmt: skip
+def test_an_output_over_an_input_is_refused_and_the_input_kept(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    mini_predictions: Path,
+    args: list[str],
+    clash: str,
+    message: str,
+) -> None:
+    # `eval --out` or `tune --json` naming the benchmark (or score's output
+    # naming its predictions) replaced that input by the report
+    files = {
+        "B": tmp_path / "bench.jsonl",
+        "P": tmp_path / "preds.jsonl",
+        "L": tmp_path / "l.jsonl",
+    }
+    files["B"].write_bytes(MINI_BENCH.read_bytes())
+    files["P"].write_bytes(mini_predictions.read_bytes())
+    files["L"].write_bytes(MINI_LABELS.read_bytes())
+    before = {k: p.read_bytes() for k, p in files.items()}
+    argv = [str(files[a]) if a in files else a for a in args]
+    if "--labels" not in argv and args[0] != "predict":
+        argv += ["--labels", str(files["L"])]
+    argv = [str(tmp_path / a) if a == "r.md" else a for a in argv]
+    assert main(argv) == 2
+    line = _error(capsys)
+    assert line.startswith(f"cacheeval {args[0]}: error: {files[clash]}: ") and message in line
+    assert {k: p.read_bytes() for k, p in files.items()} == before

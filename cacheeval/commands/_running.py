@@ -28,6 +28,31 @@ class UsageError(Exception):
     """A problem with the command line or its inputs: exit 2 with one line."""
 
 
+def overwritten_input(
+    args: argparse.Namespace, outputs: tuple[str, ...], inputs: tuple[str, ...]
+) -> str | None:
+    """Why writing would replace one of the run's own inputs (an output option
+    naming an input file, which would be lost), else None.
+
+    >>> ns = argparse.Namespace(bench=Path(__file__), out=Path(__file__), json=None)
+    >>> overwritten_input(ns, ("out", "json"), ("bench",)).endswith(
+    ...     "is the --bench input; write --out somewhere else")
+    True
+    >>> overwritten_input(ns, ("json",), ("bench",)) is None
+    True
+    """
+    for out_name in outputs:
+        out = getattr(args, out_name, None)
+        if out is None or not Path(out).exists():
+            continue
+        for in_name in inputs:
+            given = getattr(args, in_name, None)
+            if given is not None and Path(given).resolve() == Path(out).resolve():
+                dash = lambda name: "--" + name.replace("_", "-")  # noqa: E731
+                return f"{out}: is the {dash(in_name)} input; write {dash(out_name)} somewhere else"
+    return None
+
+
 def int_at_least(minimum: int, text: str) -> int:
     """A whole number >= ``minimum``, or the argparse error saying what is wrong."""
     try:

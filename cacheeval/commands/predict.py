@@ -50,11 +50,15 @@ def run(args: argparse.Namespace) -> int:
         SplitTracker,
         interrupted_message,
         non_empty,
+        overwritten_input,
         started_cache,
         stream_rows,
     )
 
     prog = prog_name(args, f"cacheeval {NAME}")
+    clash = overwritten_input(args, ("out",), ("bench",))
+    if clash is not None:
+        return fail(prog, clash)
     writer: PredictionsWriter | None = None
     n_err = n_timeout = 0
     bar = terminal_progress()

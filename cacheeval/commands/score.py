@@ -44,6 +44,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ._running import overwritten_input
+    from .eval import fail, prog_name
+
+    clash = overwritten_input(args, ("out", "json"), ("bench", "labels", "predictions"))
+    if clash is not None:
+        return fail(prog_name(args, f"cacheeval {NAME}"), clash)
     return run_report_command(args, NAME, _score)
 
 
