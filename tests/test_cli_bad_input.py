@@ -229,6 +229,8 @@ def test_deep_benchmark_as_a_subprocess(tmp_path: Path) -> None:
          "is the --predictions input; write --json somewhere else"),
         (["tune", "--bench", "B", "--baseline", "exact_match", "--json", "B"], "B",
          "is the --bench input; write --json somewhere else"),
+        (["view", "P", "--bench", "B", "--out", "P"], "P",
+         "is the --predictions input; write --out somewhere else"),
     ],
 )  # fmt: skip
 def test_an_output_over_an_input_is_refused_and_the_input_kept(

@@ -47,9 +47,10 @@ def overwritten_input(
             continue
         for in_name in inputs:
             given = getattr(args, in_name, None)
-            if given is not None and Path(given).resolve() == Path(out).resolve():
-                dash = lambda name: "--" + name.replace("_", "-")  # noqa: E731
-                return f"{out}: is the {dash(in_name)} input; write {dash(out_name)} somewhere else"
+            paths = given if isinstance(given, list) else [given]  # nargs: a list of files
+            if any(p is not None and Path(p).resolve() == Path(out).resolve() for p in paths):
+                flag_in, flag_out = (f"--{n.replace('_', '-')}" for n in (in_name, out_name))
+                return f"{out}: is the {flag_in} input; write {flag_out} somewhere else"
     return None
 
 
