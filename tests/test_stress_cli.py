@@ -268,6 +268,8 @@ def test_audit_of_a_file_not_made_by_stress_says_so(
          "binary.jsonl:2: binary data"),
         ("badutf.csv", b"text\nok\n\xff\xfe\n", ["--column", "text"],
          "badutf.csv:3: not UTF-8 text"),
+        ("where.jsonl", b'{"text": "hi there", "split": "dev"}\n', ["--field", "text",
+         "--where", "split=test"], "where.jsonl:1: no record of the 1 has split=test (--where)"),
     ],
 )  # fmt: skip
 def test_bad_input_is_one_line_and_exit_2(

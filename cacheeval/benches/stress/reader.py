@@ -104,13 +104,16 @@ def read_prompts(path: str | os.PathLike[str], spec: PromptSpec) -> Iterator[Pro
     spath = str(path)
     name = Path(path).name
     found = False
+    records = matched = 0
     for lineno, record in _records(path, spec):
+        records += 1
         if spec.where is not None:
             key, value = spec.where
             if key not in record:
                 raise JsonlError(spath, lineno, f"no field {key!r} (for --where)")
             if str(record[key]) != value:
                 continue
+        matched += 1
         field = "" if spec.fmt == "text" else spec.field or ""
         if field not in record:
             raise JsonlError(spath, lineno, f"no field {field!r} (fields: {', '.join(record)})")
@@ -124,6 +127,9 @@ def read_prompts(path: str | os.PathLike[str], spec: PromptSpec) -> Iterator[Pro
         tools = _tools(spath, lineno, record.get(spec.tools_field)) if spec.tools_field else None
         found = True
         yield Prompt(query, system, turns, f"{name}:{lineno}", lineno, tools)
+    if records and not matched and spec.where is not None:
+        key, value = spec.where
+        raise JsonlError(spath, 1, f"no record of the {records} has {key}={value} (--where)")
     if not found:
         raise JsonlError(spath, 1, "no prompts in the file (empty, or every request blank)")
 
