@@ -187,7 +187,7 @@ class EntryStore:
         self.clock = clock
         self.brute_force_max = brute_force_max
         #: HNSW settings passed to every :class:`~.index.ScopeIndex` (``hnsw_m``,
-        #: ``ef_construction``, ``ef_search``; see docs/verified_cache.md for the
+        #: ``ef_construction``, ``ef_search``; see docs/verified-cache.md for the
         #: recall they buy at 1M entries)
         self.index_options = dict(index_options or {})
         #: whether HNSW rebuilds run in a background thread (False: inside the
