@@ -40,6 +40,25 @@ class PromptSpec:
     tools_field: str | None = None
 
 
+def json_type(value: Any) -> str:
+    """What a parsed JSON value is, in JSON's words.
+
+    >>> json_type(None), json_type(3), json_type(True), json_type([1]), json_type({})
+    ('null', 'a number', 'a boolean', 'an array', 'an object')
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
 def detect_format(path: str | os.PathLike[str]) -> str:
     """``jsonl``, ``csv``, ``tsv`` from the extension, else ``text``.
 
@@ -72,7 +91,7 @@ def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str]]:
 
 def _clean(spath: str, lineno: int, text: Any, what: str) -> str | None:
     if not isinstance(text, str):
-        raise JsonlError(spath, lineno, f"{what} is {type(text).__name__}, not a string")
+        raise JsonlError(spath, lineno, f"{what} is {json_type(text)}, not a string")
     text = " ".join(text.split())
     if len(text) > MAX_PROMPT_CHARS:
         raise JsonlError(spath, lineno, f"{what} is longer than {MAX_PROMPT_CHARS} characters")
@@ -147,9 +166,7 @@ def _records(
         _check_text(path)
         for lineno, value in iter_jsonl(path):
             if not isinstance(value, dict):
-                raise JsonlError(
-                    spath, lineno, f"expected a JSON object, got {type(value).__name__}"
-                )
+                raise JsonlError(spath, lineno, f"expected a JSON object, got {json_type(value)}")
             yield lineno, value
     elif spec.fmt in ("csv", "tsv"):
         yield from _csv(spath, _lines(path), spec)
