@@ -55,6 +55,7 @@ injectable for tests; it must not go backwards.
 from __future__ import annotations
 
 import json
+import numbers
 import sys
 import threading
 import time
@@ -177,9 +178,17 @@ class EntryStore:
         background_rebuild: bool = True,
         exhaustive_max: int | None = EXHAUSTIVE_MAX,
     ) -> None:
+        if max_entries is not None and (
+            isinstance(max_entries, bool) or not isinstance(max_entries, numbers.Integral)
+        ):
+            raise TypeError(f"max_entries must be an int or None, got {max_entries!r}")
         if max_entries is not None and max_entries < 1:
             raise ValueError(f"max_entries must be >= 1, got {max_entries}")
-        if ttl_seconds is not None and ttl_seconds <= 0:
+        if ttl_seconds is not None and (
+            isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, numbers.Real)
+        ):
+            raise TypeError(f"ttl_seconds must be a number or None, got {ttl_seconds!r}")
+        if ttl_seconds is not None and not ttl_seconds > 0:  # NaN too
             raise ValueError(f"ttl_seconds must be > 0, got {ttl_seconds}")
         self.path = Path(path) if path is not None else None
         self.max_entries = max_entries

@@ -203,6 +203,25 @@ def test_a_path_that_is_not_a_store_is_named_and_left_untouched(tmp_path: Path) 
     EntryStore(tmp_path / "new.sqlite").close()
 
 
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"max_entries": "many"}, TypeError, "max_entries must be an int or None, got 'many'"),
+        ({"max_entries": 1.5}, TypeError, "max_entries must be an int or None, got 1.5"),
+        ({"max_entries": 0}, ValueError, "max_entries must be >= 1, got 0"),
+        ({"ttl_seconds": "1d"}, TypeError, "ttl_seconds must be a number or None, got '1d'"),
+        ({"ttl_seconds": float("nan")}, ValueError, "ttl_seconds must be > 0, got nan"),
+    ],
+)
+def test_store_options_of_the_wrong_type_say_so(
+    options: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    # max_entries="many" was "'<' not supported between instances of 'str' and 'int'"
+    with pytest.raises(error, match=f"^{re.escape(message)}$"):
+        EntryStore(**options)
+    EntryStore(max_entries=np.int64(5), ttl_seconds=np.float32(2.5)).close()  # numpy's numbers pass
+
+
 def test_another_embedder_cannot_reopen_the_store(tmp_path: Path, resources: Resources) -> None:
     path = tmp_path / "c.sqlite"
     with VerifiedCache(resources=resources, path=path) as cache:
