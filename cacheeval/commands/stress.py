@@ -71,7 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="JSONL: only records whose FIELD is VALUE (e.g. split=dev)",
     )
     parser.add_argument("--format", choices=FORMATS, help="input format (default: from extension)")
-    parser.add_argument("--split", default="test", choices=SPLITS, help="split of every row")
+    parser.add_argument(
+        "--split", default="test", choices=SPLITS, help="split of every row (default test)"
+    )
     parser.add_argument(
         "--domain", choices=DOMAINS, help="domain of every row (default: guessed per prompt)"
     )
