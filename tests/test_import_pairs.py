@@ -175,3 +175,14 @@ def test_a_bad_record_late_in_the_file_leaves_no_output(tmp_path: Path, capsys) 
                  "--positive", "1", "--domain", "math", "--out", str(out)]) == 2  # fmt: skip
     assert f"{src}:301: field 'b' (text-b) is empty" in capsys.readouterr().err
     assert not out.exists() and not list(tmp_path.glob(".rows.jsonl.*"))
+
+
+def test_out_over_the_pairs_file_is_refused(tmp_path: Path, capsys) -> None:
+    # `--out pairs.csv` replaced the user's pairs by the rows
+    src = tmp_path / "pairs.csv"
+    src.write_text("text_a,text_b,label\nHi there,hi there,HIT\nIs 91 prime?,Is 97 prime?,MISS\n")
+    before = src.read_bytes()
+    assert main(["import-pairs", str(src), "--domain", "qa_open", "--out", str(src)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"import-pairs: {src}: is the input; write --out somewhere else\n"
+    assert src.read_bytes() == before

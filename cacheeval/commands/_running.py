@@ -29,10 +29,14 @@ class UsageError(Exception):
 
 
 def overwritten_input(
-    args: argparse.Namespace, outputs: tuple[str, ...], inputs: tuple[str, ...]
+    args: argparse.Namespace,
+    outputs: tuple[str, ...],
+    inputs: tuple[str, ...],
+    positional: tuple[str, ...] = (),
 ) -> str | None:
     """Why writing would replace one of the run's own inputs (an output option
-    naming an input file, which would be lost), else None.
+    naming an input file, which would be lost), else None. ``positional``:
+    the inputs given without a flag.
 
     >>> ns = argparse.Namespace(bench=Path(__file__), out=Path(__file__), json=None)
     >>> overwritten_input(ns, ("out", "json"), ("bench",)).endswith(
@@ -49,8 +53,9 @@ def overwritten_input(
             given = getattr(args, in_name, None)
             paths = given if isinstance(given, list) else [given]  # nargs: a list of files
             if any(p is not None and Path(p).resolve() == Path(out).resolve() for p in paths):
-                flag_in, flag_out = (f"--{n.replace('_', '-')}" for n in (in_name, out_name))
-                return f"{out}: is the {flag_in} input; write {flag_out} somewhere else"
+                flag_in, flag_out = (f"--{n.replace('_', '-')} " for n in (in_name, out_name))
+                flag_in = "" if in_name in positional else flag_in
+                return f"{out}: is the {flag_in}input; write {flag_out}somewhere else"
     return None
 
 

@@ -52,6 +52,12 @@ def run(args: argparse.Namespace) -> int:
     if not args.file.is_file():
         print(f"{NAME}: {args.file}: no such file", file=sys.stderr)
         return 2
+    from ._running import overwritten_input
+
+    clash = overwritten_input(args, ("out",), ("file",), positional=("file",))
+    if clash is not None:
+        print(f"{NAME}: {clash}", file=sys.stderr)
+        return 2
     n = positive = 0
     out: AtomicFile | None = None
     try:
