@@ -180,7 +180,7 @@ def test_audit_score_needs_every_answer(tmp_path: Path, capsys: pytest.CaptureFi
     assert _stress(str(rows), "--audit", "3", "--out", str(sheet)) == 0
     capsys.readouterr()
     assert _stress("--audit-score", str(sheet)) == 2
-    assert _error(capsys).startswith(f"stress: {sheet}:1: same_answer is None")
+    assert _error(capsys).startswith(f"stress: {sheet}:1: same_answer is null")
 
 
 def _filled_sheet(tmp_path: Path) -> tuple[Path, list[dict], list[dict]]:
@@ -199,7 +199,7 @@ def _filled_sheet(tmp_path: Path) -> tuple[Path, list[dict], list[dict]]:
     ("edit", "where", "message"),
     [
         (lambda items, keys: items[1].update(natural=None), "sheet:2",
-         "natural is None: fill in true or false"),
+         "natural is null: fill in true or false"),
         (lambda items, keys: items[1].update(natural=1), "sheet:2",
          "natural is 1: fill in true or false"),
         (lambda items, keys: items[2].update(item=[1]), "sheet:3", "an item the key does not know"),

@@ -210,10 +210,16 @@ def read_answers(sheet: Path) -> list[tuple[str, str, bool, str]]:
         raw = data.get("same_answer")
         same = SAME.get(str(raw).strip().lower()) if raw is not None else None
         if same is None:
-            raise JsonlError(str(sheet), lineno, f"same_answer is {raw!r}: fill in HIT or MISS")
+            raise JsonlError(
+                str(sheet), lineno, f"same_answer is {dumps(raw)}: fill in HIT or MISS"
+            )
         natural = data.get("natural")
         if not isinstance(natural, bool):  # a blank is an unfinished sheet, not "natural"
-            raise JsonlError(str(sheet), lineno, f"natural is {natural!r}: fill in true or false")
+            raise JsonlError(
+                str(sheet),
+                lineno,
+                f"natural is {dumps(natural)}: fill in true or false (no quotes)",
+            )
         key = keys[item]
         out.append((key["perturbation"], key["edit_label"], natural, same))
     if not out:
