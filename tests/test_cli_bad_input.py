@@ -260,3 +260,34 @@ def test_an_output_over_an_input_is_refused_and_the_input_kept(
     line = _error(capsys)
     assert line.startswith(f"cacheeval {args[0]}: error: {files[clash]}: ") and message in line
     assert {k: p.read_bytes() for k, p in files.items()} == before
+
+
+@pytest.mark.parametrize("command", ["eval", "predict", "tune"])
+def test_local_workers_beyond_the_cpus_are_refused(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+) -> None:
+    # `--workers 100000` started that many cache processes at once
+    from cacheeval.run import procpool
+    from cacheeval.support.cpus import max_workers
+
+    def no_process(*args: object) -> None:
+        raise AssertionError("a cache process was started")
+
+    monkeypatch.setattr(procpool, "_Process", no_process)
+    limit = max_workers()
+    argv = [command, "--bench", str(MINI_BENCH), "--labels", str(MINI_LABELS),
+            "--baseline", "exact_match", "--workers", str(limit + 1)]  # fmt: skip
+    if command != "tune":
+        argv += ["--out", str(tmp_path / "out")]
+    if command == "predict":
+        argv.remove("--labels")
+        argv.remove(str(MINI_LABELS))
+    assert main(argv) == 2
+    line = _error(capsys)
+    assert (
+        f"error: --workers must be at most {limit} (" in line and "(--ray takes any number)" in line
+    )
+    assert not (tmp_path / "out").exists()

@@ -443,6 +443,13 @@ def run_mode(args: argparse.Namespace) -> tuple[str, tuple[str, ...]]:
         raise UsageError("--isolate sandboxes local cache processes: it cannot wrap --ray actors")
     if getattr(args, "allow_network", False) and not isolate:
         raise UsageError("--allow-network only loosens --isolate")
+    workers = getattr(args, "workers", None)
+    if workers is not None and ray is None:  # local processes, all started at once
+        from ..support.cpus import too_many_workers
+
+        problem = too_many_workers("--workers", workers)
+        if problem is not None:
+            raise UsageError(f"{problem} (--ray takes any number)")
     if in_process:
         return "in-process", ()
     if ray is not None:
