@@ -102,7 +102,7 @@ def add_scale_arguments(parser: argparse.ArgumentParser) -> None:
         type=positive_int,
         metavar="N",
         help="decide the rows in N cache processes, each building the cache once and seeing "
-        "only the pairs (default: 1)",
+        "only the pairs (default: 1; at most 4 per CPU, any number with --ray)",
     )
     add_isolation_arguments(parser)
 
