@@ -296,6 +296,15 @@ def test_bad_input_is_one_line_and_exit_2(
 def test_missing_file_and_bad_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _stress(str(tmp_path / "nope.txt"), "--out", str(tmp_path / "o.jsonl")) == 2
     assert "no such file" in _error(capsys)
+    # a directory exists: "no such file" sent people looking for a typo
+    assert _stress(str(tmp_path), "--out", str(tmp_path / "o.jsonl")) == 2
+    assert _error(capsys) == f"stress: {tmp_path}: is a directory, not a file"
+    assert _stress("--audit-score", str(tmp_path)) == 2
+    assert _error(capsys) == f"stress: {tmp_path}: is a directory, not a file"
+    assert main(["verify", "--rows", str(tmp_path)]) == 2
+    assert _error(capsys) == f"verify: error: {tmp_path}: is a directory, not a file"
+    assert main(["import-pairs", str(tmp_path), "--domain", "qa_open", "--out", "x.jsonl"]) == 2
+    assert _error(capsys) == f"import-pairs: {tmp_path}: is a directory, not a file"
     src = _prompts(tmp_path)
     assert _stress(str(src), "--out", str(tmp_path / "o.jsonl"), "--per-prompt", "0") == 2
     assert "--per-prompt" in _error(capsys)

@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..benches.importers import ImportSpec, iter_import_pairs, summary_counts
-    from ..support.jsonio import AtomicFile, dumps
+    from ..support.jsonio import AtomicFile, dumps, not_a_file
 
     spec = ImportSpec(
         text_a=args.text_a,
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         split=args.split,
     )
     if not args.file.is_file():
-        print(f"{NAME}: {args.file}: no such file", file=sys.stderr)
+        print(f"{NAME}: {args.file}: {not_a_file(args.file)}", file=sys.stderr)
         return 2
     from ._running import overwritten_input
 

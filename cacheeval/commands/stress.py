@@ -114,8 +114,10 @@ def run(args: argparse.Namespace) -> int:
         if problem:
             print(f"{NAME}: {problem}", file=sys.stderr)
             return 2
+    from ..support.jsonio import not_a_file
+
     if not args.prompts.is_file():
-        print(f"{NAME}: {args.prompts}: no such file", file=sys.stderr)
+        print(f"{NAME}: {args.prompts}: {not_a_file(args.prompts)}", file=sys.stderr)
         return 2
     clash = _overwrites_input(args)
     if clash is not None:

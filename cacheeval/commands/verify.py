@@ -152,11 +152,11 @@ def _read_rows_file(args: argparse.Namespace, rows: list[Row], invalid: list[str
     cannot be read at all, else 0."""
     from ..dataset import SLICE_HEADER_KEY, row_problem
     from ..schema import Row
-    from ..support.jsonio import JsonlError, iter_jsonl
+    from ..support.jsonio import JsonlError, iter_jsonl, not_a_file
 
     path: Path = args.rows
     if not path.is_file():
-        print(f"verify: error: {path}: no such file", file=sys.stderr)
+        print(f"verify: error: {path}: {not_a_file(path)}", file=sys.stderr)
         return 2
     n = hidden = 0
     try:

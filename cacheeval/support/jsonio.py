@@ -273,3 +273,12 @@ class JsonlError(ValueError):
         self.line = line
         self.reason = message
         super().__init__(f"{path}:{line}: {message}")
+
+
+def not_a_file(path: str | os.PathLike[str]) -> str:
+    """Why ``path`` cannot be read as a file, for a ``path: ...`` message.
+
+    >>> not_a_file("/"), not_a_file("/no/such/file")
+    ('is a directory, not a file', 'no such file')
+    """
+    return "is a directory, not a file" if Path(path).is_dir() else "no such file"

@@ -34,7 +34,7 @@ from typing import Any
 from ...dataset import row_problem
 from ...metrics.intervals import wilson_interval
 from ...schema import POLICY_NO_CACHE
-from ...support.jsonio import AtomicFile, JsonlError, dumps, iter_jsonl
+from ...support.jsonio import AtomicFile, JsonlError, dumps, iter_jsonl, not_a_file
 from ...verify.perturbation import FAMILIES, KINDS, expected_binary
 from .rows import CONSTRUCTION_METHOD
 
@@ -257,7 +257,7 @@ def render(scores: list[AuditScore]) -> str:
 def score_command(sheet: Path, name: str) -> int:
     """``cacheeval stress --audit-score SHEET``."""
     if not sheet.is_file():
-        print(f"{name}: {sheet}: no such file", file=sys.stderr)
+        print(f"{name}: {sheet}: {not_a_file(sheet)}", file=sys.stderr)
         return 2
     try:
         scores = score(read_answers(sheet))
