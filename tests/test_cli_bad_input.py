@@ -291,3 +291,16 @@ def test_local_workers_beyond_the_cpus_are_refused(
         f"error: --workers must be at most {limit} (" in line and "(--ray takes any number)" in line
     )
     assert not (tmp_path / "out").exists()
+
+
+def test_an_output_that_is_a_directory_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # tune --json DIR and eval --out DIR named a temp file beside it
+    # ("/.tmp.9lio91h3.tmp: Is a directory")
+    base = ["--bench", str(MINI_BENCH), "--labels", str(MINI_LABELS), "--baseline", "exact_match"]
+    assert main(["tune", *base, "--json", str(tmp_path)]) == 2
+    assert _error(capsys) == f"cacheeval tune: error: {tmp_path}: Is a directory"
+    assert main(["eval", *base, "--out", str(tmp_path)]) == 2
+    assert _error(capsys) == f"cacheeval eval: error: {tmp_path}: Is a directory"
+    assert list(tmp_path.iterdir()) == []  # no temp file left behind

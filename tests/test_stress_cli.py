@@ -305,6 +305,12 @@ def test_missing_file_and_bad_options(tmp_path: Path, capsys: pytest.CaptureFixt
     assert _error(capsys) == f"verify: error: {tmp_path}: is a directory, not a file"
     assert main(["import-pairs", str(tmp_path), "--domain", "qa_open", "--out", "x.jsonl"]) == 2
     assert _error(capsys) == f"import-pairs: {tmp_path}: is a directory, not a file"
+    # an output that is a directory: one line naming it (--audit was a traceback)
+    rows = tmp_path / "rows.jsonl"
+    assert _stress(str(_prompts(tmp_path)), "--out", str(rows)) == 0
+    capsys.readouterr()
+    assert _stress(str(rows), "--audit", "3", "--out", str(tmp_path)) == 2
+    assert _error(capsys) == f"stress: {tmp_path}: Is a directory"
     src = _prompts(tmp_path)
     assert _stress(str(src), "--out", str(tmp_path / "o.jsonl"), "--per-prompt", "0") == 2
     assert "--per-prompt" in _error(capsys)

@@ -59,6 +59,21 @@ def overwritten_input(
     return None
 
 
+def output_problem(
+    args: argparse.Namespace,
+    outputs: tuple[str, ...],
+    inputs: tuple[str, ...],
+    positional: tuple[str, ...] = (),
+) -> str | None:
+    """What is wrong with the output options before any work is done: one that
+    is a directory, or one naming an input (:func:`overwritten_input`)."""
+    for out_name in outputs:
+        out = getattr(args, out_name, None)
+        if out is not None and Path(out).is_dir():
+            return f"{out}: Is a directory"
+    return overwritten_input(args, outputs, inputs, positional)
+
+
 def int_at_least(minimum: int, text: str) -> int:
     """A whole number >= ``minimum``, or the argparse error saying what is wrong."""
     try:

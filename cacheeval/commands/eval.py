@@ -25,7 +25,7 @@ from ..schema import DOMAINS, SPLITS
 from ._running import UsageError as UsageError
 from ._running import _one_line as _one_line
 from ._running import add_cache_arguments as add_cache_arguments
-from ._running import add_probe_argument, overwritten_input, positive_int, with_cold_start
+from ._running import add_probe_argument, output_problem, positive_int, with_cold_start
 from ._running import cache_spec as cache_spec
 from ._running import hidden_count_message as hidden_count_message
 from ._running import parse_cache_args as parse_cache_args
@@ -221,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
     from ._several import cache_choices
 
     prog = prog_name(args, f"cacheeval {NAME}")
-    clash = overwritten_input(args, ("out", "json", "predictions"), ("bench", "labels"))
+    clash = output_problem(args, ("out", "json", "predictions"), ("bench", "labels"))
     if clash is not None:
         return fail(prog, clash)
     try:

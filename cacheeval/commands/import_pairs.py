@@ -52,9 +52,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.file.is_file():
         print(f"{NAME}: {args.file}: {not_a_file(args.file)}", file=sys.stderr)
         return 2
-    from ._running import overwritten_input
+    from ._running import output_problem
 
-    clash = overwritten_input(args, ("out",), ("file",), positional=("file",))
+    clash = output_problem(args, ("out",), ("file",), positional=("file",))
     if clash is not None:
         print(f"{NAME}: {clash}", file=sys.stderr)
         return 2

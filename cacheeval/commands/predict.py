@@ -50,13 +50,13 @@ def run(args: argparse.Namespace) -> int:
         SplitTracker,
         interrupted_message,
         non_empty,
-        overwritten_input,
+        output_problem,
         started_cache,
         stream_rows,
     )
 
     prog = prog_name(args, f"cacheeval {NAME}")
-    clash = overwritten_input(args, ("out",), ("bench",))
+    clash = output_problem(args, ("out",), ("bench",))
     if clash is not None:
         return fail(prog, clash)
     writer: PredictionsWriter | None = None

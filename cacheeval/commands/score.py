@@ -44,10 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ._running import overwritten_input
+    from ._running import output_problem
     from .eval import fail, prog_name
 
-    clash = overwritten_input(args, ("out", "json"), ("bench", "labels", "predictions"))
+    clash = output_problem(args, ("out", "json"), ("bench", "labels", "predictions"))
     if clash is not None:
         return fail(prog_name(args, f"cacheeval {NAME}"), clash)
     return run_report_command(args, NAME, _score)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._running import UsageError, _one_line, no_rows, overwritten_input
+from ._running import UsageError, _one_line, no_rows, output_problem
 
 NAME = "tune"
 HELP = "Find the certified threshold (FHR <= budget with confidence) of a cache with scores."
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     from ..run.harness import CacheCallError
 
     prog = getattr(args, "_prog", None) or "cacheeval tune"
-    clash = overwritten_input(args, ("json",), ("bench", "labels", "predictions"))
+    clash = output_problem(args, ("json",), ("bench", "labels", "predictions"))
     if clash is not None:
         print(f"{prog}: error: {clash}", file=sys.stderr)
         return EXIT_USAGE

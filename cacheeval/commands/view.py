@@ -52,9 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     prog = prog_name(args, f"cacheeval {NAME}")
     from ..support.jsonio import PRIVATE_MODE, PUBLIC_MODE, write_bytes_atomic
-    from ._running import overwritten_input
+    from ._running import output_problem
 
-    clash = overwritten_input(args, ("out",), ("bench", "labels", "predictions"))
+    clash = output_problem(args, ("out",), ("bench", "labels", "predictions"))
     if clash is not None:
         return fail(prog, clash)
 

@@ -48,6 +48,8 @@ def write_bytes_atomic(
     leaves a half-written file behind. The file gets ``mode`` (mkstemp creates
     it 0600, so private data is never readable by others, not even briefly)."""
     path = Path(path)
+    if path.is_dir():  # said of the path asked for, not of the temp file beside it
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

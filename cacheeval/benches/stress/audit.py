@@ -124,6 +124,23 @@ def sheet_command(rows_path: Path, out: Path, n: int, seed: int, name: str) -> i
     if not picked:
         print(f"{name}: {rows_path}:1: no rows to draw", file=sys.stderr)
         return 2
+    try:
+        _write_sheet(picked, out)
+    except OSError as e:
+        print(f"{name}: {e.filename or out}: {e.strerror}", file=sys.stderr)
+        return 2
+    print(
+        f"wrote {len(picked)} items to {out} and their key to {key_path(out)} "
+        "(do not show the key to the annotator). Fill in each item's same_answer "
+        '("HIT" if B asks for the same answer as A, else "MISS") and natural (true/false) '
+        'by the rubric in docs/your-traffic.md ("Audit the rows"), '
+        f"then run: cacheeval stress --audit-score {out}"
+    )
+    return 0
+
+
+def _write_sheet(picked: list[dict[str, Any]], out: Path) -> None:
+    """The sheet and its key (module docstring), both or neither."""
     with AtomicFile(out) as sheet, AtomicFile(key_path(out)) as key:
         for i, row in enumerate(picked, 1):
             item = {
@@ -144,14 +161,6 @@ def sheet_command(rows_path: Path, out: Path, n: int, seed: int, name: str) -> i
             }
             sheet.write((dumps(item) + "\n").encode("utf-8"))
             key.write((dumps(answer) + "\n").encode("utf-8"))
-    print(
-        f"wrote {len(picked)} items to {out} and their key to {key_path(out)} "
-        "(do not show the key to the annotator). Fill in each item's same_answer "
-        '("HIT" if B asks for the same answer as A, else "MISS") and natural (true/false) '
-        'by the rubric in docs/your-traffic.md ("Audit the rows"), '
-        f"then run: cacheeval stress --audit-score {out}"
-    )
-    return 0
 
 
 @dataclass(frozen=True, slots=True)
