@@ -272,6 +272,8 @@ def test_audit_of_a_file_not_made_by_stress_says_so(
          "null.jsonl:1: text is null, not a string"),
         ("array.jsonl", b'{"text": "hi"}\n[1, 2]\n', ["--field", "text"],
          "array.jsonl:2: expected a JSON object, got an array"),
+        ("long.txt", b"How " + b"a" * 100_001 + b"\n", [],
+         "long.txt:1: the line is longer than 100000 characters"),
         ("where.jsonl", b'{"text": "hi there", "split": "dev"}\n', ["--field", "text",
          "--where", "split=test"], "where.jsonl:1: no record of the 1 has split=test (--where)"),
     ],

@@ -136,7 +136,7 @@ def read_prompts(path: str | os.PathLike[str], spec: PromptSpec) -> Iterator[Pro
         field = "" if spec.fmt == "text" else spec.field or ""
         if field not in record:
             raise JsonlError(spath, lineno, f"no field {field!r} (fields: {', '.join(record)})")
-        query = _clean(spath, lineno, record[field], field)
+        query = _clean(spath, lineno, record[field], field or "the line")
         if query is None:
             continue
         system = None
