@@ -304,3 +304,8 @@ def test_an_output_that_is_a_directory_is_named(
     assert main(["eval", *base, "--out", str(tmp_path)]) == 2
     assert _error(capsys) == f"cacheeval eval: error: {tmp_path}: Is a directory"
     assert list(tmp_path.iterdir()) == []  # no temp file left behind
+    report = tmp_path / "r.md"
+    assert main(["eval", *base, "--out", str(report), "--json", str(report)]) == 2
+    assert _error(capsys) == (
+        f"cacheeval eval: error: {report}: given to both --out and --json; give each its own file"
+    )

@@ -67,10 +67,17 @@ def output_problem(
 ) -> str | None:
     """What is wrong with the output options before any work is done: one that
     is a directory, or one naming an input (:func:`overwritten_input`)."""
+    seen: dict[Path, str] = {}
     for out_name in outputs:
         out = getattr(args, out_name, None)
-        if out is not None and Path(out).is_dir():
+        if out is None:
+            continue
+        if Path(out).is_dir():
             return f"{out}: Is a directory"
+        other = seen.setdefault(Path(out).resolve(), out_name)
+        if other != out_name:  # the second write would replace the first
+            flags = " and ".join(f"--{n.replace('_', '-')}" for n in (other, out_name))
+            return f"{out}: given to both {flags}; give each its own file"
     return overwritten_input(args, outputs, inputs, positional)
 
 
