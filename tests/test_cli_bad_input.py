@@ -231,6 +231,14 @@ def test_deep_benchmark_as_a_subprocess(tmp_path: Path) -> None:
          "is the --bench input; write --json somewhere else"),
         (["view", "P", "--bench", "B", "--out", "P"], "P",
          "is the --predictions input; write --out somewhere else"),
+        (["replay", "--bench", "B", "--baseline", "exact_match", "--out", "B"], "B",
+         "is the --bench input; write --out somewhere else"),
+        (["replay", "--bench", "B", "--baseline", "exact_match", "--out", "r.md",
+          "--json", "L"], "L", "is the --labels input; write --json somewhere else"),
+        (["external", "P", "--baseline", "exact_match", "--no-reference", "--out", "P"], "P",
+         "is the input; write --out somewhere else"),
+        (["external", "P", "--baseline", "exact_match", "--no-reference", "--bench", "B",
+          "--out", "r.md", "--json", "B"], "B", "is the --bench input; write --json somewhere"),
     ],
 )  # fmt: skip
 def test_an_output_over_an_input_is_refused_and_the_input_kept(

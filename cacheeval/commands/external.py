@@ -182,11 +182,14 @@ def run(args: argparse.Namespace) -> int:
     from ..benches.external import DEFAULT_SLICES, grade
     from ..reporting.report import utc_now
     from ..run.harness import CacheCallError, CacheLoadError, cache_name_of
-    from ._running import cache_spec
+    from ._running import cache_spec, output_problem
     from ._several import cache_choices, distinct_names
     from .eval import EXIT_CACHE_FAILED, EXIT_OK, UsageError, _one_line, fail
 
     prog = prog_of(args)
+    clash = output_problem(args, ("out", "json"), ("files", "bench", "labels"), ("files",))
+    if clash is not None:
+        return fail(prog, clash)
     try:
         choices = cache_choices(args)
         sets = load_sets(args)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..schema import SPLITS
-from ._running import add_cache_arguments, non_negative_int, positive_float
+from ._running import add_cache_arguments, non_negative_int, output_problem, positive_float
 from .eval import (
     EXIT_OK,
     UsageError,
@@ -130,6 +130,9 @@ def run(args: argparse.Namespace) -> int:
     from ..support.progress import terminal_progress
 
     prog = prog_name(args, f"cacheeval {NAME}")
+    clash = output_problem(args, ("out", "json"), ("bench", "labels"))
+    if clash is not None:
+        return fail(prog, clash)
     try:
         rows, distractors, judgements = _rows(args)
         kwargs = parse_cache_args(args.cache_args)
