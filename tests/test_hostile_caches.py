@@ -392,7 +392,13 @@ def cache(pair):
     labels = os.environ["LABELS_FILE"]
     size = os.path.getsize(labels) if os.path.exists(labels) else -1
     if size > 0:
-        raise RuntimeError(f"read the labels file ({size} bytes)")
+        # what the sandbox looked like, to tell a missing sandbox (a host pid, no
+        # mounts of its own) from a sandbox without the labels' cover
+        mounts = open("/proc/self/mountinfo", encoding="utf-8").read()
+        raise RuntimeError(
+            f"read the labels file ({size} bytes; pid {os.getpid()}, "
+            f"{mounts.count(chr(10))} mounts, labels covered: {labels in mounts})"
+        )
     try:
         open(os.environ["REPO_FILE"], "a").close()
         raise RuntimeError("wrote into the checkout")
@@ -428,7 +434,8 @@ def test_isolate_hides_the_labels_and_the_network_and_keeps_the_checkout_read_on
         pytest.skip(f"no bubblewrap here: {done.stderr.strip()}")
     assert done.returncode == 0, done.stderr
     report = json.loads(js.read_text(encoding="utf-8"))
-    assert report["errors"]["n_errors"] == 0, report["errors"]  # saw nothing, wrote nothing
+    seen = (report["provenance"]["run_mode"], report["errors"], done.stderr[-2000:])
+    assert report["errors"]["n_errors"] == 0, seen  # saw nothing, wrote nothing
     assert report["provenance"]["run_mode"] == "process, bubblewrap"
     # without --isolate the same cache reads the labels file: the test can fail
     done = subprocess.run(
