@@ -192,13 +192,16 @@ class PredictionsWriter:
 
     def _rewrite(self, header: PredictionsHeader) -> None:
         self._out.file.close()
+        tmp = self._out.tmp_path
+        if tmp is None:  # a device or pipe took the lines as they came: no going back
+            return
         try:
-            with AtomicFile(self._out.path) as final, open(self._out.tmp_path, "rb") as src:
+            with AtomicFile(self._out.path) as final, open(tmp, "rb") as src:
                 src.readline()  # the first header
                 final.write(_line(header.to_dict()))
                 shutil.copyfileobj(src, final.file)
         finally:
-            self._out.tmp_path.unlink(missing_ok=True)
+            tmp.unlink(missing_ok=True)
 
     def discard(self) -> None:
         """Write nothing."""

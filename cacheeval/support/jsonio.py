@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -41,15 +42,35 @@ PUBLIC_MODE = 0o644
 PRIVATE_MODE = 0o600
 
 
+def is_special_file(path: Path) -> bool:
+    """Whether ``path`` is a device, a pipe or a socket (``/dev/null``,
+    ``/dev/stdout``, a named pipe): written in place, never renamed over. A
+    rename would replace the device itself: as root, ``--out /dev/null`` left
+    a regular file where ``/dev/null`` was.
+
+    >>> is_special_file(Path(os.devnull)), is_special_file(Path(__file__))
+    (True, False)
+    """
+    try:
+        return not stat.S_ISREG(path.stat().st_mode) and not path.is_dir()
+    except OSError:  # missing (or unreadable): an ordinary new file
+        return False
+
+
 def write_bytes_atomic(
     path: str | os.PathLike[str], data: bytes, *, mode: int = PUBLIC_MODE
 ) -> None:
     """Write ``data`` to ``path`` through a temp file and rename, so a crash never
     leaves a half-written file behind. The file gets ``mode`` (mkstemp creates
-    it 0600, so private data is never readable by others, not even briefly)."""
+    it 0600, so private data is never readable by others, not even briefly).
+    A device or pipe (:func:`is_special_file`) is written in place."""
     path = Path(path)
     if path.is_dir():  # said of the path asked for, not of the temp file beside it
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    if is_special_file(path):
+        with open(path, "wb") as f:
+            f.write(data)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -85,6 +106,11 @@ class AtomicFile:
         self.mode = mode
         if self.path.is_dir():  # said of the path asked for, not of a temp file
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(self.path))
+        #: None when ``path`` is a device or pipe, written in place (:func:`is_special_file`)
+        self.tmp_path: Path | None = None
+        if is_special_file(self.path):
+            self.file = open(self.path, "wb")  # noqa: SIM115 - closed by commit/discard
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(
             dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp"
@@ -98,6 +124,8 @@ class AtomicFile:
     def commit(self) -> None:
         """Close the temp file and rename it to ``path``."""
         self.file.close()
+        if self.tmp_path is None:
+            return
         try:
             os.chmod(self.tmp_path, self.mode)  # mkstemp creates it 0600
             os.replace(self.tmp_path, self.path)
@@ -108,7 +136,8 @@ class AtomicFile:
     def discard(self) -> None:
         """Close and delete the temp file (``path`` is left as it was)."""
         self.file.close()
-        self.tmp_path.unlink(missing_ok=True)
+        if self.tmp_path is not None:
+            self.tmp_path.unlink(missing_ok=True)
 
     def __enter__(self) -> AtomicFile:
         return self
