@@ -67,3 +67,20 @@ def test_dev_null_stays_a_device(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert code == 0, capsys.readouterr().err
     assert stat.S_ISCHR(null.stat().st_mode) and null.stat().st_size == 0
     assert (tmp_path / "r.json").is_file()
+
+
+def test_the_sandbox_refuses_to_cover_files_with_a_broken_dev_null(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the labels are covered with /dev/null; a regular file there would show its bytes
+    from cacheeval.run import isolate
+
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("{}\n", encoding="utf-8")
+    monkeypatch.setattr(isolate.shutil, "which", lambda name: "/usr/bin/bwrap")
+    prefix = isolate.bwrap_prefix([labels])
+    assert prefix[prefix.index(str(labels)) - 1] == "/dev/null"
+    monkeypatch.setattr(isolate.stat, "S_ISCHR", lambda mode: False)
+    with pytest.raises(isolate.IsolationError, match="not the null device"):
+        isolate.bwrap_prefix([labels])
+    assert isolate.bwrap_prefix([tmp_path]).count("--tmpfs") >= 2  # a folder needs no cover

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Iterable, Sequence
@@ -62,9 +63,25 @@ def bwrap_prefix(
         if os.path.isdir(path):
             cmd += ["--tmpfs", path]
         elif os.path.exists(path):
+            _check_dev_null()
             cmd += ["--ro-bind", "/dev/null", path]
     cmd += ["--chdir", os.getcwd(), "--"]
     return cmd
+
+
+def _check_dev_null() -> None:
+    """A hidden file is covered with ``/dev/null``: that must be the empty
+    device, or the cover would show whatever a regular file there holds (a
+    rename over ``/dev/null`` as root leaves one)."""
+    try:
+        is_device = stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    except OSError:
+        is_device = False
+    if not is_device:
+        raise IsolationError(
+            "--isolate: /dev/null is not the null device here, so it cannot cover the "
+            "labels file (restore it: rm /dev/null && mknod -m 666 /dev/null c 1 3)"
+        )
 
 
 def checked_prefix(
