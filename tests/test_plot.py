@@ -162,9 +162,13 @@ def test_plot_command_rejects_bad_input(tmp_path: Path, capsys: pytest.CaptureFi
     capsys.readouterr()
     # a file that is not JSON, or not UTF-8, is named with the line at fault
     for name, data, where in (
-        ("lines.json", b'{"a": 1}\n{"b": 2}\n', ":2: not JSON (Extra data, column 1)"),
-        ("empty.json", b"", ":1: not JSON (Expecting value, column 1)"),
-        ("binary.json", b'{"a":\n "\xff\xfe"}', ":2: not UTF-8 text (byte 3 of the line)"),
+        ("lines.json", b'{"a": 1}\n{"b": 2}\n', ":2: not valid JSON (Extra data at column 1)"),
+        ("empty.json", b"", ":1: not valid JSON (Expecting value at column 1)"),
+        (
+            "binary.json",
+            b'{"a":\n "\xff\xfe"}',
+            ":2: not UTF-8 text (byte 3 of the line: invalid start byte)",
+        ),
     ):
         path = tmp_path / name
         path.write_bytes(data)

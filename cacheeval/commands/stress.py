@@ -119,9 +119,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.prompts.is_file():
         print(f"{NAME}: {args.prompts}: {not_a_file(args.prompts)}", file=sys.stderr)
         return 2
-    clash = _overwrites_input(args)
+    from ._running import output_problem
+
+    clash = output_problem(args, ("out",), ("prompts",), ("prompts",)) or _key_over_input(args)
     if clash is not None:
-        print(f"{NAME}: {clash}: is the input; write --out somewhere else", file=sys.stderr)
+        print(f"{NAME}: {clash}", file=sys.stderr)
         return 2
     if args.audit is not None:
         from ..benches.stress.audit import sheet_command
@@ -130,16 +132,14 @@ def run(args: argparse.Namespace) -> int:
     return _generate(args)
 
 
-def _overwrites_input(args: argparse.Namespace) -> Path | None:
-    """The file this run would write over its own input (the rows file, or an
-    audit sheet's key beside it), else None: the input would be lost."""
+def _key_over_input(args: argparse.Namespace) -> str | None:
+    """With --audit, the key written beside the sheet must not be the rows file."""
     from ..benches.stress.audit import key_path
 
-    outputs = [args.out, key_path(args.out)] if args.audit is not None else [args.out]
-    for out in outputs:
-        if out.exists() and out.resolve() == args.prompts.resolve():
-            return out
-    return None
+    key = key_path(args.out)
+    if args.audit is None or not key.exists() or key.resolve() != args.prompts.resolve():
+        return None
+    return f"{key}: is the input; write --out somewhere else"
 
 
 def _generate(args: argparse.Namespace) -> int:

@@ -15,12 +15,13 @@ point's precision, so a step drawn from it covers the whole area.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from ..support.jsonio import read_json_document
 
 PAIR = "pair"
 REPLAY = "replay"
@@ -66,18 +67,8 @@ class ClqPoint:
 
 def read_source(path: str | Path, name: str | None = None) -> Source:
     """Read a report or replay JSON file; ValueError naming ``path:LINE`` otherwise
-    (the line of the first undecodable byte, or of the JSON error)."""
-    raw = Path(path).read_bytes()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = raw.count(b"\n", 0, e.start) + 1
-        column = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
-        raise ValueError(f"{path}:{line}: not UTF-8 text (byte {column} of the line)") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}:{e.lineno}: not JSON ({e.msg}, column {e.colno})") from None
+    (:func:`~cacheeval.support.jsonio.read_json_document`)."""
+    data = read_json_document(path)  # JsonlError is a ValueError
     if not isinstance(data, dict):
         raise ValueError(f"{path}:1: expected a JSON object")
     if "cacheeval_report" in data:

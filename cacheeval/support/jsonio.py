@@ -172,7 +172,12 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class JsonTextError(ValueError):
-    """Why a JSON text cannot be decoded safely (no location: callers add it)."""
+    """Why a JSON text cannot be decoded safely (no file: callers add it);
+    ``line`` is the line of the text at fault, 1 when no one line is."""
+
+    def __init__(self, message: str, line: int = 1) -> None:
+        super().__init__(message)
+        self.line = line
 
 
 def _too_deep(text: str, limit: int) -> bool:
@@ -238,7 +243,7 @@ def loads(text: str, *, max_depth: int = MAX_DEPTH, constants: bool = True) -> A
     except JsonTextError:
         raise
     except json.JSONDecodeError as e:
-        raise JsonTextError(f"{e.msg} at column {e.colno}") from None
+        raise JsonTextError(f"{e.msg} at column {e.colno}", e.lineno) from None
     except RecursionError:
         raise JsonTextError("nested too deeply") from None
     except ValueError as e:  # an integer beyond sys.get_int_max_str_digits()
@@ -280,6 +285,36 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
             except JsonTextError as e:
                 raise JsonlError(spath, lineno, f"not valid JSON ({e})") from None
             yield lineno, value
+
+
+def read_json_document(path: str | os.PathLike[str]) -> Any:
+    """The one JSON value a file holds (a report, a manifest), decoded as
+    :func:`loads` does; :class:`JsonlError` names ``path:LINE`` for a byte that
+    is not UTF-8 or a JSON error, as :func:`iter_jsonl` does per line.
+
+    >>> import tempfile
+    >>> with tempfile.NamedTemporaryFile("wb", suffix=".json", delete=False) as f:
+    ...     _ = f.write(b'{"a": 1}' + bytes([10]) + b'{"b": 2}')
+    >>> try:
+    ...     read_json_document(f.name)
+    ... except JsonlError as e:
+    ...     print(e.line, e.reason)
+    2 not valid JSON (Extra data at column 1)
+    >>> os.unlink(f.name)
+    """
+    spath = str(path)
+    raw = Path(path).read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        column = e.start - raw.rfind(b"\n", 0, e.start)
+        reason = f"not UTF-8 text (byte {column} of the line: {e.reason})"
+        raise JsonlError(spath, line, reason) from None
+    try:
+        return loads(text)
+    except JsonTextError as e:
+        raise JsonlError(spath, e.line, f"not valid JSON ({e})") from None
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:
