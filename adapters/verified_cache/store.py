@@ -441,12 +441,14 @@ class EntryStore:
             con.execute("INSERT OR REPLACE INTO meta VALUES ('next_id', ?)", (str(top),))
             con.executemany(
                 "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
+                # a generator: each row's blobs are freed once SQLite has copied them
+                # (a list of a bulk load's rows fragments the heap, ~1 KB per entry)
+                (
                     (r.id, r.scope, key_digest(r.scope, r.exact_key), r.exact_key,
                      request_json(r.request), r.answer, r.vector.astype("<f4").tobytes(),
                      tokens_blob(r.tokens), r.created, now)
                     for r in records
-                ],
+                ),
             )  # fmt: skip
             if evict:
                 con.executemany("DELETE FROM entries WHERE id = ?", [(i,) for i in evict])
