@@ -1,0 +1,134 @@
+"""Re-linking misplaced HNSW nodes (adapters/verified_cache/graph_repair.py), on
+real faiss graphs: a node whose links were sent to another cluster is found
+again after the check, and the check's best-link values are those of the graph."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("faiss")
+
+from adapters.verified_cache import graph_repair  # noqa: E402
+from adapters.verified_cache.index import ScopeIndex  # noqa: E402
+
+DIM = 16
+
+
+def _clusters(n_clusters: int = 6, size: int = 40, seed: int = 0) -> np.ndarray:
+    """Unit vectors in tight clusters (cosine ~0.98 within, ~0 across)."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((n_clusters, DIM))
+    x = np.repeat(centres, size, axis=0) + 0.05 * rng.standard_normal((n_clusters * size, DIM))
+    x = x[rng.permutation(len(x))]
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _graph(x: np.ndarray) -> ScopeIndex:
+    ix = ScopeIndex(DIM, brute_force_max=0, hnsw_m=4)
+    ix.add(np.arange(1, len(x) + 1), x)
+    return ix
+
+
+def _level0(ix: ScopeIndex, slot: int) -> np.ndarray:
+    _, links, offsets, width = graph_repair._views(ix._hnsw)
+    start = int(offsets[slot])
+    return links[start : start + width]  # a view: writing it edits the graph
+
+
+def _misplace(ix: ScopeIndex, x: np.ndarray, node: int) -> None:
+    """Send ``node``'s level-0 links to the cluster least like it, and drop every
+    level-0 link to it: what a lost insert leaves behind."""
+    sims = x @ x[node]
+    far = np.argsort(sims)[:8]
+    row = _level0(ix, node)
+    row[:] = -1
+    row[: len(far)] = far
+    for other in range(len(x)):
+        theirs = _level0(ix, other)
+        theirs[theirs == node] = -1
+    # keep it on level 0 only, so no upper layer leads to it either
+    assert int(ix._hnsw.hnsw.levels.at(node)) == 1
+
+
+def _level0_only(ix: ScopeIndex, x: np.ndarray) -> int:
+    levels = np.array([ix._hnsw.hnsw.levels.at(i) for i in range(len(x))])
+    return int(np.flatnonzero(levels == 1)[0])
+
+
+def test_a_misplaced_node_is_found_again_after_the_check() -> None:
+    x = _clusters()
+    ix = _graph(x)
+    node = _level0_only(ix, x)
+    _misplace(ix, x, node)
+    before = graph_repair.best_link_cosines(ix._hnsw, [node])[0]
+    assert before < graph_repair.REPAIR_BELOW  # every link is in a far cluster
+    # nothing leads to it: a search for its own vector misses it
+    ids, _ = ix.search(x[node], 3, ef=8)
+    assert node + 1 not in ids.tolist()
+
+    assert ix.check_links(len(x)) >= 1
+
+    row = _level0(ix, node)
+    mates = set(np.flatnonzero(x @ x[node] > 0.9).tolist()) - {node}
+    assert mates & set(row[row >= 0].tolist())  # linked to its own cluster again
+    assert graph_repair.best_link_cosines(ix._hnsw, [node])[0] > 0.9
+    ids, _ = ix.search(x[node], 3, ef=8)
+    assert ids[0] == node + 1  # and found first for its own vector
+
+
+def test_best_link_cosines_are_the_graph_s() -> None:
+    x = _clusters(seed=1)
+    ix = _graph(x)
+    vectors, links, offsets, width = graph_repair._views(ix._hnsw)
+    node = _level0_only(ix, x)
+    _misplace(ix, x, node)
+    got = graph_repair.best_link_cosines(ix._hnsw, np.arange(len(x)))
+    for i in range(len(x)):
+        row = links[int(offsets[i]) : int(offsets[i]) + width]
+        row = row[row >= 0]
+        exact = float((vectors[row].astype(np.float32) @ vectors[i].astype(np.float32)).max())
+        if exact < graph_repair.REPAIR_BELOW:  # a lost node is read in full
+            assert got[i] == pytest.approx(exact, abs=1e-6)
+        else:  # the others stop at a link over the line
+            assert graph_repair.REPAIR_BELOW <= got[i] <= exact + 1e-6
+    assert got[node] < graph_repair.REPAIR_BELOW
+
+
+def test_a_well_linked_graph_is_left_as_it_is() -> None:
+    x = _clusters(seed=2)
+    ix = _graph(x)
+    _, links, _, _ = graph_repair._views(ix._hnsw)
+    before = np.array(links, copy=True)
+    assert ix.check_links(len(x)) == 0
+    assert np.array_equal(np.asarray(links), before)
+
+
+def test_the_check_goes_round_the_live_nodes() -> None:
+    x = _clusters(n_clusters=2, size=20, seed=3)
+    ix = _graph(x)
+    ix._sweep_at = 0
+    seen: list[int] = []
+    real = graph_repair.best_link_cosines
+
+    def spy(index: object, slots: object) -> np.ndarray:
+        seen.extend(np.asarray(slots).tolist())
+        return real(index, slots)
+
+    ix.remove(1)  # slot 0: a tombstone is not checked
+    try:
+        graph_repair.best_link_cosines = spy  # type: ignore[assignment]
+        ix.check_links(30)
+        ix.check_links(30)  # wraps round the 40 slots
+    finally:
+        graph_repair.best_link_cosines = real  # type: ignore[assignment]
+    assert seen == [*range(1, 30), *range(30, 40), *range(1, 20)]
+
+
+def test_only_float16_graphs_are_repaired() -> None:
+    import faiss
+
+    flat = faiss.IndexHNSWFlat(DIM, 4, faiss.METRIC_INNER_PRODUCT)
+    flat.add(_clusters(n_clusters=1, size=10))
+    with pytest.raises(ValueError, match="float16"):
+        graph_repair.best_link_cosines(flat, [0])
