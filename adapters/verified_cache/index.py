@@ -121,6 +121,7 @@ class ScopeIndex:
         self._rebuilding: Rebuild | None = None
         self._sweep_at = 0  # the next slot check_links visits
         self._sweep_owed = 0  # visits due (SWEEP_RATE per insert), made in batches
+        self._new_from = 0  # the first slot inserted since the last check
 
     # -- state ----------------------------------------------------------------------
 
@@ -187,6 +188,11 @@ class ScopeIndex:
         start = self._sweep_at % self._n
         slots = (start + np.arange(count)) % self._n
         self._sweep_at = (start + count) % self._n
+        # and the nodes inserted since the last check: a lost insert into a dense
+        # part of the graph is found at once, not when the cursor comes round
+        new = np.arange(min(self._new_from, self._n), self._n)
+        self._new_from = self._n
+        slots = np.union1d(new, slots)
         slots = slots[self._alive[slots]]
         selector = self._selector if self._live < self._n else None
         return repair_links(self._hnsw, slots, selector=selector)
@@ -365,6 +371,7 @@ class ScopeIndex:
         ix._new_bitmap(cap)
         ix._set_bits(np.flatnonzero(alive))
         ix._n, ix._live = n, int(alive.sum())
+        ix._new_from = n  # checked before it was saved, or left to the cursor
         return ix
 
     def keep_only(self, live: set[int]) -> None:
@@ -576,7 +583,7 @@ class Rebuild:
         ix._bitmap = np.zeros(0, dtype=np.uint8)
         ix._new_bitmap(cap)
         ix._set_bits(np.flatnonzero(alive))
-        ix._n = n
+        ix._n = ix._new_from = n  # the rebuild checked its graph's nodes
         ix._sweep_at = 0
         ix._rebuilding = None
         self._new = None

@@ -116,13 +116,37 @@ def test_the_check_goes_round_the_live_nodes() -> None:
         return real(index, slots)
 
     ix.remove(1)  # slot 0: a tombstone is not checked
+    ix._new_from = ix._n  # the cursor alone (the inserts' own check: below)
     try:
         graph_repair.best_link_cosines = spy  # type: ignore[assignment]
         ix.check_links(30)
         ix.check_links(30)  # wraps round the 40 slots
     finally:
         graph_repair.best_link_cosines = real  # type: ignore[assignment]
-    assert seen == [*range(1, 30), *range(30, 40), *range(1, 20)]
+    assert seen == [*range(1, 30), *range(1, 20), *range(30, 40)]
+
+
+def test_new_nodes_are_checked_with_the_next_batch() -> None:
+    x = _clusters(n_clusters=3, size=40, seed=4)
+    ix = _graph(x[:100])
+    ix.check_links(1)  # the build's own nodes: checked once
+    seen: list[int] = []
+    real = graph_repair.best_link_cosines
+
+    def spy(index: object, slots: object) -> np.ndarray:
+        seen.extend(np.asarray(slots).tolist())
+        return real(index, slots)
+
+    try:
+        graph_repair.best_link_cosines = spy  # type: ignore[assignment]
+        for i in range(100, 120):  # 20 puts owe 40 visits: under one batch
+            ix.add(np.array([i + 1]), x[i : i + 1])
+        assert seen == []
+        ix.check_links(2)
+    finally:
+        graph_repair.best_link_cosines = real  # type: ignore[assignment]
+    assert set(range(100, 120)) <= set(seen)  # every new node, with the cursor's
+    assert len(seen) == 22
 
 
 def test_only_float16_graphs_are_repaired() -> None:
