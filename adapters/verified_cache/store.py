@@ -218,6 +218,7 @@ class EntryStore:
         self.rebuild_errors: dict[int, BaseException] = {}
         #: called with (phase, scope number) by a background rebuild: tests hold it there
         self._rebuild_hook: Callable[[str, int], None] | None = None
+        self._dim_saved = False  # the meta table holds 'dim' (written with the first put)
         self._init_state()
         self._db = _Sqlite(self.path, durable=durable) if self.path is not None else None
         if self._db is not None:
@@ -434,11 +435,15 @@ class EntryStore:
             touched, self._touched = self._touched, {}
         try:
             con.execute("BEGIN IMMEDIATE")
-            con.execute("INSERT OR IGNORE INTO meta VALUES ('dim', ?)", (str(self.dim),))
-            # ids are never reused, even after the newest entries are deleted: a
-            # saved index names entries by id
-            top = records[-1].id + 1 if records else self._next_id
-            con.execute("INSERT OR REPLACE INTO meta VALUES ('next_id', ?)", (str(top),))
+            if not self._dim_saved:
+                con.execute("INSERT OR IGNORE INTO meta VALUES ('dim', ?)", (str(self.dim),))
+            if evict:
+                # ids are never reused, even after the newest entries are deleted
+                # (a saved index names entries by id). Without a deletion the
+                # largest stored id says it (the store opens at max(that + 1,
+                # next_id)): two statements fewer in a plain put
+                top = records[-1].id + 1 if records else self._next_id
+                con.execute("INSERT OR REPLACE INTO meta VALUES ('next_id', ?)", (str(top),))
             con.executemany(
                 "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 # a generator: each row's blobs are freed once SQLite has copied them
@@ -457,6 +462,7 @@ class EntryStore:
                     "UPDATE entries SET used = ? WHERE id = ?", [(t, i) for i, t in touched.items()]
                 )
             con.execute("COMMIT")
+            self._dim_saved = True
         except BaseException:
             if con.in_transaction:
                 con.execute("ROLLBACK")
@@ -662,6 +668,9 @@ class EntryStore:
             if self._db is not None:
                 with self._db.writer as con:
                     con.execute("DELETE FROM entries")
+                    con.execute(
+                        "INSERT OR REPLACE INTO meta VALUES ('next_id', ?)", (str(self._next_id),)
+                    )
             if self.index_dir is not None:
                 shutil.rmtree(self.index_dir, ignore_errors=True)
             dim, next_id = self.dim, self._next_id

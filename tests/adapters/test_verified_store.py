@@ -883,3 +883,29 @@ def test_a_miss_scans_only_scopes_up_to_the_default_bound() -> None:
         EXHAUSTIVE_MAX
     )
     assert EntryStore(exhaustive_max=None).exhaustive_max is None  # any size, when asked
+
+
+def _unit_vector(seed: int) -> np.ndarray:
+    v = np.random.default_rng(seed).standard_normal(8).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_ids_are_never_reused_across_reopens(tmp_path: Path) -> None:
+    """A plain put writes no 'next_id' (the largest stored id says it); a
+    transaction that deletes, and clear(), do: after the newest entries are gone
+    and the store is reopened, a new entry still gets a fresh id."""
+    path = tmp_path / "ids.sqlite"
+    store = EntryStore(path)
+    for i in range(3):
+        store.add("", f"q{i}", Request(f"q{i}"), "a", _unit_vector(i))
+    with sqlite3.connect(path) as con:  # plain puts: nothing written there yet
+        assert con.execute("SELECT value FROM meta WHERE key = 'next_id'").fetchone() is None
+    store.close()
+    store = EntryStore(path)
+    assert store.add("", "q3", Request("q3"), "a", _unit_vector(3)).id == 4
+    store.clear()  # deletes ids 1-4, the newest too
+    store.close()
+    store = EntryStore(path)
+    assert len(store) == 0
+    assert store.add("", "q4", Request("q4"), "a", _unit_vector(4)).id == 5
+    store.close()
