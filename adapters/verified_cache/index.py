@@ -11,10 +11,11 @@ regimes:
   store gave (same products, same order).
 * **approximate** (beyond it): a faiss HNSW graph over float16 vectors
   (``IndexHNSWSQ``, inner product), grown one ``add`` at a time, never rebuilt
-  on a lookup; a cursor checks a few nodes' links after every insert and
-  re-links those an insert misplaced (:meth:`ScopeIndex.check_links`,
-  :mod:`.graph_repair`). Its cosines are approximate: the store recomputes the exact
-  cosines of the candidates it returns (:meth:`EntryStore.nearest`).
+  on a lookup; every few hundred inserts, the new nodes' links and those of
+  a cursor's next nodes are checked, and the nodes an insert misplaced are
+  re-linked (:meth:`ScopeIndex.check_links`, :mod:`.graph_repair`). Its
+  cosines are approximate: the store recomputes the exact cosines of the
+  candidates it returns (:meth:`EntryStore.nearest`).
 
 Removal: HNSW cannot delete a node. A removed entry is a tombstone, cleared
 in a bitmap of live slots that the search filters on (faiss ``IDSelectorBitmap``);
@@ -66,13 +67,6 @@ SWEEP_RATE = 2
 #: The check runs once this many visits are owed (one vectorised pass instead
 #: of a few numpy calls on every put: ~0.1 ms a put measured at 100k entries).
 SWEEP_BATCH = 256
-
-
-def add_to_graph(graph: Any, vectors: np.ndarray) -> None:
-    """Insert ``vectors`` into an HNSW graph (as float32, contiguous)."""
-    import numpy as np
-
-    graph.add(np.ascontiguousarray(vectors, dtype=np.float32))
 
 
 class ScopeIndex:
@@ -162,7 +156,7 @@ class ScopeIndex:
                 self._matrix = np.zeros((len(self._ids), self.dim), dtype=vectors.dtype)
             self._matrix[self._n : self._n + n] = vectors
         else:
-            add_to_graph(self._hnsw, vectors)
+            self._hnsw.add(np.ascontiguousarray(vectors, dtype=np.float32))
             self._set_bits(np.arange(self._n, self._n + n))
         self._n += n
         self._live += n
@@ -274,7 +268,7 @@ class ScopeIndex:
         n = len(ids)
         index = self._new_hnsw()
         index.train(np.ascontiguousarray(vectors[: min(n, 1024)], dtype=np.float32))
-        add_to_graph(index, vectors)
+        index.add(np.ascontiguousarray(vectors, dtype=np.float32))
         self._matrix = None
         self._hnsw = index
         cap = max(64, 2 * n)
@@ -536,9 +530,12 @@ class Rebuild:
         for start in range(0, len(vectors), REBUILD_CHUNK):
             if self.cancelled:
                 return
-            add_to_graph(new, vectors[start : start + REBUILD_CHUNK])
+            new.add(np.ascontiguousarray(vectors[start : start + REBUILD_CHUNK]))
         # a bulk build misplaces some nodes: check every one before the swap
-        repair_links(new, np.arange(new.ntotal))
+        for start in range(0, new.ntotal, REBUILD_CHUNK):
+            if self.cancelled:
+                return
+            repair_links(new, np.arange(start, min(new.ntotal, start + REBUILD_CHUNK)))
         self._new = new
 
     def take_new(self) -> np.ndarray:
@@ -558,7 +555,7 @@ class Rebuild:
     def add(self, vectors: np.ndarray) -> None:
         """Add what :meth:`take_new` gave to the new graph."""
         if len(vectors) and self._new is not None and not self.cancelled:
-            add_to_graph(self._new, vectors)
+            self._new.add(vectors)
 
     def finish(self) -> bool:
         """Catch up and swap the new graph in; False (nothing changed) when the
