@@ -15,13 +15,14 @@ reaches a cosine of :data:`REPAIR_BELOW` is searched for again
 :data:`REPAIR_EF` wide, and when that finds entries clearly closer than its
 links (by :data:`REPAIR_MARGIN`), the node is linked to the closest
 :data:`REPAIR_LINKS` of them and they to it (replacing their farthest link
-only when the node is closer). A node can be lost when inserted and its
-cluster grow elsewhere later, so the check is not made once at insert time:
-:meth:`~.index.ScopeIndex.check_links` moves a cursor round the whole graph,
-two nodes per node inserted, and a background rebuild checks every node of
-its new graph. Only level 0 is touched (every search ends there), and only
-links are added or exchanged, so the graph stays a valid faiss HNSW: it is
-saved and loaded as before.
+only when the node is closer). :meth:`~.index.ScopeIndex.check_links` runs
+it every few hundred inserts on the nodes inserted since, which catches a lost
+insert into a dense part of the graph at once, and on a cursor's next nodes
+(two per node inserted, going round the whole graph), which catches a node
+lost while its own cluster was still sparse, once the cluster has grown; a
+background rebuild checks every node of its new graph. Only level 0 is
+touched (every search ends there), and only links are added or exchanged, so
+the graph stays a valid faiss HNSW: it is saved and loaded as before.
 
 The links are edited in place through faiss's own arrays (``hnsw.neighbors``,
 viewed with ``faiss.rev_swig_ptr``); the caller holds whatever lock keeps
