@@ -82,13 +82,14 @@ def best_link_cosines(index: Any, slots: Any) -> Any:
     out = np.full(len(slots), -1.0, dtype=np.float32)
     for start in range(0, len(slots), 4096):
         rows = np.arange(start, min(len(slots), start + 4096))
+        own = vectors[slots[rows]].astype(np.float32)  # decoded once per chunk
         for first in range(0, width, LINKS_PER_STEP):
             nodes = slots[rows]
             begin = np.asarray(offsets[nodes], dtype=np.int64) + first
             table = links[begin[:, None] + np.arange(LINKS_PER_STEP)]
             valid = table >= 0
             near = vectors[np.where(valid, table, 0)].astype(np.float32)
-            cos = np.einsum("bkd,bd->bk", near, vectors[nodes].astype(np.float32))
+            cos = np.einsum("bkd,bd->bk", near, own[rows - start])
             cos[~valid] = -1.0
             out[rows] = np.maximum(out[rows], cos.max(axis=1))
             # read on only where no link reached the line and the list goes on
