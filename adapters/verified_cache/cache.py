@@ -49,7 +49,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cacheeval.metrics.sweep import OperatingPoint
 
@@ -393,7 +393,8 @@ class VerifiedCache:
     ``max_entries``: evict the least recently used beyond it; ``ttl_seconds``:
     never serve an entry older than that; ``clock``: the time source for both
     (:mod:`.store`); ``index_options``: HNSW settings for scopes beyond 8,192
-    entries (``hnsw_m``, ``ef_construction``, ``ef_search``); ``exhaustive_max``:
+    entries (``hnsw_m``, ``ef_construction``, ``ef_search``, and ``storage``:
+    "fp16", the default, or "sq8", 384 bytes less per entry); ``exhaustive_max``:
     the largest such scope a lookup that found nothing servable scans in full
     (default 32,768, a scan of ~3 ms; None: any size, ~80 ms per million
     entries on every such miss). ``close()`` (or
@@ -409,7 +410,7 @@ class VerifiedCache:
     max_entries: int | None = None
     ttl_seconds: float | None = None
     clock: Callable[[], float] = field(default=time.time, repr=False)
-    index_options: dict[str, int] | None = None
+    index_options: dict[str, Any] | None = None
     exhaustive_max: int | None = EXHAUSTIVE_MAX
     _store: EntryStore = field(init=False, repr=False)
     _sides: OrderedDict[int, Side] = field(default_factory=OrderedDict, init=False, repr=False)

@@ -50,19 +50,40 @@ REPAIR_LINKS = 4
 LINKS_PER_STEP = 8
 
 
+class _DecodedRows:
+    """The rows of an 8-bit scalar-quantized storage, decoded to float32 when
+    indexed (``rows[slots]``, any shape of ``slots``), as faiss decodes them:
+    ``vmin + (code + 0.5) / 255 * span`` per dimension."""
+
+    def __init__(self, codes: Any, vmin: Any, span: Any) -> None:
+        self.codes, self.vmin, self.step = codes, vmin, span / 255.0
+
+    def __getitem__(self, slots: Any) -> Any:
+        import numpy as np
+
+        return self.vmin + (self.codes[slots].astype(np.float32) + 0.5) * self.step
+
+
 def _views(index: Any) -> tuple[Any, Any, Any, int]:
-    """Zero-copy numpy views of the graph's float16 vectors, its link table and
-    the offsets of each node's links, and the length of a level-0 list."""
+    """Zero-copy numpy views of the graph's vectors (float16; 8-bit ones decoded
+    when indexed), its link table and the offsets of each node's links, and the
+    length of a level-0 list."""
     import faiss
     import numpy as np
 
     storage: Any = faiss.downcast_index(index.storage)
     dim = index.d
-    if storage.code_size != 2 * dim:
-        raise ValueError("graph repair reads float16 storage (IndexHNSWSQ, QT_fp16)")
+    qtype = getattr(getattr(storage, "sq", None), "qtype", None)
+    codes = np.asarray(faiss.rev_swig_ptr(storage.codes.data(), storage.codes.size()))
+    vectors: Any
+    if qtype == faiss.ScalarQuantizer.QT_fp16 and storage.code_size == 2 * dim:
+        vectors = codes.view(np.float16).reshape(-1, dim)
+    elif qtype == faiss.ScalarQuantizer.QT_8bit and storage.code_size == dim:
+        trained = faiss.vector_to_array(storage.sq.trained).astype(np.float32)
+        vectors = _DecodedRows(codes.reshape(-1, dim), trained[:dim], trained[dim:])
+    else:
+        raise ValueError("graph repair reads IndexHNSWSQ storage, QT_fp16 or QT_8bit")
     hnsw = index.hnsw
-    codes = faiss.rev_swig_ptr(storage.codes.data(), storage.codes.size())
-    vectors = np.asarray(codes).view(np.float16).reshape(-1, dim)
     links = faiss.rev_swig_ptr(hnsw.neighbors.data(), hnsw.neighbors.size())
     offsets = faiss.rev_swig_ptr(hnsw.offsets.data(), hnsw.offsets.size())
     return vectors, links, offsets, int(hnsw.nb_neighbors(0))

@@ -78,7 +78,7 @@ from .entry_db import (
     tokens_blob,
     tokens_from_blob,
 )
-from .index import BRUTE_FORCE_MAX, Rebuild, ScopeIndex
+from .index import BRUTE_FORCE_MAX, FP16_COSINE_ERROR, Rebuild, ScopeIndex
 
 if TYPE_CHECKING:
     import numpy as np
@@ -100,12 +100,6 @@ ESCALATE_EF = 4
 #: miss within ~3 ms; larger scopes trust the wider search (docs/verified-cache.md,
 #: "What a lookup does in the store", for the gate recall this gives up at 1M).
 EXHAUSTIVE_MAX = 32_768
-#: Bound on |float16 cosine - float32 cosine| for unit vectors: each stored
-#: coordinate is rounded to float16 (relative error <= 2**-11, so the dot
-#: product moves by <= 2**-11 * sum|q_i x_i| <= 2**-11 by Cauchy-Schwarz), plus
-#: float32 summation and subnormals (~1e-5); doubled for safety (the largest
-#: error measured on 600 lookups over 100k calibrated vectors: 6.2e-5).
-FP16_COSINE_ERROR = 1e-3
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +168,7 @@ class EntryStore:
         clock: Callable[[], float] = time.time,
         brute_force_max: int = BRUTE_FORCE_MAX,
         durable: bool = False,
-        index_options: dict[str, int] | None = None,
+        index_options: dict[str, Any] | None = None,
         background_rebuild: bool = True,
         exhaustive_max: int | None = EXHAUSTIVE_MAX,
     ) -> None:
@@ -196,8 +190,8 @@ class EntryStore:
         self.clock = clock
         self.brute_force_max = brute_force_max
         #: HNSW settings passed to every :class:`~.index.ScopeIndex` (``hnsw_m``,
-        #: ``ef_construction``, ``ef_search``; see docs/verified-cache.md for the
-        #: recall they buy at 1M entries)
+        #: ``ef_construction``, ``ef_search``, ``storage``; see docs/verified-cache.md
+        #: for the recall, time and memory they buy at 1M entries)
         self.index_options = dict(index_options or {})
         #: whether HNSW rebuilds run in a background thread (False: inside the
         #: ``add`` that makes one due, as a stall)
@@ -773,8 +767,9 @@ class EntryStore:
         unexpired candidates by exact cosine (ties: oldest first), with them.
 
         The index returns ``k +`` :data:`RERANK` candidates with float16 cosines,
-        each within :data:`FP16_COSINE_ERROR` of its exact one; a candidate more
-        than twice that below the ``k``-th float16 cosine has ``k`` candidates
+        each within :data:`FP16_COSINE_ERROR` of its exact one (8-bit ones: within
+        the index's measured :attr:`~.index.ScopeIndex.cosine_error`); a candidate
+        more than twice that below the ``k``-th approximate cosine has ``k`` candidates
         exactly above it, so it is never read (without a TTL: an expired entry
         would give its place to the next). The answer is that of re-ranking all."""
         import numpy as np
@@ -790,7 +785,8 @@ class EntryStore:
         # matrix-vector product's last bits depend on its shape
         matrix = np.zeros((len(ids), len(q)), dtype=np.float32)
         if self.ttl_seconds is None and len(ids) > k:
-            margin = 2 * FP16_COSINE_ERROR * max(1.0, float(np.linalg.norm(q)))
+            error = FP16_COSINE_ERROR if index.storage == "fp16" else index.cosine_error
+            margin = 2 * error * max(1.0, float(np.linalg.norm(q)))
             rows = np.flatnonzero(approx >= approx[k - 1] - margin)
             records = self._fetch(ids[rows].tolist())
             matrix[rows] = np.stack([r.vector for r in records])

@@ -24,8 +24,8 @@ def _clusters(n_clusters: int = 6, size: int = 40, seed: int = 0) -> np.ndarray:
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
 
-def _graph(x: np.ndarray) -> ScopeIndex:
-    ix = ScopeIndex(DIM, brute_force_max=0, hnsw_m=4)
+def _graph(x: np.ndarray, storage: str = "fp16") -> ScopeIndex:
+    ix = ScopeIndex(DIM, brute_force_max=0, hnsw_m=4, storage=storage)
     ix.add(np.arange(1, len(x) + 1), x)
     return ix
 
@@ -56,9 +56,10 @@ def _level0_only(ix: ScopeIndex, x: np.ndarray) -> int:
     return int(np.flatnonzero(levels == 1)[0])
 
 
-def test_a_misplaced_node_is_found_again_after_the_check() -> None:
+@pytest.mark.parametrize("storage", ["fp16", "sq8"])
+def test_a_misplaced_node_is_found_again_after_the_check(storage: str) -> None:
     x = _clusters()
-    ix = _graph(x)
+    ix = _graph(x, storage)
     node = _level0_only(ix, x)
     _misplace(ix, x, node)
     before = graph_repair.best_link_cosines(ix._hnsw, [node])[0]
@@ -77,9 +78,10 @@ def test_a_misplaced_node_is_found_again_after_the_check() -> None:
     assert ids[0] == node + 1  # and found first for its own vector
 
 
-def test_best_link_cosines_are_the_graph_s() -> None:
+@pytest.mark.parametrize("storage", ["fp16", "sq8"])
+def test_best_link_cosines_are_the_graph_s(storage: str) -> None:
     x = _clusters(seed=1)
-    ix = _graph(x)
+    ix = _graph(x, storage)
     vectors, links, offsets, width = graph_repair._views(ix._hnsw)
     node = _level0_only(ix, x)
     _misplace(ix, x, node)
@@ -95,9 +97,10 @@ def test_best_link_cosines_are_the_graph_s() -> None:
     assert got[node] < graph_repair.REPAIR_BELOW
 
 
-def test_a_well_linked_graph_is_left_as_it_is() -> None:
+@pytest.mark.parametrize("storage", ["fp16", "sq8"])
+def test_a_well_linked_graph_is_left_as_it_is(storage: str) -> None:
     x = _clusters(seed=2)
-    ix = _graph(x)
+    ix = _graph(x, storage)
     _, links, _, _ = graph_repair._views(ix._hnsw)
     before = np.array(links, copy=True)
     assert ix.check_links(len(x)) == 0
@@ -149,10 +152,23 @@ def test_new_nodes_are_checked_with_the_next_batch() -> None:
     assert len(seen) == 22
 
 
-def test_only_float16_graphs_are_repaired() -> None:
+def test_the_8bit_rows_are_decoded_as_faiss_decodes_them() -> None:
+    import faiss
+
+    x = _clusters(seed=5)
+    ix = _graph(x, "sq8")
+    vectors, _, _, _ = graph_repair._views(ix._hnsw)
+    storage = faiss.downcast_index(ix._hnsw.storage)
+    codes = storage.sa_encode(x[:7])
+    np.testing.assert_allclose(vectors[np.arange(7)], storage.sa_decode(codes), atol=1e-6)
+    table = np.array([[0, 3], [6, 1]])  # any shape of slots, as the link table reads them
+    assert vectors[table].shape == (2, 2, DIM)
+
+
+def test_only_float16_and_8bit_graphs_are_repaired() -> None:
     import faiss
 
     flat = faiss.IndexHNSWFlat(DIM, 4, faiss.METRIC_INNER_PRODUCT)
     flat.add(_clusters(n_clusters=1, size=10))
-    with pytest.raises(ValueError, match="float16"):
+    with pytest.raises(ValueError, match="QT_fp16 or QT_8bit"):
         graph_repair.best_link_cosines(flat, [0])

@@ -1,0 +1,148 @@
+"""How an HNSW scope stores its vectors (adapters/verified_cache/index.py,
+``storage``): float16 or faiss's 8-bit scalar quantizer. The 8-bit error is
+measured on every insert, so the store's pruned re-ranking stays exact; it
+survives a save, a load and a rebuild, on real faiss graphs and real files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("faiss")
+
+from adapters.verified_cache.index import ScopeIndex, storage_of  # noqa: E402
+from adapters.verified_cache.store import EntryStore, NewEntry  # noqa: E402
+from cacheeval.schema import Request  # noqa: E402
+
+DIM = 32
+
+
+def _clustered(n: int, seed: int, spread: float = 0.05) -> np.ndarray:
+    """Unit vectors around 40 centres (near-ties inside a cluster)."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((40, DIM))
+    x = centres[np.arange(n) % 40] + spread * rng.standard_normal((n, DIM))
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _sq8(x: np.ndarray, **options: Any) -> ScopeIndex:
+    ix = ScopeIndex(DIM, brute_force_max=0, storage="sq8", **options)
+    ix.add(np.arange(1, len(x) + 1), x)
+    return ix
+
+
+def _approx_errors(ix: ScopeIndex, x: np.ndarray, queries: np.ndarray) -> float:
+    """The largest |approximate cosine - exact cosine| over every stored vector."""
+    import faiss
+
+    storage = faiss.downcast_index(ix._hnsw.storage)
+    sims, slots = storage.search(queries, len(x))
+    exact = queries @ x.T
+    return float(np.abs(sims - np.take_along_axis(exact, slots, axis=1)).max())
+
+
+def test_an_unknown_storage_is_refused() -> None:
+    with pytest.raises(ValueError, match="storage must be one of"):
+        ScopeIndex(DIM, storage="int4")
+
+
+def test_8bit_storage_takes_half_the_bytes_of_float16() -> None:
+    import faiss
+
+    x = _clustered(200, seed=0)
+    fp16 = ScopeIndex(DIM, brute_force_max=0)
+    fp16.add(np.arange(1, 201), x)
+    sq8 = _sq8(x)
+    assert storage_of(fp16._hnsw) == "fp16" and storage_of(sq8._hnsw) == "sq8"
+    assert faiss.downcast_index(fp16._hnsw.storage).code_size == 2 * DIM
+    assert faiss.downcast_index(sq8._hnsw.storage).code_size == DIM
+
+
+def test_the_error_bound_holds_for_vectors_outside_the_trained_ranges() -> None:
+    x = _clustered(300, seed=1)
+    ix = _sq8(x[:200])  # ranges trained on these
+    within = ix.cosine_error
+    assert 0 < within < 0.05
+    # vectors far outside the trained ranges: their coordinates are clamped
+    rng = np.random.default_rng(2)
+    out = rng.standard_normal((100, DIM)) * np.where(np.arange(DIM) % 2, 1.0, 8.0)
+    out = (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
+    ix.add(np.arange(201, 301), out)
+    assert ix.cosine_error > within  # measured, not assumed
+    stored = np.concatenate([x[:200], out])
+    queries = np.concatenate([x[200:], out[:20]])
+    assert _approx_errors(ix, stored, queries) <= ix.cosine_error
+
+
+def test_save_and_load_keep_the_storage_and_the_bound(tmp_path: Path) -> None:
+    x = _clustered(300, seed=3)
+    ix = _sq8(x)
+    assert ix.save(tmp_path / "scope")
+    # the file says how it is stored, whatever the options of the reader
+    again = ScopeIndex.load(tmp_path / "scope", DIM, storage="fp16")
+    assert again.storage == "sq8" and again.cosine_error == ix.cosine_error
+    assert np.array_equal(again.search(x[5], 5)[0], ix.search(x[5], 5)[0])
+
+
+def test_an_8bit_file_without_its_bound_is_not_trusted(tmp_path: Path) -> None:
+    ix = _sq8(_clustered(100, seed=4))
+    ix.save(tmp_path / "scope")
+    with np.load(tmp_path / "scope.npz") as saved:
+        ids, alive = saved["ids"], saved["alive"]
+    with open(tmp_path / "scope.npz", "wb") as f:
+        np.savez(f, ids=ids, alive=alive)  # as written before the bound was saved
+    with pytest.raises(ValueError, match="error bound"):
+        ScopeIndex.load(tmp_path / "scope", DIM)
+
+
+def test_a_rebuild_keeps_every_code_and_the_bound() -> None:
+    import faiss
+
+    x = _clustered(400, seed=5)
+    ix = _sq8(x)
+    before_codes = faiss.downcast_index(ix._hnsw.storage).sa_encode(x[1::2])
+    bound = ix.cosine_error
+    for entry_id in range(1, 401, 2):  # remove the even slots' entries
+        ix.remove(entry_id)
+    ix.rebuild_now()
+    storage = faiss.downcast_index(ix._hnsw.storage)
+    assert ix._hnsw.ntotal == 200
+    stored = faiss.rev_swig_ptr(storage.codes.data(), storage.codes.size())
+    assert np.array_equal(np.asarray(stored).reshape(200, DIM), before_codes)
+    assert ix.cosine_error == bound
+
+
+def _entries(x: np.ndarray) -> list[NewEntry]:
+    return [NewEntry("", f"q{i}", Request(f"q{i}"), f"a{i}", x[i]) for i in range(len(x))]
+
+
+def test_pruned_reranking_over_8bit_cosines_answers_as_reranking_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store reads only the candidates within twice the measured error of
+    the k-th; with the bound it answers exactly as reading every candidate, and
+    the data has near-ties that a zero bound gets wrong."""
+    x = _clustered(1200, seed=6, spread=0.01)
+    path = tmp_path / "sq8.sqlite"
+    store = EntryStore(path, brute_force_max=0, index_options={"storage": "sq8"})
+    store.add_many(_entries(x))
+    store.close()
+    store = EntryStore(path, brute_force_max=0, index_options={"storage": "sq8"})
+    assert store._indexes[0].storage == "sq8"
+    rng = np.random.default_rng(7)
+    probes = x[::9] + 0.003 * rng.standard_normal((len(x[::9]), DIM)).astype(np.float32)
+    probes = probes / np.linalg.norm(probes, axis=1, keepdims=True)
+
+    def answers() -> list[list[tuple[int, float]]]:
+        return [[(r.id, c) for r, c in store.nearest("", v, 3)] for v in probes]
+
+    pruned = answers()
+    monkeypatch.setattr(ScopeIndex, "cosine_error", property(lambda self: 10.0))
+    everything = answers()
+    assert pruned == everything  # ids and float32 cosines, bit for bit
+    monkeypatch.setattr(ScopeIndex, "cosine_error", property(lambda self: 0.0))
+    assert answers() != everything
+    store.close()
