@@ -419,8 +419,9 @@ def run_ours(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
         store.add("", f"fsync request {i}", Request(f"fsync request {i}"), "answer", v)
         fsync_ms.append((time.perf_counter_ns() - t) / 1e6)
     index = store._indexes[0]
+    stored_as = "8-bit" if index.storage == "sq8" else "float16"
     regime = (
-        f"hnsw (float16) M {index.hnsw_m} efC {index.ef_construction} efS {index.ef_search}"
+        f"hnsw ({stored_as}) M {index.hnsw_m} efC {index.ef_construction} efS {index.ef_search}"
         if index.approximate
         else "brute force (float32)"
     )

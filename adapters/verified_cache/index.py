@@ -72,10 +72,12 @@ FP16_COSINE_ERROR = 1e-3
 #: :data:`SQ8_TRAIN_ROWS` vectors and widened by :data:`SQ8_RANGE_MARGIN` of
 #: their span on each side. A coordinate outside its range is clamped, so its
 #: error has no fixed bound: every insert measures its own (the norm of the
-#: vector minus its decoded self), and :attr:`ScopeIndex.cosine_error` is the
-#: largest so far. Measured at 1M calibrated vectors (faiss alone, efSearch 64;
-#: docs/verified-cache.md): search 0.34 against 0.49 ms, insert 0.53 against
-#: 0.70 ms, recall@3 of group members 0.931 against 0.938.
+#: vector minus its decoded self, kept per entry: 4 bytes), and the store's
+#: re-ranking bounds each candidate by its own (:meth:`ScopeIndex.search_bounded`;
+#: at 1M calibrated vectors the median is 0.010, the largest 0.10). Measured at
+#: 1M calibrated vectors (faiss alone, efSearch 64; docs/verified-cache.md):
+#: search 0.34 against 0.49 ms, insert 0.53 against 0.70 ms, recall@3 of group
+#: members 0.931 against 0.938.
 STORAGES = ("fp16", "sq8")
 SQ8_TRAIN_ROWS = 16_384
 SQ8_RANGE_MARGIN = 0.1
@@ -143,7 +145,7 @@ class ScopeIndex:
         self._sweep_at = 0  # the next slot check_links visits
         self._sweep_owed = 0  # visits due (SWEEP_RATE per insert), made in batches
         self._new_from = 0  # the first slot inserted since the last check
-        self._max_error = 0.0  # "sq8": the largest |x - decoded x| inserted so far
+        self._errors = np.zeros(0, dtype=np.float32)  # "sq8": |x - decoded x| per slot
 
     # -- state ----------------------------------------------------------------------
 
@@ -157,13 +159,24 @@ class ScopeIndex:
 
     @property
     def cosine_error(self) -> float:
-        """A bound on |approximate cosine - exact cosine| of a unit query in the
-        approximate regime: float16's fixed bound for "fp16"; for "sq8" the
-        largest error norm of an inserted vector (Cauchy-Schwarz: |q . (x - x')|
-        <= |x - x'| for a unit q), with room for float32 rounding."""
+        """A bound on |approximate cosine - exact cosine| of a unit query over
+        every entry (:meth:`search_bounded` gives each candidate's own)."""
+        import numpy as np
+
+        if self.storage == "fp16" or not self._n:
+            return FP16_COSINE_ERROR if self.storage == "fp16" else 0.0
+        return float(self._slot_errors(np.arange(self._n)).max())
+
+    def _slot_errors(self, slots: np.ndarray) -> np.ndarray:
+        """Bounds on |approximate - exact cosine| of a unit query for ``slots``:
+        float16's fixed bound, or the entry's own 8-bit error norm
+        (Cauchy-Schwarz: |q . (x - x')| <= |x - x'|) with room for float32
+        rounding."""
+        import numpy as np
+
         if self.storage == "fp16":
-            return FP16_COSINE_ERROR
-        return self._max_error * (1 + 1e-3) + 1e-5
+            return np.full(len(slots), FP16_COSINE_ERROR, dtype=np.float64)
+        return self._errors[slots].astype(np.float64) * (1 + 1e-3) + 1e-5
 
     @property
     def tombstones(self) -> int:
@@ -196,7 +209,7 @@ class ScopeIndex:
         else:
             batch = np.ascontiguousarray(vectors, dtype=np.float32)
             self._hnsw.add(batch)
-            self._note_error(self._hnsw, batch)
+            self._note_errors(self._hnsw, batch, self._n)
             self._set_bits(np.arange(self._n, self._n + n))
         self._n += n
         self._live += n
@@ -258,6 +271,10 @@ class ScopeIndex:
         alive = np.zeros(new_cap, dtype=bool)
         alive[: self._n] = self._alive[: self._n]
         self._ids, self._alive = ids, alive
+        if self.storage == "sq8":
+            errors = np.zeros(new_cap, dtype=np.float32)
+            errors[: self._n] = self._errors[: self._n]
+            self._errors = errors
         if self._matrix is not None:
             m = np.zeros((new_cap, self.dim), dtype=self._matrix.dtype)
             m[: self._n] = self._matrix[: self._n]
@@ -310,9 +327,10 @@ class ScopeIndex:
             rows = SQ8_TRAIN_ROWS if self.storage == "sq8" else 1024
             index.train(np.ascontiguousarray(vectors[:rows], dtype=np.float32))
 
-    def _note_error(self, index: Any, vectors: np.ndarray) -> None:
-        """Keep :attr:`cosine_error` a bound: measure the "sq8" encoding error of
-        vectors just inserted (clamped coordinates included)."""
+    def _note_errors(self, index: Any, vectors: np.ndarray, first_slot: int) -> None:
+        """Measure the "sq8" encoding error of vectors just inserted at
+        ``first_slot`` on (clamped coordinates included): the bounds
+        :meth:`search_bounded` gives."""
         import faiss
         import numpy as np
 
@@ -322,7 +340,8 @@ class ScopeIndex:
         for start in range(0, len(vectors), REBUILD_CHUNK):
             x = np.ascontiguousarray(vectors[start : start + REBUILD_CHUNK], dtype=np.float32)
             error = np.linalg.norm(x - storage.sa_decode(storage.sa_encode(x)), axis=1)
-            self._max_error = max(self._max_error, float(error.max()))
+            at = first_slot + start
+            self._errors[at : at + len(x)] = error
 
     def _to_hnsw(self, extra: np.ndarray) -> None:
         """Leave the exact regime: one bulk HNSW build from the live rows plus ``extra``
@@ -345,7 +364,6 @@ class ScopeIndex:
         self._train(index, vectors)
         batch = np.ascontiguousarray(vectors, dtype=np.float32)
         index.add(batch)
-        self._note_error(index, batch)
         self._matrix = None
         self._hnsw = index
         cap = max(64, 2 * n)
@@ -353,6 +371,8 @@ class ScopeIndex:
         self._ids[:n] = ids
         self._alive = np.zeros(cap, dtype=bool)
         self._alive[:n] = True
+        self._errors = np.zeros(cap if self.storage == "sq8" else 0, dtype=np.float32)
+        self._note_errors(index, batch, 0)
         self._bitmap = np.zeros(0, dtype=np.uint8)
         self._new_bitmap(cap)
         self._set_bits(np.arange(n))
@@ -419,7 +439,7 @@ class ScopeIndex:
                 f,
                 ids=self._ids[: self._n],
                 alive=self._alive[: self._n],
-                max_error=np.float64(self._max_error),
+                errors=self._errors[: self._n],
             )
         return True
 
@@ -432,15 +452,14 @@ class ScopeIndex:
         hnsw: Any = faiss.read_index(str(stem.with_suffix(".faiss")))
         with np.load(stem.with_suffix(".npz")) as saved:
             ids, alive = saved["ids"], saved["alive"]
-            max_error = float(saved["max_error"]) if "max_error" in saved else None
+            errors = saved["errors"] if "errors" in saved else None
         if hnsw.d != dim or hnsw.ntotal != len(ids) or len(alive) != len(ids):
             raise ValueError(f"{stem}: index and slots disagree")
         # the file says how its vectors are stored, whatever the options say now
         storage = storage_of(hnsw)
-        if storage == "sq8" and max_error is None:
-            raise ValueError(f"{stem}: an 8-bit index without its error bound")
+        if storage == "sq8" and (errors is None or len(errors) != len(ids)):
+            raise ValueError(f"{stem}: an 8-bit index without its error bounds")
         ix = cls(dim, **{**kwargs, "storage": storage})
-        ix._max_error = max_error or 0.0
         hnsw.hnsw.efSearch = ix.ef_search
         hnsw.hnsw.efConstruction = ix.ef_construction
         n = len(ids)
@@ -450,6 +469,10 @@ class ScopeIndex:
         ix._ids[:n] = ids
         ix._alive = np.zeros(cap, dtype=bool)
         ix._alive[:n] = alive
+        if storage == "sq8":
+            assert errors is not None
+            ix._errors = np.zeros(cap, dtype=np.float32)
+            ix._errors[:n] = errors
         ix._new_bitmap(cap)
         ix._set_bits(np.flatnonzero(alive))
         ix._n, ix._live = n, int(alive.sum())
@@ -475,26 +498,44 @@ class ScopeIndex:
     ) -> tuple[np.ndarray, np.ndarray]:
         """The ids of the (at most) ``k`` live entries nearest ``vector`` and their
         cosines, best first; equal cosines in insertion order. Exact in the exact
-        regime; in the approximate one the cosines are float16 estimates and
+        regime; in the approximate one the cosines are float16 (or 8-bit) estimates and
         ``ef`` (default :attr:`ef_search`) sets how widely the graph is searched."""
         return self._search(vector, k, ef=ef, exhaustive=False)
 
     def search_exhaustive(self, vector: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Like :meth:`search`, but every live entry is compared (no graph): in the
-        approximate regime a scan of the float16 vectors (~80 ms per million, one
-        thread), whose result misses nothing the float16 cosines rank in the top ``k``."""
+        approximate regime a scan of the stored vectors (float16: ~80 ms per million,
+        one thread), whose result misses nothing their cosines rank in the top ``k``."""
         return self._search(vector, k, ef=None, exhaustive=True)
+
+    def search_bounded(
+        self, vector: np.ndarray, k: int, *, ef: int | None = None, exhaustive: bool = False
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`search` (or :meth:`search_exhaustive`) in the approximate regime,
+        with a bound on each candidate's |approximate - exact cosine| for a unit
+        query (float16's fixed one, or the entry's own 8-bit error)."""
+        assert self._hnsw is not None, "exact cosines need no bound"
+        ids, sims, slots = self._search_slots(vector, k, ef=ef, exhaustive=exhaustive)
+        return ids, sims, self._slot_errors(slots)
 
     def _search(
         self, vector: np.ndarray, k: int, *, ef: int | None, exhaustive: bool
     ) -> tuple[np.ndarray, np.ndarray]:
+        k = min(k, self._live)
+        if self._hnsw is None and k > 0:
+            return self._search_exact(vector, k)
+        ids, sims, _ = self._search_slots(vector, k, ef=ef, exhaustive=exhaustive)
+        return ids, sims
+
+    def _search_slots(
+        self, vector: np.ndarray, k: int, *, ef: int | None, exhaustive: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         import numpy as np
 
         k = min(k, self._live)
         if k <= 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        if self._hnsw is None:
-            return self._search_exact(vector, k)
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, np.zeros(0, dtype=np.float32), empty
         import faiss
 
         if exhaustive:  # the graph's own float16 (or 8-bit) storage, scanned flat
@@ -510,7 +551,7 @@ class ScopeIndex:
             np.ascontiguousarray(vector, dtype=np.float32).reshape(1, -1), k, params=params
         )
         found = slots[0] >= 0
-        return self._ids[slots[0][found]], sims[0][found]
+        return self._ids[slots[0][found]], sims[0][found], slots[0][found]
 
     def _search_exact(self, vector: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         import numpy as np
@@ -680,6 +721,10 @@ class Rebuild:
         ix._ids[:n] = ids
         ix._alive = np.zeros(cap, dtype=bool)
         ix._alive[:n] = alive
+        if ix.storage == "sq8":  # the same codes: the same errors, in the new order
+            errors = ix._errors[slots].copy()
+            ix._errors = np.zeros(cap, dtype=np.float32)
+            ix._errors[:n] = errors
         ix._bitmap = np.zeros(0, dtype=np.uint8)
         ix._new_bitmap(cap)
         ix._set_bits(np.flatnonzero(alive))

@@ -766,18 +766,15 @@ class EntryStore:
         """One search step of :meth:`nearest` in an HNSW scope: the ``k`` best
         unexpired candidates by exact cosine (ties: oldest first), with them.
 
-        The index returns ``k +`` :data:`RERANK` candidates with float16 cosines,
-        each within :data:`FP16_COSINE_ERROR` of its exact one (8-bit ones: within
-        the index's measured :attr:`~.index.ScopeIndex.cosine_error`); a candidate
-        more than twice that below the ``k``-th approximate cosine has ``k`` candidates
+        The index returns ``k +`` :data:`RERANK` candidates with approximate
+        cosines, each within its bound of its exact one (:data:`FP16_COSINE_ERROR`
+        for float16; an 8-bit entry's own measured error); a candidate whose
+        upper bound is below the ``k``-th highest lower bound has ``k`` candidates
         exactly above it, so it is never read (without a TTL: an expired entry
         would give its place to the next). The answer is that of re-ranking all."""
         import numpy as np
 
-        if ef == 0:
-            ids, approx = index.search_exhaustive(vector, k + RERANK)
-        else:
-            ids, approx = index.search(vector, k + RERANK, ef=ef)
+        ids, approx, errors = index.search_bounded(vector, k + RERANK, ef=ef, exhaustive=ef == 0)
         if not len(ids):
             return []
         q = np.asarray(vector, np.float32)
@@ -785,9 +782,12 @@ class EntryStore:
         # matrix-vector product's last bits depend on its shape
         matrix = np.zeros((len(ids), len(q)), dtype=np.float32)
         if self.ttl_seconds is None and len(ids) > k:
-            error = FP16_COSINE_ERROR if index.storage == "fp16" else index.cosine_error
-            margin = 2 * error * max(1.0, float(np.linalg.norm(q)))
-            rows = np.flatnonzero(approx >= approx[k - 1] - margin)
+            if index.storage == "fp16":
+                errors = np.full(len(ids), FP16_COSINE_ERROR)
+            error = errors * max(1.0, float(np.linalg.norm(q)))
+            lower = approx - error
+            kth_lower = np.partition(lower, len(lower) - k)[len(lower) - k]
+            rows = np.flatnonzero(approx + error >= kth_lower)
             records = self._fetch(ids[rows].tolist())
             matrix[rows] = np.stack([r.vector for r in records])
             exact = (matrix @ q)[rows]

@@ -14,17 +14,17 @@ import pytest
 pytest.importorskip("faiss")
 
 from adapters.verified_cache.index import ScopeIndex, storage_of  # noqa: E402
-from adapters.verified_cache.store import EntryStore, NewEntry  # noqa: E402
+from adapters.verified_cache.store import RERANK, EntryStore, NewEntry  # noqa: E402
 from cacheeval.schema import Request  # noqa: E402
 
 DIM = 32
 
 
-def _clustered(n: int, seed: int, spread: float = 0.05) -> np.ndarray:
-    """Unit vectors around 40 centres (near-ties inside a cluster)."""
+def _clustered(n: int, seed: int, spread: float = 0.05, centres: int = 40) -> np.ndarray:
+    """Unit vectors around ``centres`` centres (near-ties inside a cluster)."""
     rng = np.random.default_rng(seed)
-    centres = rng.standard_normal((40, DIM))
-    x = centres[np.arange(n) % 40] + spread * rng.standard_normal((n, DIM))
+    middle = rng.standard_normal((centres, DIM))
+    x = middle[np.arange(n) % centres] + spread * rng.standard_normal((n, DIM))
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
 
@@ -34,14 +34,16 @@ def _sq8(x: np.ndarray, **options: Any) -> ScopeIndex:
     return ix
 
 
-def _approx_errors(ix: ScopeIndex, x: np.ndarray, queries: np.ndarray) -> float:
-    """The largest |approximate cosine - exact cosine| over every stored vector."""
+def _bounds_hold(ix: ScopeIndex, x: np.ndarray, queries: np.ndarray) -> bool:
+    """Whether every |approximate cosine - exact cosine| of ``queries`` against
+    the stored ``x`` (slot i holds x[i]) is within that entry's own bound."""
     import faiss
 
     storage = faiss.downcast_index(ix._hnsw.storage)
     sims, slots = storage.search(queries, len(x))
-    exact = queries @ x.T
-    return float(np.abs(sims - np.take_along_axis(exact, slots, axis=1)).max())
+    exact = np.take_along_axis(queries @ x.T, slots, axis=1)
+    bounds = ix._slot_errors(slots.ravel()).reshape(slots.shape)
+    return bool((np.abs(sims - exact) <= bounds).all())
 
 
 def test_an_unknown_storage_is_refused() -> None:
@@ -74,7 +76,12 @@ def test_the_error_bound_holds_for_vectors_outside_the_trained_ranges() -> None:
     assert ix.cosine_error > within  # measured, not assumed
     stored = np.concatenate([x[:200], out])
     queries = np.concatenate([x[200:], out[:20]])
-    assert _approx_errors(ix, stored, queries) <= ix.cosine_error
+    assert _bounds_hold(ix, stored, queries)
+    # each entry has its own bound: the clamped ones' are the large ones
+    errors = ix._slot_errors(np.arange(300))
+    assert errors[:200].max() <= within < errors[200:].max()
+    ix._errors[:300] = 0.0  # no bound at all: the data breaks it
+    assert not _bounds_hold(ix, stored, queries)
 
 
 def test_save_and_load_keep_the_storage_and_the_bound(tmp_path: Path) -> None:
@@ -84,6 +91,7 @@ def test_save_and_load_keep_the_storage_and_the_bound(tmp_path: Path) -> None:
     # the file says how it is stored, whatever the options of the reader
     again = ScopeIndex.load(tmp_path / "scope", DIM, storage="fp16")
     assert again.storage == "sq8" and again.cosine_error == ix.cosine_error
+    assert np.array_equal(again._slot_errors(np.arange(300)), ix._slot_errors(np.arange(300)))
     assert np.array_equal(again.search(x[5], 5)[0], ix.search(x[5], 5)[0])
 
 
@@ -93,8 +101,8 @@ def test_an_8bit_file_without_its_bound_is_not_trusted(tmp_path: Path) -> None:
     with np.load(tmp_path / "scope.npz") as saved:
         ids, alive = saved["ids"], saved["alive"]
     with open(tmp_path / "scope.npz", "wb") as f:
-        np.savez(f, ids=ids, alive=alive)  # as written before the bound was saved
-    with pytest.raises(ValueError, match="error bound"):
+        np.savez(f, ids=ids, alive=alive)  # as written before the bounds were saved
+    with pytest.raises(ValueError, match="error bounds"):
         ScopeIndex.load(tmp_path / "scope", DIM)
 
 
@@ -104,7 +112,7 @@ def test_a_rebuild_keeps_every_code_and_the_bound() -> None:
     x = _clustered(400, seed=5)
     ix = _sq8(x)
     before_codes = faiss.downcast_index(ix._hnsw.storage).sa_encode(x[1::2])
-    bound = ix.cosine_error
+    kept_errors = ix._slot_errors(np.arange(1, 400, 2))
     for entry_id in range(1, 401, 2):  # remove the even slots' entries
         ix.remove(entry_id)
     ix.rebuild_now()
@@ -112,7 +120,8 @@ def test_a_rebuild_keeps_every_code_and_the_bound() -> None:
     assert ix._hnsw.ntotal == 200
     stored = faiss.rev_swig_ptr(storage.codes.data(), storage.codes.size())
     assert np.array_equal(np.asarray(stored).reshape(200, DIM), before_codes)
-    assert ix.cosine_error == bound
+    assert np.array_equal(ix._slot_errors(np.arange(200)), kept_errors)  # in the new order
+    assert _bounds_hold(ix, x[1::2], x[:20])
 
 
 def _entries(x: np.ndarray) -> list[NewEntry]:
@@ -125,7 +134,7 @@ def test_pruned_reranking_over_8bit_cosines_answers_as_reranking_all(
     """The store reads only the candidates within twice the measured error of
     the k-th; with the bound it answers exactly as reading every candidate, and
     the data has near-ties that a zero bound gets wrong."""
-    x = _clustered(1200, seed=6, spread=0.01)
+    x = _clustered(1200, seed=6, spread=0.01, centres=300)  # 4 a cluster, far apart
     path = tmp_path / "sq8.sqlite"
     store = EntryStore(path, brute_force_max=0, index_options={"storage": "sq8"})
     store.add_many(_entries(x))
@@ -139,10 +148,21 @@ def test_pruned_reranking_over_8bit_cosines_answers_as_reranking_all(
     def answers() -> list[list[tuple[int, float]]]:
         return [[(r.id, c) for r, c in store.nearest("", v, 3)] for v in probes]
 
+    read: list[int] = []
+    real_fetch = EntryStore._fetch
+
+    def counting(self: EntryStore, ids: list[int]) -> list[Any]:
+        read.append(len(ids))
+        return real_fetch(self, ids)
+
+    monkeypatch.setattr(EntryStore, "_fetch", counting)
     pruned = answers()
-    monkeypatch.setattr(ScopeIndex, "cosine_error", property(lambda self: 10.0))
+    assert sum(read) < len(probes) * (3 + RERANK)  # some candidates never read
+    monkeypatch.setattr(ScopeIndex, "_slot_errors", lambda self, s: np.full(len(s), 10.0))
+    read.clear()
     everything = answers()
+    assert sum(read) == len(probes) * (3 + RERANK)
     assert pruned == everything  # ids and float32 cosines, bit for bit
-    monkeypatch.setattr(ScopeIndex, "cosine_error", property(lambda self: 0.0))
+    monkeypatch.setattr(ScopeIndex, "_slot_errors", lambda self, s: np.zeros(len(s)))
     assert answers() != everything
     store.close()

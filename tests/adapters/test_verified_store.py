@@ -609,12 +609,15 @@ def test_a_graph_that_misses_the_cluster_escalates(monkeypatch: pytest.MonkeyPat
     want = [[r.id for r, _ in exact.store.nearest("", res.encode([q])[0], 3)] for q in probes]
     want_decisions = decisions(exact, probes)
     index = graph.store._indexes[0]
-    real = ScopeIndex.search
+    real = ScopeIndex.search_bounded
 
-    def lost(self: ScopeIndex, vector: Any, k: int, *, ef: int | None = None) -> Any:
-        return real(self, -vector if ef is None and self is index else vector, k, ef=ef)
+    def lost(
+        self: ScopeIndex, vector: Any, k: int, *, ef: int | None = None, exhaustive: bool = False
+    ) -> Any:
+        narrow = ef is None and not exhaustive and self is index
+        return real(self, -vector if narrow else vector, k, ef=ef, exhaustive=exhaustive)
 
-    monkeypatch.setattr(ScopeIndex, "search", lost)
+    monkeypatch.setattr(ScopeIndex, "search_bounded", lost)
     gate = exact._gate_threshold()
     for q, ids in zip(probes, want, strict=True):
         v = res.encode([q])[0]
@@ -633,13 +636,16 @@ def test_exhaustive_max_bounds_what_a_miss_scans(monkeypatch: pytest.MonkeyPatch
     index = graph.store._indexes[0]
     far = -res.encode([PROBES[0]])[0]
     scanned = []
-    real = ScopeIndex.search_exhaustive
+    real = ScopeIndex.search_bounded
 
-    def counting(self: ScopeIndex, vector: Any, k: int) -> Any:
-        scanned.append(len(self))
-        return real(self, vector, k)
+    def counting(
+        self: ScopeIndex, vector: Any, k: int, *, ef: int | None = None, exhaustive: bool = False
+    ) -> Any:
+        if exhaustive:
+            scanned.append(len(self))
+        return real(self, vector, k, ef=ef, exhaustive=exhaustive)
 
-    monkeypatch.setattr(ScopeIndex, "search_exhaustive", counting)
+    monkeypatch.setattr(ScopeIndex, "search_bounded", counting)
     graph.store.nearest("", far, 3, floor=0.99)
     assert scanned == [len(index)]
     graph.store.exhaustive_max = len(index) - 1
@@ -791,18 +797,18 @@ def test_an_expired_candidate_does_not_stop_the_widening(monkeypatch: pytest.Mon
     near = (x[0] + 0.02 * x[1]) / np.linalg.norm(x[0] + 0.02 * x[1])
     store.add_many([_new("live", near)] + [_new(f"q{i}", x[i]) for i in range(2, 600)])
     assert store._indexes[0].approximate
-    real = ScopeIndex.search
+    real = ScopeIndex.search_bounded
 
     def narrow_sees_only_the_expired(
-        self: ScopeIndex, vector: Any, k: int, *, ef: Any = None
+        self: ScopeIndex, vector: Any, k: int, *, ef: Any = None, exhaustive: bool = False
     ) -> Any:
-        ids, sims = real(self, vector, k, ef=ef)
-        if ef is None:  # the first, narrow search: only entry 1 ("old")
+        ids, sims, errors = real(self, vector, k, ef=ef, exhaustive=exhaustive)
+        if ef is None and not exhaustive:  # the first, narrow search: only entry 1 ("old")
             keep = ids == 1
-            return ids[keep], sims[keep]
-        return ids, sims
+            return ids[keep], sims[keep], errors[keep]
+        return ids, sims, errors
 
-    monkeypatch.setattr(ScopeIndex, "search", narrow_sees_only_the_expired)
+    monkeypatch.setattr(ScopeIndex, "search_bounded", narrow_sees_only_the_expired)
     got = store.nearest("", x[0], 3, floor=0.9)
     assert got and got[0][0].request.query == "live"
     assert store.search_steps["wider"] == 1
