@@ -394,7 +394,7 @@ class VerifiedCache:
     never serve an entry older than that; ``clock``: the time source for both
     (:mod:`.store`); ``index_options``: HNSW settings for scopes beyond 8,192
     entries (``hnsw_m``, ``ef_construction``, ``ef_search``, and ``storage``:
-    "fp16", the default, or "sq8", 384 bytes less per entry); ``exhaustive_max``:
+    "sq8", the default, or "fp16", 384 bytes more per entry); ``exhaustive_max``:
     the largest such scope a lookup that found nothing servable scans in full
     (default 32,768, a scan of ~3 ms; None: any size, ~80 ms per million
     entries on every such miss). ``close()`` (or

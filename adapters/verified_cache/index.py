@@ -9,8 +9,8 @@ regimes:
   matrix-vector product and :func:`numpy.argpartition`. Ties are broken by
   insertion order, so results are the very ones the earlier list-and-sort
   store gave (same products, same order).
-* **approximate** (beyond it): a faiss HNSW graph over float16 vectors, or
-  8-bit ones with ``storage="sq8"`` (``IndexHNSWSQ``, inner product; see
+* **approximate** (beyond it): a faiss HNSW graph over 8-bit vectors (or
+  float16 ones with ``storage="fp16"``; ``IndexHNSWSQ``, inner product; see
   :data:`STORAGES`), grown one ``add`` at a time, never rebuilt
   on a lookup; every few hundred inserts, the new nodes' links and those of
   a cursor's next nodes are checked, and the nodes an insert misplaced are
@@ -65,21 +65,24 @@ MIN_TOMBSTONES_FOR_REBUILD = 1024
 #: error measured on 600 lookups over 100k calibrated vectors: 6.2e-5).
 FP16_COSINE_ERROR = 1e-3
 
-#: How an HNSW graph stores its vectors (``index_options={"storage": ...}``):
-#: "fp16" rounds each coordinate to float16 (2 bytes; cosine error below 1e-3);
-#: "sq8" is faiss's 8-bit scalar quantizer (1 byte: 384 bytes less per 384-d
-#: entry), with per-dimension ranges trained on the scope's first
+#: How an HNSW graph stores its vectors (``index_options={"storage": ...}``).
+#: "sq8", the default, is faiss's 8-bit scalar quantizer: 1 byte a coordinate,
+#: 384 bytes less per 384-d entry than "fp16" (float16, 2 bytes, cosine error
+#: below 1e-3). Its per-dimension ranges are trained on the scope's first
 #: :data:`SQ8_TRAIN_ROWS` vectors and widened by :data:`SQ8_RANGE_MARGIN` of
-#: their span on each side. A coordinate outside its range is clamped, so its
+#: their span on each side. A coordinate outside its range is clamped, so the
 #: error has no fixed bound: every insert measures its own (the norm of the
 #: vector minus its decoded self, kept per entry: 4 bytes), and the store's
-#: re-ranking bounds each candidate by its own (:meth:`ScopeIndex.search_bounded`;
-#: at 1M calibrated vectors the median is 0.010, the largest 0.10). Measured at
-#: 1M calibrated vectors (faiss alone, efSearch 64; docs/verified-cache.md):
-#: search 0.34 against 0.49 ms, insert 0.53 against 0.70 ms, recall@3 of group
-#: members 0.931 against 0.938.
+#: re-ranking bounds each candidate by it (:meth:`ScopeIndex.search_bounded`;
+#: at 1M calibrated vectors the median is 0.010, the largest 0.10). Measured
+#: at 1M calibrated vectors (docs/verified-cache.md, "8-bit storage"): 380
+#: bytes less RAM per entry, the same gate recall, get and put times.
+#: A graph first built from fewer than :data:`SQ8_MIN_TRAIN_ROWS` vectors (a
+#: scope forced to HNSW early, ``brute_force_max`` below it) stores float16 for
+#: its life: ranges drawn from a handful of vectors would clamp most later ones.
 STORAGES = ("fp16", "sq8")
 SQ8_TRAIN_ROWS = 16_384
+SQ8_MIN_TRAIN_ROWS = 256
 SQ8_RANGE_MARGIN = 0.1
 
 #: Rows a rebuild decodes or adds at a time (it checks for cancellation between).
@@ -119,7 +122,7 @@ class ScopeIndex:
         hnsw_m: int = HNSW_M,
         ef_construction: int = EF_CONSTRUCTION,
         ef_search: int = EF_SEARCH,
-        storage: str = "fp16",
+        storage: str = "sq8",
     ) -> None:
         import numpy as np
 
@@ -154,7 +157,7 @@ class ScopeIndex:
 
     @property
     def approximate(self) -> bool:
-        """True once the scope has outgrown brute force (its cosines are then float16)."""
+        """True once the scope has outgrown brute force (its cosines are then approximate)."""
         return self._hnsw is not None
 
     @property
@@ -360,6 +363,8 @@ class ScopeIndex:
         import numpy as np
 
         n = len(ids)
+        if self.storage == "sq8" and n < SQ8_MIN_TRAIN_ROWS:
+            self.storage = "fp16"  # too few vectors to train 8-bit ranges on
         index = self._new_hnsw()
         self._train(index, vectors)
         batch = np.ascontiguousarray(vectors, dtype=np.float32)
@@ -498,7 +503,7 @@ class ScopeIndex:
     ) -> tuple[np.ndarray, np.ndarray]:
         """The ids of the (at most) ``k`` live entries nearest ``vector`` and their
         cosines, best first; equal cosines in insertion order. Exact in the exact
-        regime; in the approximate one the cosines are float16 (or 8-bit) estimates and
+        regime; in the approximate one the cosines are 8-bit (or float16) estimates and
         ``ef`` (default :attr:`ef_search`) sets how widely the graph is searched."""
         return self._search(vector, k, ef=ef, exhaustive=False)
 

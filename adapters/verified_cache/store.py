@@ -8,7 +8,7 @@ the query's word pieces (:class:`~adapters.embedders.WordPieces`). In memory:
   entry with that key: the exact tier is one dict lookup (the digest is checked
   against the entry's full key before it is served);
 * one :class:`~.index.ScopeIndex` per scope (brute force up to
-  :data:`~.index.BRUTE_FORCE_MAX` entries, then HNSW over float16 vectors;
+  :data:`~.index.BRUTE_FORCE_MAX` entries, then HNSW over 8-bit vectors;
   :meth:`EntryStore.nearest` with a ``floor`` widens an HNSW search, then scans,
   before it reports nothing at or above the floor);
 * the **LRU order** (an ordered dict id -> scope number; a ``get`` that serves
@@ -88,7 +88,7 @@ if TYPE_CHECKING:
 #: Decoded entries kept in memory in path mode (the candidates of recent lookups).
 RECORD_MEMO = 4096
 #: Extra candidates an HNSW search returns, re-ranked by their exact float32
-#: cosines: float16 cosines swap near-ties (members of one paraphrase cluster
+#: cosines: approximate cosines swap near-ties (members of one paraphrase cluster
 #: differ by ~1e-3), so the exact top k must be picked from a few more.
 RERANK = 8
 #: A gate-aware search that found nothing at or above the floor searches again
@@ -386,7 +386,7 @@ class EntryStore:
         vectors = np.stack([np.asarray(e.vector, dtype=np.float32).reshape(-1) for e in entries])
         norms = np.linalg.norm(vectors, axis=1)
         if not np.all(np.abs(norms - 1.0) <= 1e-3):
-            # cosines are dot products, and the float16 re-ranking bound holds for unit rows
+            # cosines are dot products, and the re-ranking bounds hold for unit rows
             bad = int(np.flatnonzero(np.abs(norms - 1.0) > 1e-3)[0])
             raise ValueError(f"vector {bad} has norm {norms[bad]:.4f}: store L2-normalised vectors")
         with self._lock.write():
@@ -724,7 +724,7 @@ class EntryStore:
         ``vector``, best first (ties: oldest first), with those cosines.
 
         A brute-force scope gives its own matrix-vector products. An HNSW scope is
-        asked for :data:`RERANK` more candidates than ``k`` by its float16 cosines;
+        asked for :data:`RERANK` more candidates than ``k`` by its approximate cosines;
         their exact float32 cosines (from the stored vectors, read alone) pick and
         order the ``k``, whose whole records are then read.
 

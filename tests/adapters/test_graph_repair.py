@@ -15,7 +15,7 @@ from adapters.verified_cache.index import ScopeIndex  # noqa: E402
 DIM = 16
 
 
-def _clusters(n_clusters: int = 6, size: int = 40, seed: int = 0) -> np.ndarray:
+def _clusters(n_clusters: int = 6, size: int = 50, seed: int = 0) -> np.ndarray:
     """Unit vectors in tight clusters (cosine ~0.98 within, ~0 across)."""
     rng = np.random.default_rng(seed)
     centres = rng.standard_normal((n_clusters, DIM))
@@ -27,6 +27,7 @@ def _clusters(n_clusters: int = 6, size: int = 40, seed: int = 0) -> np.ndarray:
 def _graph(x: np.ndarray, storage: str = "fp16") -> ScopeIndex:
     ix = ScopeIndex(DIM, brute_force_max=0, hnsw_m=4, storage=storage)
     ix.add(np.arange(1, len(x) + 1), x)
+    assert ix.storage == storage  # enough vectors to train 8-bit ranges on
     return ix
 
 

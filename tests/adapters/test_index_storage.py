@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("faiss")
 
-from adapters.verified_cache.index import ScopeIndex, storage_of  # noqa: E402
+from adapters.verified_cache.index import SQ8_MIN_TRAIN_ROWS, ScopeIndex, storage_of  # noqa: E402
 from adapters.verified_cache.store import RERANK, EntryStore, NewEntry  # noqa: E402
 from cacheeval.schema import Request  # noqa: E402
 
@@ -31,6 +31,7 @@ def _clustered(n: int, seed: int, spread: float = 0.05, centres: int = 40) -> np
 def _sq8(x: np.ndarray, **options: Any) -> ScopeIndex:
     ix = ScopeIndex(DIM, brute_force_max=0, storage="sq8", **options)
     ix.add(np.arange(1, len(x) + 1), x)
+    assert ix.storage == "sq8"  # enough vectors to train its ranges on
     return ix
 
 
@@ -46,41 +47,52 @@ def _bounds_hold(ix: ScopeIndex, x: np.ndarray, queries: np.ndarray) -> bool:
     return bool((np.abs(sims - exact) <= bounds).all())
 
 
-def test_an_unknown_storage_is_refused() -> None:
+def test_an_unknown_storage_is_refused_and_8bit_is_the_default() -> None:
     with pytest.raises(ValueError, match="storage must be one of"):
         ScopeIndex(DIM, storage="int4")
+    assert ScopeIndex(DIM).storage == "sq8"
 
 
 def test_8bit_storage_takes_half_the_bytes_of_float16() -> None:
     import faiss
 
-    x = _clustered(200, seed=0)
-    fp16 = ScopeIndex(DIM, brute_force_max=0)
-    fp16.add(np.arange(1, 201), x)
+    x = _clustered(300, seed=0)
+    fp16 = ScopeIndex(DIM, brute_force_max=0, storage="fp16")
+    fp16.add(np.arange(1, 301), x)
     sq8 = _sq8(x)
     assert storage_of(fp16._hnsw) == "fp16" and storage_of(sq8._hnsw) == "sq8"
     assert faiss.downcast_index(fp16._hnsw.storage).code_size == 2 * DIM
     assert faiss.downcast_index(sq8._hnsw.storage).code_size == DIM
 
 
+def test_a_graph_built_from_too_few_vectors_stores_float16() -> None:
+    x = _clustered(SQ8_MIN_TRAIN_ROWS, seed=8)
+    few = ScopeIndex(DIM, brute_force_max=0)  # "sq8" asked for
+    few.add(np.arange(1, SQ8_MIN_TRAIN_ROWS), x[:-1])
+    assert few.storage == "fp16" and storage_of(few._hnsw) == "fp16"
+    few.add(np.array([SQ8_MIN_TRAIN_ROWS]), x[-1:])  # and keeps it as it grows
+    assert storage_of(few._hnsw) == "fp16"
+    assert _sq8(x).storage == "sq8"  # enough of them
+
+
 def test_the_error_bound_holds_for_vectors_outside_the_trained_ranges() -> None:
-    x = _clustered(300, seed=1)
-    ix = _sq8(x[:200])  # ranges trained on these
+    x = _clustered(400, seed=1)
+    ix = _sq8(x[:300])  # ranges trained on these
     within = ix.cosine_error
     assert 0 < within < 0.05
     # vectors far outside the trained ranges: their coordinates are clamped
     rng = np.random.default_rng(2)
     out = rng.standard_normal((100, DIM)) * np.where(np.arange(DIM) % 2, 1.0, 8.0)
     out = (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
-    ix.add(np.arange(201, 301), out)
+    ix.add(np.arange(301, 401), out)
     assert ix.cosine_error > within  # measured, not assumed
-    stored = np.concatenate([x[:200], out])
-    queries = np.concatenate([x[200:], out[:20]])
+    stored = np.concatenate([x[:300], out])
+    queries = np.concatenate([x[300:], out[:20]])
     assert _bounds_hold(ix, stored, queries)
     # each entry has its own bound: the clamped ones' are the large ones
-    errors = ix._slot_errors(np.arange(300))
-    assert errors[:200].max() <= within < errors[200:].max()
-    ix._errors[:300] = 0.0  # no bound at all: the data breaks it
+    errors = ix._slot_errors(np.arange(400))
+    assert errors[:300].max() <= within < errors[300:].max()
+    ix._errors[:400] = 0.0  # no bound at all: the data breaks it
     assert not _bounds_hold(ix, stored, queries)
 
 
@@ -96,7 +108,7 @@ def test_save_and_load_keep_the_storage_and_the_bound(tmp_path: Path) -> None:
 
 
 def test_an_8bit_file_without_its_bound_is_not_trusted(tmp_path: Path) -> None:
-    ix = _sq8(_clustered(100, seed=4))
+    ix = _sq8(_clustered(300, seed=4))
     ix.save(tmp_path / "scope")
     with np.load(tmp_path / "scope.npz") as saved:
         ids, alive = saved["ids"], saved["alive"]

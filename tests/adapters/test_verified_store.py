@@ -771,7 +771,7 @@ def test_a_rebuild_in_the_foreground_when_asked(monkeypatch: pytest.MonkeyPatch)
 
 def test_the_exhaustive_step_skips_tombstones_and_matches_brute_force() -> None:
     x = unit_vectors(600, 16, seed=28)
-    ix = ScopeIndex(16, brute_force_max=0)
+    ix = ScopeIndex(16, brute_force_max=0, storage="fp16")
     ix.add(np.arange(1, 601), x)
     for entry_id in range(1, 601, 3):
         assert ix.remove(entry_id)
@@ -853,10 +853,12 @@ def test_pruned_reranking_reads_fewer_rows_and_answers_as_reranking_all(
     rng = np.random.default_rng(51)
     x = centres[np.arange(1200) % 60] + 0.01 * rng.standard_normal((1200, 64))
     x = (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
-    store = EntryStore(tmp_path / "prune.sqlite", brute_force_max=0)
+    fp16 = {"storage": "fp16"}  # the float16 bound (8-bit: tests/adapters/test_index_storage.py)
+    store = EntryStore(tmp_path / "prune.sqlite", brute_force_max=0, index_options=fp16)
     store.add_many([_new(f"q{i}", x[i]) for i in range(1200)])
     store.close()
-    store = EntryStore(tmp_path / "prune.sqlite", brute_force_max=0)  # nothing memoised
+    # reopened: nothing memoised
+    store = EntryStore(tmp_path / "prune.sqlite", brute_force_max=0, index_options=fp16)
     read: list[int] = []
     real_fetch = EntryStore._fetch
 
