@@ -682,7 +682,8 @@ def run_real(args: argparse.Namespace) -> dict[str, Any]:
             "servable": sum(acc["servable"]),
             "search_steps": dict(store.search_steps),
             "get": _stats(get_ms),
-            "regime": f"M {index.hnsw_m} efC {index.ef_construction} efS {index.ef_search}",
+            "regime": f"{index.storage} M {index.hnsw_m} efC {index.ef_construction} "
+            f"efS {index.ef_search}",
         },
     }
 
