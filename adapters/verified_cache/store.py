@@ -78,7 +78,7 @@ from .entry_db import (
     tokens_blob,
     tokens_from_blob,
 )
-from .index import BRUTE_FORCE_MAX, FP16_COSINE_ERROR, Rebuild, ScopeIndex
+from .index import BRUTE_FORCE_MAX, Rebuild, ScopeIndex
 
 if TYPE_CHECKING:
     import numpy as np
@@ -767,7 +767,7 @@ class EntryStore:
         unexpired candidates by exact cosine (ties: oldest first), with them.
 
         The index returns ``k +`` :data:`RERANK` candidates with approximate
-        cosines, each within its bound of its exact one (:data:`FP16_COSINE_ERROR`
+        cosines, each within its bound of its exact one (:data:`~.index.FP16_COSINE_ERROR`
         for float16; an 8-bit entry's own measured error); a candidate whose
         upper bound is below the ``k``-th highest lower bound has ``k`` candidates
         exactly above it, so it is never read (without a TTL: an expired entry
@@ -782,8 +782,6 @@ class EntryStore:
         # matrix-vector product's last bits depend on its shape
         matrix = np.zeros((len(ids), len(q)), dtype=np.float32)
         if self.ttl_seconds is None and len(ids) > k:
-            if index.storage == "fp16":
-                errors = np.full(len(ids), FP16_COSINE_ERROR)
             error = errors * max(1.0, float(np.linalg.norm(q)))
             lower = approx - error
             kth_lower = np.partition(lower, len(lower) - k)[len(lower) - k]

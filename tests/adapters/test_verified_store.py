@@ -871,13 +871,13 @@ def test_pruned_reranking_reads_fewer_rows_and_answers_as_reranking_all(
     probes = probes / np.linalg.norm(probes, axis=1, keepdims=True)
     pruned = [[(r.id, c) for r, c in store.nearest("", v, 3)] for v in probes]
     assert sum(read) < len(probes) * (3 + store_module.RERANK)  # some rows never read
-    monkeypatch.setattr(store_module, "FP16_COSINE_ERROR", 10.0)  # prune nothing
+    monkeypatch.setattr(index_module, "FP16_COSINE_ERROR", 10.0)  # prune nothing
     read.clear()
     everything = [[(r.id, c) for r, c in store.nearest("", v, 3)] for v in probes]
     assert sum(read) == len(probes) * (3 + store_module.RERANK)
     assert pruned == everything  # same ids, same float32 cosines (==, not approx)
     # without the margin, float16 near-ties would change answers: the data has them
-    monkeypatch.setattr(store_module, "FP16_COSINE_ERROR", 0.0)
+    monkeypatch.setattr(index_module, "FP16_COSINE_ERROR", 0.0)
     assert [[(r.id, c) for r, c in store.nearest("", v, 3)] for v in probes] != everything
     assert store._indexes[0].approximate
     store.close()
