@@ -1,10 +1,12 @@
 """How an HNSW scope stores its vectors (adapters/verified_cache/index.py,
 ``storage``): float16 or faiss's 8-bit scalar quantizer. The 8-bit error is
-measured on every insert, so the store's pruned re-ranking stays exact; it
-survives a save, a load and a rebuild, on real faiss graphs and real files."""
+measured on every insert, so the store's pruned re-ranking stays exact (for
+float16 too, with its fixed bound); it survives a save, a load and a rebuild,
+on real faiss graphs and real files."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -140,26 +142,8 @@ def _entries(x: np.ndarray) -> list[NewEntry]:
     return [NewEntry("", f"q{i}", Request(f"q{i}"), f"a{i}", x[i]) for i in range(len(x))]
 
 
-def test_pruned_reranking_over_8bit_cosines_answers_as_reranking_all(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The store reads only the candidates within twice the measured error of
-    the k-th; with the bound it answers exactly as reading every candidate, and
-    the data has near-ties that a zero bound gets wrong."""
-    x = _clustered(1200, seed=6, spread=0.01, centres=300)  # 4 a cluster, far apart
-    path = tmp_path / "sq8.sqlite"
-    store = EntryStore(path, brute_force_max=0, index_options={"storage": "sq8"})
-    store.add_many(_entries(x))
-    store.close()
-    store = EntryStore(path, brute_force_max=0, index_options={"storage": "sq8"})
-    assert store._indexes[0].storage == "sq8"
-    rng = np.random.default_rng(7)
-    probes = x[::9] + 0.003 * rng.standard_normal((len(x[::9]), DIM)).astype(np.float32)
-    probes = probes / np.linalg.norm(probes, axis=1, keepdims=True)
-
-    def answers() -> list[list[tuple[int, float]]]:
-        return [[(r.id, c) for r, c in store.nearest("", v, 3)] for v in probes]
-
+def _reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of records each of the store's reads asks for, from now on."""
     read: list[int] = []
     real_fetch = EntryStore._fetch
 
@@ -168,13 +152,82 @@ def test_pruned_reranking_over_8bit_cosines_answers_as_reranking_all(
         return real_fetch(self, ids)
 
     monkeypatch.setattr(EntryStore, "_fetch", counting)
+    return read
+
+
+def _reopened_store(path: Path, x: np.ndarray, storage: str) -> EntryStore:
+    """A store of ``x`` forced to HNSW, closed and opened again (nothing memoised)."""
+    store = EntryStore(path, brute_force_max=0, index_options={"storage": storage})
+    store.add_many(_entries(x))
+    store.close()
+    store = EntryStore(path, brute_force_max=0, index_options={"storage": storage})
+    assert store._indexes[0].approximate and store._indexes[0].storage == storage
+    return store
+
+
+def _near(x: np.ndarray, step: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    probes = x[::step] + 0.003 * rng.standard_normal((len(x[::step]), x.shape[1]))
+    return (probes / np.linalg.norm(probes, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _pruning_is_exact(
+    store: EntryStore,
+    probes: np.ndarray,
+    monkeypatch: pytest.MonkeyPatch,
+    set_bound: Callable[[float], None],
+) -> None:
+    """The store's pruned re-ranking reads fewer records than re-ranking every
+    candidate (``set_bound(10.0)``: nothing pruned) and answers exactly as it
+    does (ids and float32 cosines, bit for bit); without the margin
+    (``set_bound(0.0)``) the near-ties in the data change the answers."""
+
+    def answers() -> list[list[tuple[int, float]]]:
+        return [[(r.id, c) for r, c in store.nearest("", v, 3)] for v in probes]
+
+    read = _reads(monkeypatch)
     pruned = answers()
     assert sum(read) < len(probes) * (3 + RERANK)  # some candidates never read
-    monkeypatch.setattr(ScopeIndex, "_slot_errors", lambda self, s: np.full(len(s), 10.0))
+    set_bound(10.0)
     read.clear()
     everything = answers()
     assert sum(read) == len(probes) * (3 + RERANK)
-    assert pruned == everything  # ids and float32 cosines, bit for bit
-    monkeypatch.setattr(ScopeIndex, "_slot_errors", lambda self, s: np.zeros(len(s)))
+    assert pruned == everything  # ==, not approx
+    set_bound(0.0)
     assert answers() != everything
+
+
+def test_pruned_reranking_over_float16_cosines_answers_as_reranking_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Clusters of near-duplicates (float16 swaps their order) and far candidates:
+    a candidate more than twice the float16 error below the k-th is never read."""
+    from adapters.verified_cache import index as index_module
+
+    centres = np.random.default_rng(50).standard_normal((60, 64))
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    x = centres[np.arange(1200) % 60] + 0.01 * np.random.default_rng(51).standard_normal((1200, 64))
+    x = (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+    store = _reopened_store(tmp_path / "fp16.sqlite", x, "fp16")
+    _pruning_is_exact(
+        store,
+        _near(x, 7, seed=52),
+        monkeypatch,
+        lambda bound: monkeypatch.setattr(index_module, "FP16_COSINE_ERROR", bound),
+    )
+    store.close()
+
+
+def test_pruned_reranking_over_8bit_cosines_answers_as_reranking_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each 8-bit candidate is bounded by its own measured error."""
+    x = _clustered(1200, seed=6, spread=0.01, centres=300)  # 4 a cluster, far apart
+    store = _reopened_store(tmp_path / "sq8.sqlite", x, "sq8")
+
+    def every_slot(bound: float) -> None:
+        errors = lambda self, slots: np.full(len(slots), bound)  # noqa: E731
+        monkeypatch.setattr(ScopeIndex, "_slot_errors", errors)
+
+    _pruning_is_exact(store, _near(x, 9, seed=7), monkeypatch, every_slot)
     store.close()

@@ -840,49 +840,6 @@ def test_a_failing_background_rebuild_is_recorded_and_not_retried(
     assert got[0][0].request.query == "q2999"
 
 
-def test_pruned_reranking_reads_fewer_rows_and_answers_as_reranking_all(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # clusters of near-duplicates (float16 swaps their order) and far candidates:
-    # the candidates more than twice the float16 error below the k-th are never
-    # read, and the answer (ids and float32 cosines, bit for bit) is that of
-    # re-ranking every candidate
-    from adapters.verified_cache import store as store_module
-
-    centres = unit_vectors(60, 64, seed=50)
-    rng = np.random.default_rng(51)
-    x = centres[np.arange(1200) % 60] + 0.01 * rng.standard_normal((1200, 64))
-    x = (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
-    fp16 = {"storage": "fp16"}  # the float16 bound (8-bit: tests/adapters/test_index_storage.py)
-    store = EntryStore(tmp_path / "prune.sqlite", brute_force_max=0, index_options=fp16)
-    store.add_many([_new(f"q{i}", x[i]) for i in range(1200)])
-    store.close()
-    # reopened: nothing memoised
-    store = EntryStore(tmp_path / "prune.sqlite", brute_force_max=0, index_options=fp16)
-    read: list[int] = []
-    real_fetch = EntryStore._fetch
-
-    def counting(self: EntryStore, ids: list[int]) -> list[Record]:
-        read.append(len(ids))
-        return real_fetch(self, ids)
-
-    monkeypatch.setattr(EntryStore, "_fetch", counting)
-    probes = x[::7] + 0.003 * rng.standard_normal((len(x[::7]), 64)).astype(np.float32)
-    probes = probes / np.linalg.norm(probes, axis=1, keepdims=True)
-    pruned = [[(r.id, c) for r, c in store.nearest("", v, 3)] for v in probes]
-    assert sum(read) < len(probes) * (3 + store_module.RERANK)  # some rows never read
-    monkeypatch.setattr(index_module, "FP16_COSINE_ERROR", 10.0)  # prune nothing
-    read.clear()
-    everything = [[(r.id, c) for r, c in store.nearest("", v, 3)] for v in probes]
-    assert sum(read) == len(probes) * (3 + store_module.RERANK)
-    assert pruned == everything  # same ids, same float32 cosines (==, not approx)
-    # without the margin, float16 near-ties would change answers: the data has them
-    monkeypatch.setattr(index_module, "FP16_COSINE_ERROR", 0.0)
-    assert [[(r.id, c) for r, c in store.nearest("", v, 3)] for v in probes] != everything
-    assert store._indexes[0].approximate
-    store.close()
-
-
 def test_a_miss_scans_only_scopes_up_to_the_default_bound() -> None:
     from adapters.verified_cache.store import EXHAUSTIVE_MAX
 
