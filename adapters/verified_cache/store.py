@@ -193,6 +193,7 @@ class EntryStore:
         #: ``ef_construction``, ``ef_search``, ``storage``; see docs/verified-cache.md
         #: for the recall, time and memory they buy at 1M entries)
         self.index_options = dict(index_options or {})
+        ScopeIndex(1, **self.index_options)  # bad options fail here, not at the first put
         #: whether HNSW rebuilds run in a background thread (False: inside the
         #: ``add`` that makes one due, as a stall)
         self.background_rebuild = background_rebuild

@@ -49,10 +49,14 @@ def _bounds_hold(ix: ScopeIndex, x: np.ndarray, queries: np.ndarray) -> bool:
     return bool((np.abs(sims - exact) <= bounds).all())
 
 
-def test_an_unknown_storage_is_refused_and_8bit_is_the_default() -> None:
+def test_an_unknown_storage_is_refused_and_8bit_is_the_default(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="storage must be one of"):
         ScopeIndex(DIM, storage="int4")
     assert ScopeIndex(DIM).storage == "sq8"
+    # the store refuses it when opened, not at its first put, and writes nothing
+    with pytest.raises(ValueError, match="storage must be one of"):
+        EntryStore(tmp_path / "bad.sqlite", index_options={"storage": "int4"})
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_8bit_storage_takes_half_the_bytes_of_float16() -> None:
