@@ -51,17 +51,18 @@ LINKS_PER_STEP = 8
 
 
 class _DecodedRows:
-    """The rows of an 8-bit scalar-quantized storage, decoded to float32 when
-    indexed (``rows[slots]``, any shape of ``slots``), as faiss decodes them:
-    ``vmin + (code + 0.5) / 255 * span`` per dimension."""
+    """The rows of an 8-bit scalar-quantized storage, decoded to float32 by faiss
+    itself (``sa_decode``) when indexed: ``rows[slots]``, any shape of ``slots``."""
 
-    def __init__(self, codes: Any, vmin: Any, span: Any) -> None:
-        self.codes, self.vmin, self.step = codes, vmin, span / 255.0
+    def __init__(self, storage: Any, codes: Any) -> None:
+        self.storage, self.codes = storage, codes
 
     def __getitem__(self, slots: Any) -> Any:
         import numpy as np
 
-        return self.vmin + (self.codes[slots].astype(np.float32) + 0.5) * self.step
+        picked = self.codes[slots]
+        flat = np.ascontiguousarray(picked.reshape(-1, picked.shape[-1]))
+        return self.storage.sa_decode(flat).reshape(*picked.shape[:-1], -1)
 
 
 def _views(index: Any) -> tuple[Any, Any, Any, int]:
@@ -79,8 +80,7 @@ def _views(index: Any) -> tuple[Any, Any, Any, int]:
     if qtype == faiss.ScalarQuantizer.QT_fp16 and storage.code_size == 2 * dim:
         vectors = codes.view(np.float16).reshape(-1, dim)
     elif qtype == faiss.ScalarQuantizer.QT_8bit and storage.code_size == dim:
-        trained = faiss.vector_to_array(storage.sq.trained).astype(np.float32)
-        vectors = _DecodedRows(codes.reshape(-1, dim), trained[:dim], trained[dim:])
+        vectors = _DecodedRows(storage, codes.reshape(-1, dim))
     else:
         raise ValueError("graph repair reads IndexHNSWSQ storage, QT_fp16 or QT_8bit")
     hnsw = index.hnsw

@@ -160,16 +160,6 @@ class ScopeIndex:
         """True once the scope has outgrown brute force (its cosines are then approximate)."""
         return self._hnsw is not None
 
-    @property
-    def cosine_error(self) -> float:
-        """A bound on |approximate cosine - exact cosine| of a unit query over
-        every entry (:meth:`search_bounded` gives each candidate's own)."""
-        import numpy as np
-
-        if self.storage == "fp16" or not self._n:
-            return FP16_COSINE_ERROR if self.storage == "fp16" else 0.0
-        return float(self._slot_errors(np.arange(self._n)).max())
-
     def _slot_errors(self, slots: np.ndarray) -> np.ndarray:
         """Bounds on |approximate - exact cosine| of a unit query for ``slots``:
         float16's fixed bound, or the entry's own 8-bit error norm
@@ -274,7 +264,7 @@ class ScopeIndex:
         alive = np.zeros(new_cap, dtype=bool)
         alive[: self._n] = self._alive[: self._n]
         self._ids, self._alive = ids, alive
-        if self.storage == "sq8":
+        if self._hnsw is not None and self.storage == "sq8":  # brute force needs none
             errors = np.zeros(new_cap, dtype=np.float32)
             errors[: self._n] = self._errors[: self._n]
             self._errors = errors
@@ -526,9 +516,8 @@ class ScopeIndex:
     def _search(
         self, vector: np.ndarray, k: int, *, ef: int | None, exhaustive: bool
     ) -> tuple[np.ndarray, np.ndarray]:
-        k = min(k, self._live)
-        if self._hnsw is None and k > 0:
-            return self._search_exact(vector, k)
+        if self._hnsw is None and min(k, self._live) > 0:
+            return self._search_exact(vector, min(k, self._live))
         ids, sims, _ = self._search_slots(vector, k, ef=ef, exhaustive=exhaustive)
         return ids, sims
 
@@ -673,7 +662,7 @@ class Rebuild:
         vectors = np.concatenate(self._parts) if self._parts else np.zeros((0, dim), np.float32)
         self._parts = []
         # "sq8": the old ranges, so the decoded vectors get their old codes back
-        # (their encoding errors, hence cosine_error, stay what they were)
+        # (their encoding errors, hence their bounds, stay what they were)
         new = self.index._new_hnsw(like=self.index._hnsw)
         self.index._train(new, vectors)
         for start in range(0, len(vectors), REBUILD_CHUNK):

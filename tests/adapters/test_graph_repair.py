@@ -164,6 +164,8 @@ def test_the_8bit_rows_are_decoded_as_faiss_decodes_them() -> None:
     np.testing.assert_allclose(vectors[np.arange(7)], storage.sa_decode(codes), atol=1e-6)
     table = np.array([[0, 3], [6, 1]])  # any shape of slots, as the link table reads them
     assert vectors[table].shape == (2, 2, DIM)
+    np.testing.assert_array_equal(vectors[table][1], vectors[np.array([6, 1])])
+    assert vectors[4].shape == (DIM,)  # one node, as the repair reads its own vector
 
 
 def test_only_float16_and_8bit_graphs_are_repaired() -> None:
