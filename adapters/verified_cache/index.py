@@ -495,31 +495,23 @@ class ScopeIndex:
         cosines, best first; equal cosines in insertion order. Exact in the exact
         regime; in the approximate one the cosines are 8-bit (or float16) estimates and
         ``ef`` (default :attr:`ef_search`) sets how widely the graph is searched."""
-        return self._search(vector, k, ef=ef, exhaustive=False)
-
-    def search_exhaustive(self, vector: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Like :meth:`search`, but every live entry is compared (no graph): in the
-        approximate regime a scan of the stored vectors (float16: ~80 ms per million,
-        one thread), whose result misses nothing their cosines rank in the top ``k``."""
-        return self._search(vector, k, ef=None, exhaustive=True)
+        if self._hnsw is None and min(k, self._live) > 0:
+            return self._search_exact(vector, min(k, self._live))
+        ids, sims, _ = self._search_slots(vector, k, ef=ef, exhaustive=False)
+        return ids, sims
 
     def search_bounded(
         self, vector: np.ndarray, k: int, *, ef: int | None = None, exhaustive: bool = False
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`search` (or :meth:`search_exhaustive`) in the approximate regime,
-        with a bound on each candidate's |approximate - exact cosine| for a unit
-        query (float16's fixed one, or the entry's own 8-bit error)."""
+        """:meth:`search` in the approximate regime, with a bound on each
+        candidate's |approximate - exact cosine| for a unit query (float16's fixed
+        one, or the entry's own 8-bit error). ``exhaustive``: every live entry is
+        compared, no graph (a flat scan of the stored vectors: ~40 ms per million
+        8-bit ones, ~80 float16, one thread), missing nothing their approximate
+        cosines rank in the top ``k``."""
         assert self._hnsw is not None, "exact cosines need no bound"
         ids, sims, slots = self._search_slots(vector, k, ef=ef, exhaustive=exhaustive)
         return ids, sims, self._slot_errors(slots)
-
-    def _search(
-        self, vector: np.ndarray, k: int, *, ef: int | None, exhaustive: bool
-    ) -> tuple[np.ndarray, np.ndarray]:
-        if self._hnsw is None and min(k, self._live) > 0:
-            return self._search_exact(vector, min(k, self._live))
-        ids, sims, _ = self._search_slots(vector, k, ef=ef, exhaustive=exhaustive)
-        return ids, sims
 
     def _search_slots(
         self, vector: np.ndarray, k: int, *, ef: int | None, exhaustive: bool

@@ -732,7 +732,7 @@ class EntryStore:
         ``floor``: the lowest cosine a caller can use (the cache's recall gate).
         When an HNSW search finds no candidate at or above it, the search is
         repeated wider (efSearch x :data:`ESCALATE_EF`), then over every vector
-        (:meth:`~.index.ScopeIndex.search_exhaustive`; only in scopes of at most
+        (``ScopeIndex.search_bounded(..., exhaustive=True)``; only in scopes of at most
         :attr:`exhaustive_max` entries), before "nothing above the floor" is
         believed: a miss costs more, a hit nothing more."""
         with self._lock.read():
