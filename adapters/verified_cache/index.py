@@ -41,7 +41,12 @@ from typing import TYPE_CHECKING, Any
 from .graph_repair import repair_links
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import numpy as np
+
+    #: Entry ids -> their float32 vectors as stored (ids it no longer has left out).
+    Originals = Callable[[list[int]], dict[int, np.ndarray]]
 
 #: Live entries up to which a scope is searched by brute force. Measured on the
 #: reference 2-core machine (384-d): a float32 matrix-vector product plus
@@ -88,6 +93,22 @@ SQ8_RANGE_MARGIN = 0.1
 #: Rows a rebuild decodes or adds at a time (it checks for cancellation between).
 REBUILD_CHUNK = 16_384
 
+#: 8-bit ranges are fitted to the traffic a scope saw first; traffic that moves
+#: (a new product, a new language) lands outside them. An entry has *drifted*
+#: when its encoding error is over DRIFT_FACTOR times the largest error a vector
+#: inside the ranges can have (half a step per coordinate: |span| / 510), that is
+#: when coordinates of it were clamped. Its bound stays true, but a wide bound
+#: costs the store a float32 read at every lookup that meets it, and the graph
+#: was linked by its clamped distances. Once RETRAIN_SHARE of a scope's live
+#: entries (and at least RETRAIN_MIN) have drifted, :attr:`ScopeIndex.retrain_due`
+#: asks for a rebuild that trains new ranges on a seeded sample of the entries'
+#: own float32 vectors (:class:`Rebuild` with ``originals``). Measured on MiniLM
+#: embeddings of CacheEval's requests (docs/verified-cache.md, "Drift").
+DRIFT_FACTOR = 2.0
+RETRAIN_SHARE = 0.02
+RETRAIN_MIN = 1024
+RETRAIN_SEED = 0
+
 
 #: Nodes the link check visits per node inserted (:meth:`ScopeIndex.add`): with
 #: 2, every node is checked again each time the graph has grown by half.
@@ -123,6 +144,7 @@ class ScopeIndex:
         ef_construction: int = EF_CONSTRUCTION,
         ef_search: int = EF_SEARCH,
         storage: str = "sq8",
+        retrain_on_drift: bool = True,
     ) -> None:
         import numpy as np
 
@@ -134,6 +156,8 @@ class ScopeIndex:
         self.hnsw_m = hnsw_m
         self.ef_construction = ef_construction
         self.ef_search = ef_search
+        #: False: 8-bit ranges stay those of the first graph, however traffic moves
+        self.retrain_on_drift = retrain_on_drift
         self._n = 0  # slots used
         self._live = 0
         self._ids = np.zeros(0, dtype=np.int64)  # slot -> entry id (increasing)
@@ -149,6 +173,8 @@ class ScopeIndex:
         self._sweep_owed = 0  # visits due (SWEEP_RATE per insert), made in batches
         self._new_from = 0  # the first slot inserted since the last check
         self._errors = np.zeros(0, dtype=np.float32)  # "sq8": |x - decoded x| per slot
+        self._drift_limit = float("inf")  # "sq8": an error above it is a drifted entry
+        self._drifted = 0  # live entries whose error is above _drift_limit
 
     # -- state ----------------------------------------------------------------------
 
@@ -174,6 +200,35 @@ class ScopeIndex:
     @property
     def tombstones(self) -> int:
         return self._n - self._live
+
+    @property
+    def drifted(self) -> int:
+        """Live 8-bit entries whose coordinates were clamped by ranges trained on
+        other traffic (see :data:`DRIFT_FACTOR`); 0 for float16 and brute force."""
+        return self._drifted
+
+    @property
+    def retrain_due(self) -> bool:
+        """An 8-bit graph with :data:`RETRAIN_SHARE` of its live entries (and at
+        least :data:`RETRAIN_MIN`) drifted, and no rebuild under way."""
+        return (
+            self.retrain_on_drift
+            and self._hnsw is not None
+            and self.storage == "sq8"
+            and self._rebuilding is None
+            and self._drifted >= max(RETRAIN_MIN, RETRAIN_SHARE * self._live)
+        )
+
+    def _count_drift(self) -> None:
+        """The drift limit of the graph's ranges, and its live entries above it."""
+        import numpy as np
+
+        if self._hnsw is None or self.storage != "sq8":
+            self._drift_limit, self._drifted = float("inf"), 0
+            return
+        self._drift_limit = drift_limit(self._hnsw)
+        live = self._errors[: self._n][self._alive[: self._n]]
+        self._drifted = int(np.count_nonzero(live > self._drift_limit))
 
     def ids(self) -> np.ndarray:
         """The live entry ids, in insertion order."""
@@ -248,6 +303,8 @@ class ScopeIndex:
         self._live -= 1
         if self._hnsw is not None:
             self._bitmap[slot >> 3] &= np.uint8(0xFF ^ (1 << (slot & 7)))
+            if self.storage == "sq8" and self._errors[slot] > self._drift_limit:
+                self._drifted -= 1
         elif self.tombstones > max(self._live, 64):
             self._compact_matrix()
         return True
@@ -323,18 +380,14 @@ class ScopeIndex:
     def _note_errors(self, index: Any, vectors: np.ndarray, first_slot: int) -> None:
         """Measure the "sq8" encoding error of vectors just inserted at
         ``first_slot`` on (clamped coordinates included): the bounds
-        :meth:`search_bounded` gives."""
-        import faiss
+        :meth:`search_bounded` gives; count the drifted ones."""
         import numpy as np
 
         if self.storage != "sq8" or not len(vectors):
             return
-        storage: Any = faiss.downcast_index(index.storage)
-        for start in range(0, len(vectors), REBUILD_CHUNK):
-            x = np.ascontiguousarray(vectors[start : start + REBUILD_CHUNK], dtype=np.float32)
-            error = np.linalg.norm(x - storage.sa_decode(storage.sa_encode(x)), axis=1)
-            at = first_slot + start
-            self._errors[at : at + len(x)] = error
+        error = encoding_errors(index, vectors)
+        self._errors[first_slot : first_slot + len(error)] = error
+        self._drifted += int(np.count_nonzero(error > self._drift_limit))
 
     def _to_hnsw(self, extra: np.ndarray) -> None:
         """Leave the exact regime: one bulk HNSW build from the live rows plus ``extra``
@@ -367,6 +420,7 @@ class ScopeIndex:
         self._alive = np.zeros(cap, dtype=bool)
         self._alive[:n] = True
         self._errors = np.zeros(cap if self.storage == "sq8" else 0, dtype=np.float32)
+        self._count_drift()
         self._note_errors(index, batch, 0)
         self._bitmap = np.zeros(0, dtype=np.uint8)
         self._new_bitmap(cap)
@@ -388,18 +442,20 @@ class ScopeIndex:
         """The rebuild under way, if any."""
         return self._rebuilding
 
-    def begin_rebuild(self) -> Rebuild:
-        """Start a rebuild (caller holds the write lock: a snapshot of the slots)."""
+    def begin_rebuild(self, originals: Originals | None = None) -> Rebuild:
+        """Start a rebuild (caller holds the write lock: a snapshot of the slots);
+        with ``originals`` (entry ids -> their float32 vectors), an 8-bit graph
+        gets new ranges (see :class:`Rebuild`)."""
         if self._hnsw is None:
             raise ValueError("only an HNSW index is rebuilt")
         if self._rebuilding is not None:
             raise ValueError("a rebuild is already under way")
-        self._rebuilding = Rebuild(self)
+        self._rebuilding = Rebuild(self, originals)
         return self._rebuilding
 
-    def rebuild_now(self) -> None:
+    def rebuild_now(self, originals: Originals | None = None) -> None:
         """Rebuild the graph from the live entries at once (nobody else using it)."""
-        job = self.begin_rebuild()
+        job = self.begin_rebuild(originals)
         job.build()
         job.finish()
 
@@ -472,6 +528,7 @@ class ScopeIndex:
         ix._set_bits(np.flatnonzero(alive))
         ix._n, ix._live = n, int(alive.sum())
         ix._new_from = n  # checked before it was saved, or left to the cursor
+        ix._count_drift()
         return ix
 
     def keep_only(self, live: set[int]) -> None:
@@ -557,6 +614,33 @@ class ScopeIndex:
         return self._ids[order], sims[order]
 
 
+def encoding_errors(index: Any, vectors: np.ndarray) -> np.ndarray:
+    """|x - decoded x| of each row under an 8-bit graph's ranges (clamping included)."""
+    import faiss
+    import numpy as np
+
+    storage: Any = faiss.downcast_index(index.storage)
+    out = np.zeros(len(vectors), dtype=np.float32)
+    for start in range(0, len(vectors), REBUILD_CHUNK):
+        x = np.ascontiguousarray(vectors[start : start + REBUILD_CHUNK], dtype=np.float32)
+        out[start : start + len(x)] = np.linalg.norm(
+            x - storage.sa_decode(storage.sa_encode(x)), axis=1
+        )
+    return out
+
+
+def drift_limit(index: Any) -> float:
+    """:data:`DRIFT_FACTOR` times the largest error of a vector inside an 8-bit
+    graph's ranges: faiss stores each coordinate as the middle of one of 255
+    steps of its span, so it moves by at most span / 510."""
+    import faiss
+    import numpy as np
+
+    storage: Any = faiss.downcast_index(index.storage)
+    trained = faiss.vector_to_array(storage.sq.trained)  # minima, then spans
+    return DRIFT_FACTOR * float(np.linalg.norm(trained[storage.d :])) / 510
+
+
 def storage_of(hnsw: Any) -> str:
     """Which of :data:`STORAGES` a faiss ``IndexHNSWSQ`` uses (ValueError for another)."""
     import faiss
@@ -588,6 +672,13 @@ class Rebuild:
 
     :meth:`cancel` at any point: the remaining steps do nothing.
 
+    With ``originals`` (an 8-bit graph whose traffic drifted, see
+    :data:`DRIFT_FACTOR`), steps 2 and 4 take each live entry's own float32
+    vector from ``originals`` instead of its decoded (clamped) one, step 3
+    trains new ranges on a seeded sample of them (:data:`SQ8_TRAIN_ROWS`), and
+    every entry's error is measured again under them. A removed entry that
+    ``originals`` no longer has keeps its decoded vector: it stays a tombstone.
+
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> x = rng.standard_normal((40, 8)).astype(np.float32)
@@ -605,10 +696,14 @@ class Rebuild:
     (True, 39, 1, 36)
     """
 
-    def __init__(self, index: ScopeIndex) -> None:
+    def __init__(self, index: ScopeIndex, originals: Originals | None = None) -> None:
         import numpy as np
 
         self.index = index
+        #: new 8-bit ranges, from the entries' own vectors (else the old ranges)
+        self.retrain = originals is not None and index.storage == "sq8"
+        self._originals = originals
+        self._new_errors: list[np.ndarray] = []  # retrain: errors, in the new graph's order
         #: live slots of the snapshot (the new graph's first entries, in order)
         self._keep = np.flatnonzero(index._alive[: index._n])
         self._parts: list[np.ndarray] = []
@@ -637,9 +732,24 @@ class Rebuild:
         lo, hi = int(slots[0]), int(slots[-1]) + 1
         block = np.empty((hi - lo, self.index.dim), dtype=np.float32)
         self.index._hnsw.reconstruct_n(lo, hi - lo, block)
-        self._parts.append(block[slots - lo])
+        part = block[slots - lo]
+        self._restore(part, slots)
+        self._parts.append(part)
         self._decoded += len(slots)
         return self._decoded < len(self._keep)
+
+    def _restore(self, block: np.ndarray, slots: np.ndarray) -> None:
+        """Retraining: put the entries' own vectors in place of the decoded rows
+        of ``slots`` in ``block``."""
+        if not self.retrain or not len(slots):
+            return
+        assert self._originals is not None
+        ids = self.index._ids[slots].tolist()
+        found = self._originals(ids)
+        for row, entry_id in enumerate(ids):
+            vector = found.get(entry_id)
+            if vector is not None:
+                block[row] = vector
 
     def build(self) -> None:
         """Build the new graph from the decoded vectors (in chunks, so that a
@@ -653,14 +763,24 @@ class Rebuild:
         dim = self.index.dim
         vectors = np.concatenate(self._parts) if self._parts else np.zeros((0, dim), np.float32)
         self._parts = []
-        # "sq8": the old ranges, so the decoded vectors get their old codes back
-        # (their encoding errors, hence their bounds, stay what they were)
-        new = self.index._new_hnsw(like=self.index._hnsw)
-        self.index._train(new, vectors)
+        if self.retrain:  # new ranges, from the whole scope rather than its first entries
+            new = self.index._new_hnsw()
+            sample = vectors
+            if len(vectors) > SQ8_TRAIN_ROWS:
+                rng = np.random.default_rng(RETRAIN_SEED)
+                sample = vectors[np.sort(rng.choice(len(vectors), SQ8_TRAIN_ROWS, replace=False))]
+            new.train(np.ascontiguousarray(sample))
+        else:  # "sq8": the old ranges, so the decoded vectors get their old codes
+            # back (their encoding errors, hence their bounds, stay what they were)
+            new = self.index._new_hnsw(like=self.index._hnsw)
+            self.index._train(new, vectors)
         for start in range(0, len(vectors), REBUILD_CHUNK):
             if self.cancelled:
                 return
-            new.add(np.ascontiguousarray(vectors[start : start + REBUILD_CHUNK]))
+            chunk = np.ascontiguousarray(vectors[start : start + REBUILD_CHUNK])
+            new.add(chunk)
+            if self.retrain:
+                self._new_errors.append(encoding_errors(new, chunk))
         # a bulk build misplaces some nodes: check every one before the swap
         for start in range(0, new.ntotal, REBUILD_CHUNK):
             if self.cancelled:
@@ -678,6 +798,7 @@ class Rebuild:
         block = np.empty((hi - lo, ix.dim), dtype=np.float32)
         if hi > lo:
             ix._hnsw.reconstruct_n(lo, hi - lo, block)
+            self._restore(block, np.arange(lo, hi))
             self._slots.append(np.arange(lo, hi))
         self._next_slot = hi
         return block
@@ -686,6 +807,8 @@ class Rebuild:
         """Add what :meth:`take_new` gave to the new graph."""
         if len(vectors) and self._new is not None and not self.cancelled:
             self._new.add(vectors)
+            if self.retrain:
+                self._new_errors.append(encoding_errors(self._new, vectors))
 
     def finish(self) -> bool:
         """Catch up and swap the new graph in; False (nothing changed) when the
@@ -707,8 +830,9 @@ class Rebuild:
         ix._ids[:n] = ids
         ix._alive = np.zeros(cap, dtype=bool)
         ix._alive[:n] = alive
-        if ix.storage == "sq8":  # the same codes: the same errors, in the new order
-            errors = ix._errors[slots].copy()
+        if ix.storage == "sq8":  # the same codes (the same errors, in the new
+            # order), or new ranges and the errors measured under them
+            errors = np.concatenate(self._new_errors) if self.retrain else ix._errors[slots]
             ix._errors = np.zeros(cap, dtype=np.float32)
             ix._errors[:n] = errors
         ix._bitmap = np.zeros(0, dtype=np.uint8)
@@ -717,5 +841,6 @@ class Rebuild:
         ix._n = ix._new_from = n  # the rebuild checked its graph's nodes
         ix._sweep_at = 0
         ix._rebuilding = None
+        ix._count_drift()
         self._new = None
         return True

@@ -190,8 +190,8 @@ class EntryStore:
         self.clock = clock
         self.brute_force_max = brute_force_max
         #: HNSW settings passed to every :class:`~.index.ScopeIndex` (``hnsw_m``,
-        #: ``ef_construction``, ``ef_search``, ``storage``; see docs/verified-cache.md
-        #: for the recall, time and memory they buy at 1M entries)
+        #: ``ef_construction``, ``ef_search``, ``storage``, ``retrain_on_drift``; see
+        #: docs/verified-cache.md for the recall, time and memory they buy at 1M entries)
         self.index_options = dict(index_options or {})
         ScopeIndex(1, **self.index_options)  # bad options fail here, not at the first put
         #: whether HNSW rebuilds run in a background thread (False: inside the
@@ -420,7 +420,10 @@ class EntryStore:
                     self._remember(rec)
             for number, rows in by_scope.items():
                 ids = np.array([records[i].id for i in rows], dtype=np.int64)
-                self._index(number).add(ids, vectors[rows])
+                index = self._index(number)
+                index.add(ids, vectors[rows])
+                if index.retrain_due:  # its traffic left the 8-bit ranges behind
+                    self._start_due_rebuilds()
             return records
 
     def _write(self, records: list[Record], evict: list[int], now: float) -> None:
@@ -539,15 +542,18 @@ class EntryStore:
 
     def _start_due_rebuilds(self) -> None:
         """Start a rebuild for every HNSW scope whose tombstones outnumber its live
-        entries (caller holds the write lock): in a background thread, or at once
-        when ``background_rebuild`` is off."""
+        entries, or whose traffic drifted out of its 8-bit ranges (new ranges,
+        from the stored vectors; caller holds the write lock): in a background
+        thread, or at once when ``background_rebuild`` is off."""
         for number, index in self._indexes.items():
-            if not index.rebuild_due or number in self.rebuild_errors:
+            retrain = index.retrain_due
+            if not (retrain or index.rebuild_due) or number in self.rebuild_errors:
                 continue
+            originals = self._vectors if retrain else None
             if not self.background_rebuild:
-                index.rebuild_now()
+                index.rebuild_now(originals)
                 continue
-            job = index.begin_rebuild()
+            job = index.begin_rebuild(originals)
             thread = threading.Thread(
                 target=self._rebuild, args=(number, index, job), daemon=True,
                 name=f"verified-store-rebuild-{number}",
@@ -803,11 +809,14 @@ class EntryStore:
         return out
 
     def _vectors(self, ids: list[int]) -> dict[int, np.ndarray]:
-        """The float32 vectors of ``ids`` (from the memo, else SQLite's vector column)."""
+        """The float32 vectors of ``ids`` (from the memo, else SQLite's vector column);
+        ids the store no longer has are left out (the caller holds the read lock)."""
         import numpy as np
 
         with self._memo_lock:
             out = {i: self._records[i].vector for i in ids if i in self._records}
+        if self._db is None:  # memory mode keeps every live record
+            return out
         rows = self._read_rows("id, vector", [i for i in ids if i not in out])
         out.update((i, np.frombuffer(v, dtype="<f4")) for i, v in rows)
         return out
