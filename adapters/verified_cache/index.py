@@ -26,6 +26,9 @@ runs beside the index, not inside a write (:class:`Rebuild`): it snapshots the
 slots, builds a new graph while this one keeps serving (tombstones filtered),
 adds the entries stored meanwhile and swaps the new graph in, carrying over the
 removals made meanwhile. :meth:`ScopeIndex.rebuild_now` does all of it at once.
+An 8-bit graph whose traffic has drifted out of its ranges
+(:attr:`ScopeIndex.retrain_due`) is rebuilt the same way from the entries' own
+vectors, with new ranges.
 
 Not thread-safe on its own: the store calls ``add``/``remove`` under its write
 lock and ``search`` under its read lock (faiss and numpy searches on an index
@@ -106,7 +109,7 @@ REBUILD_CHUNK = 16_384
 #: embeddings of CacheEval's requests (docs/verified-cache.md, "Drift").
 DRIFT_FACTOR = 2.0
 RETRAIN_SHARE = 0.02
-RETRAIN_MIN = 1024
+RETRAIN_MIN = 256
 RETRAIN_SEED = 0
 
 
@@ -158,6 +161,8 @@ class ScopeIndex:
         self.ef_search = ef_search
         #: False: 8-bit ranges stay those of the first graph, however traffic moves
         self.retrain_on_drift = retrain_on_drift
+        #: rebuilds that trained new 8-bit ranges (since this object was made)
+        self.retrains = 0
         self._n = 0  # slots used
         self._live = 0
         self._ids = np.zeros(0, dtype=np.int64)  # slot -> entry id (increasing)
@@ -841,6 +846,7 @@ class Rebuild:
         ix._n = ix._new_from = n  # the rebuild checked its graph's nodes
         ix._sweep_at = 0
         ix._rebuilding = None
+        ix.retrains += self.retrain
         ix._count_drift()
         self._new = None
         return True

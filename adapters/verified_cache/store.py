@@ -40,7 +40,8 @@ cut the last few committed entries may be lost, never the database.
 side by side (the index searches release the GIL); ``add`` holds the write side,
 so writes are serialised and never seen half-done. In path mode each thread
 reads through its own SQLite connection. An HNSW graph whose tombstones
-outnumber its live entries is rebuilt by a background thread
+outnumber its live entries, or whose traffic drifted out of its 8-bit ranges
+(then with new ranges, from the stored vectors), is rebuilt by a background thread
 (:class:`~.index.Rebuild`): decoded under the read lock a chunk at a time,
 built with no lock, swapped under the write lock; lookups and ``add`` go on
 against the old graph meanwhile.
