@@ -161,3 +161,23 @@ def test_the_store_retrains_a_scope_whose_traffic_drifted(tmp_path: Path, persis
     assert again._indexes[0]._drift_limit == index._drift_limit
     assert again._indexes[0].drifted == 0 and not again._indexes[0].retrain_due
     again.close()
+
+
+def test_a_retrain_reads_more_vectors_than_sqlite_binds_in_one_statement(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+
+    # a retrain asks for whole chunks of ids (16,384, or every entry stored
+    # during a long rebuild); SQLite binds at most 999 values per statement
+    # before 3.32, 32,766 since (builds may set their own)
+    n = 3_000
+    x = _unit(np.random.default_rng(9).standard_normal((n, DIM)))
+    store = EntryStore(tmp_path / "store.sqlite", background_rebuild=False)
+    store.add_many(_entries(x, 0))
+    store.close()
+    store = EntryStore(tmp_path / "store.sqlite", background_rebuild=False)
+    store._db.reader().setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
+    vectors = store._vectors(list(range(1, n + 1)))  # nothing memoised: all from SQLite
+    assert len(vectors) == n and np.array_equal(vectors[n], x[n - 1])
+    store.close()
