@@ -678,8 +678,9 @@ class Rebuild:
     :meth:`cancel` at any point: the remaining steps do nothing.
 
     With ``originals`` (an 8-bit graph whose traffic drifted, see
-    :data:`DRIFT_FACTOR`), steps 2 and 4 take each live entry's own float32
-    vector from ``originals`` instead of its decoded (clamped) one, step 3
+    :data:`DRIFT_FACTOR`), steps 3 and 4 take each live entry's own float32
+    vector from ``originals`` instead of its decoded (clamped) one (step 3 with
+    no lock: ``originals`` must be safe to call without one), step 3
     trains new ranges on a seeded sample of them (:data:`SQ8_TRAIN_ROWS`), and
     every entry's error is measured again under them. A removed entry that
     ``originals`` no longer has keeps its decoded vector: it stays a tombstone.
@@ -737,15 +738,13 @@ class Rebuild:
         lo, hi = int(slots[0]), int(slots[-1]) + 1
         block = np.empty((hi - lo, self.index.dim), dtype=np.float32)
         self.index._hnsw.reconstruct_n(lo, hi - lo, block)
-        part = block[slots - lo]
-        self._restore(part, slots)
-        self._parts.append(part)
+        self._parts.append(block[slots - lo])
         self._decoded += len(slots)
         return self._decoded < len(self._keep)
 
     def _restore(self, block: np.ndarray, slots: np.ndarray) -> None:
         """Retraining: put the entries' own vectors in place of the decoded rows
-        of ``slots`` in ``block``."""
+        of ``slots`` in ``block`` (in place: ``block`` is a view)."""
         if not self.retrain or not len(slots):
             return
         assert self._originals is not None
@@ -768,6 +767,13 @@ class Rebuild:
         dim = self.index.dim
         vectors = np.concatenate(self._parts) if self._parts else np.zeros((0, dim), np.float32)
         self._parts = []
+        # the entries' own vectors, read here, outside the store's lock (a put
+        # waits for no SQLite read); the slots' ids never change
+        for start in range(0, len(vectors), REBUILD_CHUNK):
+            if self.cancelled:
+                return
+            slots = self._keep[start : start + REBUILD_CHUNK]
+            self._restore(vectors[start : start + len(slots)], slots)
         if self.retrain:  # new ranges, from the whole scope rather than its first entries
             new = self.index._new_hnsw()
             sample = vectors

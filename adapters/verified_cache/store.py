@@ -811,7 +811,9 @@ class EntryStore:
 
     def _vectors(self, ids: list[int]) -> dict[int, np.ndarray]:
         """The float32 vectors of ``ids`` (from the memo, else SQLite's vector column);
-        ids the store no longer has are left out (the caller holds the read lock)."""
+        ids the store no longer has are left out. Safe without the store's lock
+        (a retraining rebuild reads so): the memo has its own, and each thread
+        reads SQLite through its own connection."""
         import numpy as np
 
         with self._memo_lock:
