@@ -35,5 +35,6 @@ from __future__ import annotations
 from cacheeval.schema import Request
 
 from .cache import Decision, PutResult, Resources, VerifiedCache
+from .entry_db import StoreInUse
 
-__all__ = ["Decision", "PutResult", "Request", "Resources", "VerifiedCache"]
+__all__ = ["Decision", "PutResult", "Request", "Resources", "StoreInUse", "VerifiedCache"]

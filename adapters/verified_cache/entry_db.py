@@ -5,15 +5,17 @@ holds around them."""
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from cacheeval.schema import Request
 
@@ -152,28 +154,92 @@ CREATE INDEX IF NOT EXISTS entries_created ON entries (created);
 _COLUMNS = "id, scope, exact_key, request, answer, vector, tokens, created"
 
 
+class StoreInUse(RuntimeError):
+    """The store's file is open in another store object (this process or another)."""
+
+
+def _lock_store(path: Path) -> IO[bytes] | None:
+    """An exclusive lock on ``<path>.lock``, held while the returned file is open
+    (the operating system drops it when the process dies, ``kill -9`` included).
+
+    A store keeps its index and exact map in memory: a second store on the same
+    file would serve entries the first has evicted and reuse its entry ids.
+    Raises :class:`StoreInUse` naming the holder's pid. None where there is no
+    ``fcntl`` (not POSIX): no lock."""
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    f = open(path.with_name(path.name + ".lock"), "a+b")  # noqa: SIM115 (held open)
+    for attempt in (1, 2):
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if attempt == 1:  # a store of this process that nothing refers to any more
+                gc.collect()
+                continue
+            f.seek(0)
+            holder = f.read().decode("utf-8", "replace").strip() or "a process"
+            f.close()
+            raise StoreInUse(
+                f"{path}: already open in another verified-cache store ({holder}). A store "
+                "owns its file: share one VerifiedCache between threads (it is thread-"
+                "safe), close the other one first, or give each process its own path"
+            ) from None
+    f.seek(0)
+    f.truncate()
+    f.write(f"pid {os.getpid()}".encode())
+    f.flush()
+    return f
+
+
 class _Sqlite:
     """The SQLite side of a path store: one writer connection (used under the
-    store's write lock) and one read connection per reading thread."""
+    store's write lock) and one read connection per reading thread; the file
+    is locked against any other store while this one is open."""
 
     def __init__(self, path: Path, *, durable: bool = False) -> None:
         self.path = path
         self.synchronous = "FULL" if durable else "NORMAL"
         path.parent.mkdir(parents=True, exist_ok=True)
-        try:  # looked at before any PRAGMA or table touches the file
+        self._probe()  # a path that is not a store is refused before anything is written
+        self._lock_file = _lock_store(path)
+        try:
+            self._open()
+        except BaseException:
+            self._unlock()
+            raise
+
+    def _unlock(self) -> None:
+        if self._lock_file is not None:
+            self._lock_file.close()  # drops the lock
+            self._lock_file = None
+
+    def _probe(self) -> None:
+        """Refuse a file that is not a store, looking before any PRAGMA or table
+        touches it."""
+        path = self.path
+        try:
             probe = sqlite3.connect(path)
             try:
                 query = "SELECT name FROM sqlite_master WHERE type = 'table'"
                 tables = {name for (name,) in probe.execute(query)}
             finally:
                 probe.close()
-            if tables and "meta" not in tables:  # never add tables to someone else's database
-                raise ValueError(
-                    f"{path}: a SQLite database of something else (tables: "
-                    f"{', '.join(sorted(tables))}), not a verified-cache store"
-                )
-            self.writer = self._connect()
         except sqlite3.DatabaseError as e:  # a directory, a text file, a locked file
+            raise type(e)(f"{path}: {e} (give a new path or a store this cache wrote)") from e
+        if tables and "meta" not in tables:  # never add tables to someone else's database
+            raise ValueError(
+                f"{path}: a SQLite database of something else (tables: "
+                f"{', '.join(sorted(tables))}), not a verified-cache store"
+            )
+
+    def _open(self) -> None:
+        path = self.path
+        try:
+            self.writer = self._connect()
+        except sqlite3.DatabaseError as e:
             raise type(e)(f"{path}: {e} (give a new path or a store this cache wrote)") from e
         self.writer.executescript(_SCHEMA)
         row = self.writer.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
@@ -213,3 +279,4 @@ class _Sqlite:
                 con.close()
             self._readers.clear()
         self.writer.close()
+        self._unlock()

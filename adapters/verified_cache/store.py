@@ -34,7 +34,9 @@ inconsistent is rebuilt from the stored vectors (as are brute-force scopes,
 which are never saved). So a crash costs a longer open, never a wrong entry.
 Entry ids are never reused (a high-water mark in the meta table).
 ``synchronous=NORMAL`` (the default) survives a killed process; after a power
-cut the last few committed entries may be lost, never the database.
+cut the last few committed entries may be lost, never the database. One store
+object owns a file (an exclusive lock on ``<path>.lock``): a second, in this
+process or another, is refused with :class:`~.entry_db.StoreInUse`.
 
 **Concurrency**: lookups hold the read side of a readers-writer lock and run
 side by side (the index searches release the GIL); ``add`` holds the write side,
