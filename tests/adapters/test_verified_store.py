@@ -22,6 +22,7 @@ np = pytest.importorskip("numpy")
 pytest.importorskip("faiss")
 pytest.importorskip("lightgbm")
 
+from adapters.embedders import COSINE_SNAP  # noqa: E402
 from adapters.verified_cache import index as index_module  # noqa: E402
 from adapters.verified_cache.cache import Resources, VerifiedCache, exact_key  # noqa: E402
 from adapters.verified_cache.index import ScopeIndex  # noqa: E402
@@ -74,8 +75,10 @@ def decisions(cache: VerifiedCache, probes: list[str]) -> list[tuple[Any, ...]]:
 
 
 def old_rule(matrix: Any, vector: Any, k: int) -> tuple[list[int], list[float]]:
-    """The replaced store: stack every vector, sort by (-cosine, insertion index)."""
+    """The replaced store: stack every vector, sort by (-cosine, insertion index);
+    cosines within float noise of 1 are 1 (``adapters.embedders.COSINE_SNAP``)."""
     sims = matrix @ vector
+    sims = np.where(sims >= np.float32(1 - COSINE_SNAP), np.float32(1.0), sims)
     order = sorted(range(len(matrix)), key=lambda i: (-float(sims[i]), i))[:k]
     return order, [float(sims[i]) for i in order]
 
