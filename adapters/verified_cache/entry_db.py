@@ -32,18 +32,44 @@ def key_digest(scope: str, exact_key: str) -> int:
     return int.from_bytes(h, "little", signed=True)
 
 
+class StoreInUse(RuntimeError):
+    """The store's file is open in another store object (this process or
+    another), or the store is used in a process forked from its owner."""
+
+
 class RWLock:
     """Many readers or one writer; a waiting writer keeps new readers out (so a
-    stream of lookups cannot starve ``add``)."""
+    stream of lookups cannot starve ``add``). Bound to a process
+    (:meth:`bind_to_process`), it refuses to be taken in any other: every use
+    of a path store takes it."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
         self._readers = 0
         self._writing = False
         self._writers_waiting = 0
+        self._owner: tuple[int, str] | None = None  # (pid, what) once bound
+
+    def bind_to_process(self, what: str) -> None:
+        """Only this process may take the lock from now on (``what`` names the store)."""
+        self._owner = (os.getpid(), what)
+
+    def in_owner_process(self) -> bool:
+        return self._owner is None or self._owner[0] == os.getpid()
+
+    def _check_process(self) -> None:
+        if self._owner is not None and self._owner[0] != os.getpid():
+            pid, what = self._owner
+            raise StoreInUse(
+                f"{what}: opened in process {pid}, used in process {os.getpid()} (a fork). "
+                "SQLite connections and the in-memory index do not survive a fork: open the "
+                "store in each process after it forks (gunicorn: without --preload, or in a "
+                "post_fork hook), each process on its own path"
+            )
 
     @contextmanager
     def read(self) -> Iterator[None]:
+        self._check_process()
         with self._cond:
             while self._writing or self._writers_waiting:
                 self._cond.wait()
@@ -58,6 +84,7 @@ class RWLock:
 
     @contextmanager
     def write(self) -> Iterator[None]:
+        self._check_process()
         with self._cond:
             self._writers_waiting += 1
             while self._writing or self._readers:
@@ -152,10 +179,6 @@ CREATE TABLE IF NOT EXISTS entries (
 CREATE INDEX IF NOT EXISTS entries_created ON entries (created);
 """
 _COLUMNS = "id, scope, exact_key, request, answer, vector, tokens, created"
-
-
-class StoreInUse(RuntimeError):
-    """The store's file is open in another store object (this process or another)."""
 
 
 def _lock_store(path: Path) -> IO[bytes] | None:

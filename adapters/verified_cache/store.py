@@ -36,7 +36,8 @@ Entry ids are never reused (a high-water mark in the meta table).
 ``synchronous=NORMAL`` (the default) survives a killed process; after a power
 cut the last few committed entries may be lost, never the database. One store
 object owns a file (an exclusive lock on ``<path>.lock``): a second, in this
-process or another, is refused with :class:`~.entry_db.StoreInUse`.
+process or another, is refused with :class:`~.entry_db.StoreInUse`, and so is
+any use of it in a process forked from its owner.
 
 **Concurrency**: lookups hold the read side of a readers-writer lock and run
 side by side (the index searches release the GIL); ``add`` holds the write side,
@@ -221,6 +222,7 @@ class EntryStore:
         self._init_state()
         self._db = _Sqlite(self.path, durable=durable) if self.path is not None else None
         if self._db is not None:
+            self._lock.bind_to_process(str(self.path))  # a forked child gets StoreInUse
             self._load()
             with self._lock.write():
                 self._start_due_rebuilds()
@@ -686,6 +688,9 @@ class EntryStore:
         """Save the HNSW indexes, write the pending last-used times and close
         SQLite (path mode; a no-op in memory and when already closed)."""
         if self._db is None:
+            return
+        if not self._lock.in_owner_process():  # a forked child: the file is its parent's
+            self._db = None
             return
         self._cancel_rebuilds()
         self.save_index()

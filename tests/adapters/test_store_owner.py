@@ -97,3 +97,37 @@ def test_a_path_refused_for_another_reason_leaves_no_lock_behind(tmp_path: Path)
     with pytest.raises(Exception, match="notes.txt"):
         EntryStore(tmp_path / "notes.txt")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_is_refused_and_leaves_the_parent_its_store(tmp_path: Path) -> None:
+    # gunicorn --preload and friends: the store is opened, then the process forks;
+    # an inherited SQLite connection must not be used in the child
+    path = tmp_path / "cache.sqlite"
+    store = EntryStore(path)
+    _put(store, 0)
+    pid = os.fork()
+    if pid == 0:  # the child: report through the exit code only
+        code = 1
+        try:
+            refused = 0
+            for use in (
+                lambda: store.nearest("", np.eye(8, dtype=np.float32)[0], 1),
+                lambda: store.exact("", "q0"),
+                lambda: _put(store, 1),
+            ):
+                try:
+                    use()
+                except StoreInUse as e:
+                    refused += f"used in process {os.getpid()} (a fork)" in str(e)
+            store.close()  # does nothing in the child, and raises nothing
+            code = 0 if refused == 3 else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    _put(store, 2)  # the parent's store goes on, its file still its own
+    assert store.exact("", "q2") is not None and store.exact("", "q1") is None
+    with pytest.raises(StoreInUse, match="already open"):
+        EntryStore(path)
+    store.close()
