@@ -170,12 +170,6 @@ class TextMemo:
         return len(self._items)
 
 
-def cosine(u: np.ndarray, v: np.ndarray) -> float:
-    """Cosine of two L2-normalised vectors (their dot product), clipped to [-1, 1],
-    +-1 exactly within float noise of it (:func:`adapters.embedders.unit_cosine`)."""
-    return unit_cosine(u, v)
-
-
 _embedders: dict[tuple[str, int | None], Embedder] = {}
 _embedders_lock = threading.Lock()
 
@@ -313,7 +307,7 @@ def span_cosine(span_a: str, span_b: str, memo: TextMemo, *, compute: bool = Tru
     vecs = memo.vectors([span_a, span_b]) if compute else memo.cached([span_a, span_b])
     if vecs is None:
         return None
-    return cosine(vecs[0], vecs[1])
+    return unit_cosine(vecs[0], vecs[1])
 
 
 COS_DIFF = FEATURE_NAMES.index("cos_diff")
@@ -350,11 +344,11 @@ def features_for(
     cos_context = span_cosine(hist_a, hist_b, memo)
     assert cos_context is not None
     added = [h for h in (hist_a, hist_b) if h]
-    cos_added = max((cosine(v, new_vector) for v in memo.vectors(added)), default=0.0)
+    cos_added = max((unit_cosine(v, new_vector) for v in memo.vectors(added)), default=0.0)
     feats = pair_features(
         stored,
         new,
-        cos_query=cosine(stored_vector, new_vector),
+        cos_query=unit_cosine(stored_vector, new_vector),
         cos_context=cos_context,
         cos_diff=0.0 if cos_diff is None else cos_diff,
         cos_ctx_added=cos_added,

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from adapters.embedders import unit_cosine
 from cacheeval.metrics.classification import accuracy, confusion, f1, fhr, precision, recall
 from cacheeval.metrics.sweep import OperatingPoint
 from cacheeval.pipeline.training_corpus import ID_PREFIX as CORPUS_ID_PREFIX
@@ -84,7 +85,6 @@ class PairCase:
 def build_cases(rows: Sequence[Row], resources: Resources) -> list[PairCase]:
     """Decide policy/exact for every row and compute the features of the rest,
     embedding all queries, histories and differing spans in batches first."""
-    import numpy as np
 
     for r in rows:
         if not r.is_labelled:
@@ -128,7 +128,7 @@ def build_cases(rows: Sequence[Row], resources: Resources) -> list[PairCase]:
             feats, _ = features_for(
                 sa, va, sb, vb, memo, stored_tokens=qtok[a.query], new_tokens=qtok[b.query]
             )
-            cos = quantize(float(np.clip(float(va @ vb), -1.0, 1.0)))
+            cos = quantize(unit_cosine(va, vb))
             out[r.id] = _case(r, "", "", cos, quantize_features(feats))
     return [out[r.id] for r in rows]
 
