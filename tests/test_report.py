@@ -161,9 +161,14 @@ def test_subscore_operating_points_hand_counted(mini_rows: list[Row]) -> None:
     assert unscored.subscore_operating_points is None  # a cache without scores
 
 
-def test_provenance(exact_report: Report) -> None:
+def test_provenance(exact_report: Report, mini_rows: list[Row], tmp_path: Path) -> None:
     p = exact_report.provenance
-    assert p.dataset_path == str(MINI_BENCH)
+    # a file of the checkout is named from its root, the same from any checkout
+    assert p.dataset_path == "tests/fixtures/mini_bench.jsonl"
+    outside = tmp_path / "rows.jsonl"
+    outside.write_bytes(MINI_BENCH.read_bytes())
+    elsewhere = evaluate(ExactMatch(), mini_rows, dataset_path=outside).provenance
+    assert elsewhere.dataset_path == str(outside)
     assert p.dataset_sha256 is not None and len(p.dataset_sha256) == 64
     assert p.schema_version == "1.1" and p.n_rows == 32
     assert p.cache_name == "exact_match" and p.cache_args == {}

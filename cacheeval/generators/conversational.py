@@ -59,7 +59,7 @@ from ..schema import (
     RELATED_UNSAFE,
     UNRELATED,
 )
-from ..support.layout import REPO_ROOT
+from ..support.layout import display_path
 from ..verify import check_row
 from .common import (
     CONSTRUCTION,
@@ -189,14 +189,6 @@ SUBCATEGORIES: dict[str, tuple[str, str]] = {
         "a general assistant receives unrelated everyday requests back to back",
     ),
 }
-
-
-def display_path(path: Path) -> str:
-    """``path`` relative to the repository root when it lies inside it."""
-    try:
-        return path.resolve().relative_to(REPO_ROOT).as_posix()
-    except ValueError:
-        return str(path)
 
 
 class FixtureText:

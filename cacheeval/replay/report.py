@@ -33,6 +33,7 @@ from ..reporting.report import to_plain, utc_now
 from ..schema import DOMAINS, LABELS
 from ..support.gitinfo import package_git_info
 from ..support.jsonio import dumps, dumps_pretty
+from ..support.layout import display_path
 from ..version import __version__
 from .engine import LookupRecord, ReplayRun
 
@@ -165,7 +166,7 @@ def build_replay_report(
     provenance = ReplayProvenance(
         cache_name=run.cache_name,
         cache_args=dict(cache_args or {}),
-        dataset_path=dataset_path,
+        dataset_path=display_path(dataset_path) if dataset_path is not None else None,
         dataset_sha256=dataset_sha256,
         splits=tuple(splits),
         n_rows=n,

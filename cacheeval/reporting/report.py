@@ -31,6 +31,7 @@ from ..results.predictions import Prediction
 from ..schema import DIFFICULTIES, DOMAINS, LABELS, SCHEMA_VERSION, SUBSCORES, Row, subscore_of
 from ..support.gitinfo import package_git_info
 from ..support.jsonio import dumps_pretty
+from ..support.layout import display_path
 from ..version import __version__
 from .verdict import verdict_lines
 
@@ -216,7 +217,7 @@ def make_provenance(
     """Provenance for a run of this package in this process (git asked once)."""
     git = package_git_info()
     return Provenance(
-        dataset_path=dataset_path,
+        dataset_path=display_path(dataset_path) if dataset_path is not None else None,
         dataset_sha256=dataset_sha256,
         schema_version=SCHEMA_VERSION,
         cacheeval_version=__version__,

@@ -23,6 +23,22 @@ from pathlib import Path
 
 #: The checkout this package was imported from.
 REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def display_path(path: str | os.PathLike[str]) -> str:
+    """``path`` relative to the repository root when it lies inside it, else as
+    given: a fixture's error message, or a report naming its dataset, reads the
+    same from any checkout.
+
+    >>> display_path(REPO_ROOT / "cachebench.jsonl"), display_path("/elsewhere/rows.jsonl")
+    ('cachebench.jsonl', '/elsewhere/rows.jsonl')
+    """
+    try:
+        return Path(path).resolve().relative_to(REPO_ROOT).as_posix()
+    except ValueError:
+        return str(path)
+
+
 #: Hand-written fixtures, one directory per domain.
 SOURCES_DIR = REPO_ROOT / "sources"
 #: The held-out fixture families of the private slice, one directory per domain.
