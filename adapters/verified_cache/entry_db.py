@@ -230,7 +230,10 @@ class _Sqlite:
         self._lock_file = _lock_store(path)
         try:
             self._open()
-        except BaseException:
+        except BaseException:  # refused (another format, a read-only file): let it go
+            writer = getattr(self, "writer", None)
+            if writer is not None:
+                writer.close()
             self._unlock()
             raise
 
@@ -238,6 +241,10 @@ class _Sqlite:
         if self._lock_file is not None:
             self._lock_file.close()  # drops the lock
             self._lock_file = None
+
+    def _named(self, e: sqlite3.DatabaseError) -> sqlite3.DatabaseError:
+        """SQLite's error, naming the path and what to give instead."""
+        return type(e)(f"{self.path}: {e} (give a new path or a store this cache wrote)")
 
     def _probe(self) -> None:
         """Refuse a file that is not a store, looking before any PRAGMA or table
@@ -251,7 +258,7 @@ class _Sqlite:
             finally:
                 probe.close()
         except sqlite3.DatabaseError as e:  # a directory, a text file, a locked file
-            raise type(e)(f"{path}: {e} (give a new path or a store this cache wrote)") from e
+            raise self._named(e) from e
         if tables and "meta" not in tables:  # never add tables to someone else's database
             raise ValueError(
                 f"{path}: a SQLite database of something else (tables: "
@@ -263,7 +270,7 @@ class _Sqlite:
         try:
             self.writer = self._connect()
         except sqlite3.DatabaseError as e:
-            raise type(e)(f"{path}: {e} (give a new path or a store this cache wrote)") from e
+            raise self._named(e) from e
         self.writer.executescript(_SCHEMA)
         row = self.writer.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
         if row is None:

@@ -427,8 +427,8 @@ class ScopeIndex:
         self._alive = np.zeros(cap, dtype=bool)
         self._alive[:n] = True
         self._errors = np.zeros(cap if self.storage == "sq8" else 0, dtype=np.float32)
-        self._count_drift()
-        self._note_errors(index, batch, 0)
+        self._count_drift()  # the new ranges' limit; no error is measured yet, so 0 drifted
+        self._note_errors(index, batch, 0)  # ... until this counts them
         self._bitmap = np.zeros(0, dtype=np.uint8)
         self._new_bitmap(cap)
         self._set_bits(np.arange(n))

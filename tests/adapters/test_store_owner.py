@@ -131,3 +131,19 @@ def test_a_forked_child_is_refused_and_leaves_the_parent_its_store(tmp_path: Pat
     with pytest.raises(StoreInUse, match="already open"):
         EntryStore(path)
     store.close()
+
+
+def test_a_store_of_another_format_is_refused_and_left_unlocked(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "cache.sqlite"
+    store = EntryStore(path)
+    _put(store, 0)
+    store.close()
+    con = sqlite3.connect(path)
+    with con:
+        con.execute("UPDATE meta SET value = '999' WHERE key = 'format'")
+    con.close()
+    for _ in range(2):  # the refusal released the file: the second try is refused the same way
+        with pytest.raises(ValueError, match="store format 999"):
+            EntryStore(path)
