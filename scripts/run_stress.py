@@ -12,8 +12,10 @@
    CacheEval's own rows (the test split with ``private/test_labels.jsonl`` when
    it is there, else dev), in this process (trusted reference caches).
 3. Writes the record (:func:`cacheeval.benches.stress_report.to_record`) and its
-   Markdown, and the per-kind figure of the pool on each source
-   (``reports/figures/stress_kinds_<source>``).
+   Markdown, the per-kind figure of the pool on each source
+   (``reports/figures/stress_kinds_<source>``), and the per-pair page of each
+   source (``reports/stress/<source>.html``: ``cacheeval view``'s page of every
+   stress row with every cache's decision; the report's counts link to it).
 """
 
 from __future__ import annotations
@@ -26,10 +28,16 @@ from pathlib import Path
 from typing import Any
 
 from cacheeval.baselines import make_baseline
-from cacheeval.benches.stress_report import CacheResult, render_markdown, to_record
+from cacheeval.benches.stress_report import (
+    CacheResult,
+    render_markdown,
+    to_record,
+    wrong_decisions,
+)
 from cacheeval.dataset import load_bench
 from cacheeval.reporting.report import Report
-from cacheeval.run.harness import evaluate
+from cacheeval.results.predictions import Prediction
+from cacheeval.run.harness import evaluate, evaluate_with_predictions
 from cacheeval.schema import Row
 from cacheeval.support.jsonio import dumps_pretty, sha256_file, write_bytes_atomic, write_jsonl
 from cacheeval.support.layout import REPO_ROOT
@@ -125,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             rows, info = make_rows(path, spec, Path(tmp) / f"{len(sources)}.jsonl", args.seed)
             stress[name] = rows
-            sources.append({"name": name, "file": _shown(path), **info})
+            view = f"stress/{slug(name)}.html"
+            sources.append({"name": name, "file": _shown(path), **info, "view": view})
             _log(f"{name}: {info['prompts']} prompts -> {info['rows']} rows")
     if args.labels.is_file():
         cacheeval_rows = load_bench(args.bench, split="test", labels_path=args.labels)
@@ -134,23 +143,68 @@ def main(argv: list[str] | None = None) -> int:
         cacheeval_rows = load_bench(args.bench, split="dev")
         which = "dev split (no private/test_labels.jsonl: run python -m scripts.assemble)"
     results = []
+    decided: dict[str, list[tuple[str, list[Prediction]]]] = {src: [] for src in stress}
     for name, group, make in pool():
         cache = make()
         reports: dict[str, Report] = {}
         for src, rows in stress.items():
             _log(f"{name} on {src} ({len(rows)} rows)")
-            reports[src] = evaluate(cache, rows, cache_name=name)
+            reports[src], preds = evaluate_with_predictions(cache, rows, cache_name=name)
+            decided[src].append((name, preds))
         _log(f"{name} on CacheEval's {which.split(' (')[0]} ({len(cacheeval_rows)} rows)")
         own = evaluate(cache, cacheeval_rows, cache_name=name)
         results.append(CacheResult(name, group, reports, own))
-    record = to_record(sources, results, cacheeval_rows=which, verified=VERIFIED, seed=args.seed)
+    wrong = {
+        src: wrong_decisions(stress[src], dict(decided[src])[VERIFIED]) for src in stress
+    }  # fmt: skip
+    record = to_record(sources, results, cacheeval_rows=which, verified=VERIFIED, seed=args.seed,
+                       verified_wrong=wrong)  # fmt: skip
     args.out_dir.mkdir(parents=True, exist_ok=True)
+    for src in sources:
+        write_view(args.out_dir / src["view"], src, stress[src["name"]], decided[src["name"]],
+                   args.seed)  # fmt: skip
     write_bytes_atomic(args.out_dir / "STRESS.json", dumps_pretty(record).encode("utf-8"))
     write_bytes_atomic(args.out_dir / "STRESS.md", render_markdown(record).encode("utf-8"))
     if not args.no_figures:
         figures(record, args.out_dir / "figures")
     _log(f"wrote {args.out_dir / 'STRESS.md'} and STRESS.json")
     return 0
+
+
+def slug(name: str) -> str:
+    """A source's name as a file name (the figures' rule)."""
+    from cacheeval.reporting.plotdata import slug as figure_slug
+
+    return figure_slug(name)
+
+
+def write_view(
+    path: Path,
+    source: dict[str, Any],
+    rows: list[Row],
+    decided: list[tuple[str, list[Prediction]]],
+    seed: int,
+) -> None:
+    """The per-pair page of one source: every stress row, every cache's decision."""
+    from cacheeval.reporting.viewer import CacheRun
+    from cacheeval.reporting.viewer_page import page_for
+    from cacheeval.results.predictions import make_header
+
+    runs = [
+        CacheRun(name, name, make_header(cache_name=name, created="-"), {p.id: p for p in preds})
+        for name, preds in decided
+    ]
+    title = f"Stress rows of {source['name']} ({source['file']}, seed {seed})"
+    page = page_for(
+        rows,
+        runs,
+        title=title,
+        source={"bench": f"stress rows of {source['file']}", "split": None, "domains": None,
+                "n_rows": len(rows), "labels": None},
+    )  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_bytes_atomic(path, page.encode("utf-8"))
+    _log(f"wrote {path} ({len(page.encode('utf-8')) / 1e6:.2f} MB)")
 
 
 def _shown(path: Path) -> str:

@@ -15,8 +15,10 @@ from cacheeval.benches.stress_report import (
     render_markdown,
     stress_fhr,
     to_record,
+    view_link,
+    wrong_decisions,
 )
-from cacheeval.run.harness import evaluate
+from cacheeval.run.harness import evaluate, evaluate_with_predictions
 from cacheeval.schema import Pair, Verdict
 from cacheeval.support.jsonio import dumps_pretty
 from tests.conftest import REPO_ROOT, make_row
@@ -99,3 +101,49 @@ def test_the_committed_report_renders_from_its_record() -> None:
     record = json.loads(path.read_text(encoding="utf-8"))
     md = (REPO_ROOT / "reports" / "STRESS.md").read_text(encoding="utf-8")
     assert render_markdown(record) == md
+
+
+def test_counts_link_to_exactly_their_pairs_and_the_verified_pairs_are_listed() -> None:
+    """Each count of wrong decisions links to the per-pair page filtered to them;
+    a zero count and a source without a page link to nothing; the verified
+    cache's wrong decisions are listed row by row (hand-counted on kind_rows:
+    serve_marked misses noise row 2, serves city row 3, context rows 7 and 8
+    and the policy row 9)."""
+    rows = kind_rows()[:10]  # the stress rows
+    report, preds = evaluate_with_predictions(serve_marked, rows, cache_name="marked")
+    results = [CacheResult("marked", "reference", {"a": report, "b": report}, report)]
+    sources = [
+        {"name": "a", "file": "a.txt", "prompts": 3, "prompts_with_rows": 3, "rows": 10,
+         "view": "stress/a.html"},
+        {"name": "b", "file": "b.txt", "prompts": 3, "prompts_with_rows": 3, "rows": 10},
+    ]  # fmt: skip
+    wrong = wrong_decisions(rows, preds)
+    assert [(w["id"], w["key"], w["outcome"]) for w in wrong] == [
+        (rows[2].id, "noise/typo_drop", "missed hit"),
+        (rows[3].id, "identity/city", "false hit"),
+        (rows[7].id, "context/system_prompt_other", "false hit"),
+        (rows[8].id, "context/system_prompt_other", "false hit"),
+        (rows[9].id, "policy", "false hit"),
+    ]
+    assert wrong[1]["score"] == 0.9 and wrong[1]["tier"] == "embedding"
+    record = to_record(sources, results, cacheeval_rows="dev split", verified="marked", seed=1,
+                       verified_wrong={"a": wrong, "b": []})  # fmt: skip
+    md = render_markdown(json.loads(dumps_pretty(record)))
+    page = "stress/a.html#cache=marked"
+    # family table of source a: noise 2/3 recall -> 1 missed hit; identity 1/4; context 2/2
+    assert f"(2/3) · [1 missed hit]({page}&sub=noise%2F&outcome=missed%20hit)" in md
+    assert f"(1/4) · [1 false hit]({page}&sub=identity%2F&outcome=false%20hit)" in md
+    assert f"(2/2) · [2 false hits]({page}&sub=context%2F&outcome=false%20hit)" in md
+    assert f"(1/1) · [1 false hit]({page}&sub=policy&outcome=false%20hit)" in md
+    # per-kind table: the value itself links
+    assert f"| identity/city | 4 | [0.25]({page}&sub=identity%2Fcity&outcome=false%20hit) |" in md
+    # source b has no page: its counts link nowhere
+    b_family = md.split("### b", 1)[1].split("##", 1)[0]
+    assert "](" not in b_family and "(1/4)" in b_family
+    assert "| a | `a.txt` | 3 | 3 | 10 | [stress/a.html](stress/a.html) |" in md
+    listed = md.split("## The verified cache's wrong decisions, pair by pair (marked)", 1)[1]
+    assert f"| {rows[3].id} | identity/city | false hit |" in listed
+    assert "### b\n\nNone." in listed
+    assert view_link("p.html", "a b", "noise/typo_drop", "recall") == (
+        "p.html#cache=a%20b&sub=noise%2Ftypo_drop&outcome=missed%20hit"
+    )

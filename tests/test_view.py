@@ -503,3 +503,17 @@ def test_the_main_jobs_step_writes_reports_view(tmp_path: Path) -> None:
     assert data["source"]["split"] == "test" and len(data["rows"]["id"]) == len(rows)
     empty = tmp_path / "empty"
     assert make_view(["--reports", str(empty), "--bench", str(MINI_BENCH)]) == 2
+
+
+def test_stress_rows_show_their_report_key_as_subcategory() -> None:
+    """A stress row's subcategory on the page is the key its report uses
+    (family/kind, or policy for a never-cache prompt), so a report's link
+    filters by it; any other row keeps its own."""
+    from cacheeval.reporting.viewer import view_data
+    from tests.test_report_kinds import kind_rows
+
+    rows = kind_rows()
+    data = view_data(rows, [], title="t", source={})
+    subs = [data["strings"][i] for i in data["rows"]["sub"]]
+    assert subs == (["noise/typo_drop"] * 3 + ["identity/city"] * 4
+                    + ["context/system_prompt_other"] * 2 + ["policy", rows[10].subcategory])  # fmt: skip

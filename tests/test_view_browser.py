@@ -23,7 +23,7 @@ from selenium.webdriver.support.ui import Select  # noqa: E402
 from cacheeval.cli import main  # noqa: E402
 from cacheeval.reporting.viewer import outcome  # noqa: E402
 from cacheeval.results.predictions import Prediction, read_predictions  # noqa: E402
-from cacheeval.schema import Row  # noqa: E402
+from cacheeval.schema import Row, Verdict  # noqa: E402
 from tests.conftest import make_row  # noqa: E402
 from tests.server.test_browser import browser  # noqa: F401  (the fixture)
 from tests.test_view import write_bench, write_case, write_preds  # noqa: E402
@@ -246,3 +246,65 @@ def test_row_text_is_shown_as_text(browser: WebDriver, tmp_path: Path) -> None: 
         "return Array.from(document.querySelectorAll('main b')).map(b => b.textContent);"
     )
     assert "bold" not in texts
+
+
+def test_the_address_sets_and_keeps_the_filters_on_stress_rows(
+    browser: WebDriver,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """A report's link (``#cache=NAME&sub=identity/&outcome=false hit``) opens
+    exactly those pairs; a family option covers its kinds; changing a filter
+    rewrites the address; a name the page lacks is said, the rest applies.
+    Hand-counted on kind_rows (serve_marked): false hits on identity/city row 3,
+    context rows 7 and 8 and the policy row 9; one missed hit, noise row 2."""
+    from cacheeval.benches.stress_report import view_link
+    from cacheeval.reporting.viewer import CacheRun
+    from cacheeval.reporting.viewer_page import page_for
+    from cacheeval.results.predictions import make_header
+    from cacheeval.run.harness import predict
+    from tests.test_report_kinds import kind_rows, serve_marked
+
+    rows = kind_rows()
+    runs = [
+        CacheRun(name, name, make_header(cache_name=name, created="-"),
+                 {p.id: p for p in predict(cache, rows)})
+        for name, cache in (("marked cache", serve_marked),
+                            ("none", lambda p: Verdict(is_hit=False, score=0.0)))
+    ]  # fmt: skip
+    page = tmp_path / "stress.html"
+    page.write_text(page_for(rows, runs, title="t", source={"bench": "b", "n_rows": len(rows)}))
+    uri = page.resolve().as_uri()
+
+    def sub_options() -> list[str]:
+        return [o.get_attribute("value") for o in Select(browser.find_element(By.ID, "f-sub")).options]
+
+    browser.get(uri + "#" + view_link("", "marked cache", "context/", "fhr").split("#", 1)[1])
+    assert severe_logs(browser) == []
+    assert sub_options() == ["", "context/", "context/system_prompt_other", "identity/",
+                             "identity/city", "noise/", "noise/typo_drop", "policy",
+                             rows[10].subcategory]  # fmt: skip
+    assert status(browser)["matches"] == 2
+    assert {r["id"] for r in shown(browser)} == {rows[7].id, rows[8].id}
+    assert Select(browser.find_element(By.ID, "f-cache")).first_selected_option.text == "marked cache"
+    assert browser.find_element(By.ID, "link-note").get_attribute("hidden") is not None
+
+    # A filter changed on the page is written to the address (a link to this view).
+    choose(browser, "f-sub", "identity/city")
+    assert status(browser)["matches"] == 1 and shown(browser)[0]["id"] == rows[3].id
+    params = browser.execute_script(
+        "return Object.fromEntries(new URLSearchParams(location.hash.slice(1)));"
+    )
+    assert params == {"sub": "identity/city", "cache": "marked cache", "outcome": "false hit"}
+    choose(browser, "f-outcome", "missed hit")
+    assert status(browser)["matches"] == 0
+    choose(browser, "f-sub", "noise/ (every kind)")
+    assert status(browser)["matches"] == 1 and shown(browser)[0]["id"] == rows[2].id
+
+    # A new address in the same tab applies; an unknown cache is named, the rest applies.
+    browser.execute_script("location.hash = 'cache=gone&sub=policy&outcome=false%20hit';")
+    assert status(browser)["matches"] == 1 and shown(browser)[0]["id"] == rows[9].id
+    note = browser.find_element(By.ID, "link-note")
+    assert note.get_attribute("hidden") is None and "cache=gone" in note.text
+    click(browser, "f-reset")
+    assert status(browser)["matches"] == len(rows)
+    assert browser.execute_script("return location.hash;") == ""

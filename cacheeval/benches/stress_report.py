@@ -17,6 +17,12 @@ ordering by stress FHR with their ordering by CacheEval's ADVERSARIAL-FHR.
 The verified cache's targets (issue 28): identity and context FHR <= 0.05 and
 noise recall >= 0.90 on each source; the kinds that hold it back are those of
 a failing family whose own rate misses the target.
+
+Every count leads to its pairs: a source may name a per-pair page (``view``:
+``cacheeval view``'s page of every stress row and every cache, relative to the
+report), and each count of wrong decisions links to it with the filters that
+show exactly those pairs (:func:`view_link`); the verified cache's wrong
+decisions are also listed in the Markdown itself (:func:`wrong_decisions`).
 """
 
 from __future__ import annotations
@@ -24,13 +30,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote, urlencode
 
 from ..metrics.agreement import kendall_tau
 from ..metrics.classification import Confusion, Estimate, fhr, recall
 from ..metrics.slices import Slice
+from ..reporting.failures_markdown import shorten
 from ..reporting.markdown import table
 from ..reporting.report import Report, to_plain
-from ..results.columns import KIND_FAMILIES
+from ..results.columns import KIND_FAMILIES, perturbation_kind
+from ..results.predictions import Prediction
+from ..schema import Row
 
 RECORD_KEY = "cacheeval_stress_report"
 RECORD_VERSION = "1.0"
@@ -124,6 +134,80 @@ class CacheResult:
     cacheeval: Report
 
 
+#: The outcome a family's count of wrong decisions is, on the per-pair page.
+_WRONG = {"fhr": "false hit", "recall": "missed hit"}
+
+
+def view_link(view: str, cache: str, key: str, rate: str) -> str:
+    """The per-pair page ``view`` opened on ``cache``'s wrong decisions on the
+    rows of ``key`` (a per-kind key, or ``family/`` for every kind of a
+    family): its false hits where ``rate`` is ``fhr``, its missed hits where
+    it is ``recall``.
+
+    >>> view_link("stress/dev.html", "gptcache minilm@0.80", "identity/", "fhr")
+    'stress/dev.html#cache=gptcache%20minilm%400.80&sub=identity%2F&outcome=false%20hit'
+    """
+    query = urlencode({"cache": cache, "sub": key, "outcome": _WRONG[rate]}, quote_via=quote)
+    return f"{view}#{query}"
+
+
+def _visible(span: object) -> str:
+    """An edited span as a reader can see it: an empty one as ``(nothing)``,
+    one of spaces alone with each space as ``␣``.
+
+    >>> _visible(""), _visible("  "), _visible("a b")
+    ('(nothing)', '␣␣', 'a b')
+    """
+    text = "" if span is None else str(span)
+    if not text:
+        return "(nothing)"
+    return text if text.strip() else text.replace(" ", "␣")
+
+
+def wrong_decisions(rows: Sequence[Row], predictions: Sequence[Prediction]) -> list[dict[str, Any]]:
+    """The stress rows a cache decided wrongly, in row order: each with its
+    per-kind key, whether it was a false hit (a MISS row served) or a missed
+    hit (a HIT row not served; a failed call counts so), both queries, the
+    edit (the span and its replacement; for a context edit, the field), and
+    the cache's score and tier. A row without a prediction is a missed hit
+    or, on a MISS row, not wrong.
+
+    >>> from cacheeval.schema import ROW_FIELDS
+    >>> row = Row.from_dict({f: None for f in ROW_FIELDS} | {"id": "r1", "split": "dev",
+    ...     "construction_method": "stress_perturbation", "subcategory": "city",
+    ...     "label": "ADVERSARIAL", "binary_label": "MISS", "query_a": "Fly to Rome",
+    ...     "query_b": "Fly to Oslo", "verification_payload": {"family": "identity",
+    ...     "field": "query", "original": "Rome", "replacement": "Oslo"}})
+    >>> [(w["key"], w["outcome"], w["change"]) for w in wrong_decisions(
+    ...     [row], [Prediction("r1", True, 0.9, 0.97, "embedding", 1.0)])]
+    [('identity/city', 'false hit', 'Rome → Oslo')]
+    """
+    by_id = {p.id: p for p in predictions}
+    out = []
+    for row in rows:
+        p = by_id.get(row.id)
+        served = p is not None and p.is_hit and p.error is None
+        if served == (row.binary_label == "HIT"):
+            continue
+        payload = row.verification_payload if isinstance(row.verification_payload, dict) else {}
+        field = payload.get("field") or "query"
+        if field == "query" and payload.get("original") is not None:
+            change = f"{_visible(payload['original'])} → {_visible(payload.get('replacement'))}"
+        else:
+            change = f"another {str(field).replace('_', ' ')}"
+        out.append({
+            "id": row.id,
+            "key": perturbation_kind(row) or row.subcategory,
+            "outcome": "false hit" if served else "missed hit",
+            "query_a": row.query_a,
+            "query_b": row.query_b,
+            "change": change,
+            "score": None if p is None else p.score,
+            "tier": None if p is None else p.tier_used,
+        })  # fmt: skip
+    return out
+
+
 def to_record(
     sources: Sequence[Mapping[str, Any]],
     results: Sequence[CacheResult],
@@ -131,11 +215,14 @@ def to_record(
     cacheeval_rows: str,
     verified: str,
     seed: int,
+    verified_wrong: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
 ) -> dict[str, Any]:
     """The JSON record of the report: the sources (as given: name, file, rows,
-    ...), every cache's family rates, stress FHR, per-kind slices and CacheEval
-    ADVERSARIAL-FHR, the taus between the two orderings, and the verified
-    cache's targets (``verified`` names it in ``results``)."""
+    a ``view`` page...), every cache's family rates, stress FHR, per-kind
+    slices and CacheEval ADVERSARIAL-FHR, the taus between the two orderings,
+    and the verified cache's targets (``verified`` names it in ``results``)
+    and its wrong decisions per source (``verified_wrong``,
+    :func:`wrong_decisions`)."""
     caches = []
     for r in results:
         stress = {}
@@ -182,6 +269,7 @@ def to_record(
             "sources": {
                 name: holding_back(rep.per_kind or ()) for name, rep in target.stress.items()
             },
+            "wrong": {name: [dict(w) for w in ws] for name, ws in (verified_wrong or {}).items()},
         },
     }
 
@@ -204,6 +292,26 @@ def _rate(e: Mapping[str, Any] | None, ci: bool = True) -> str:
     return text + f" ({int(e['numerator'])}/{int(e['denominator'])})"
 
 
+def _wrong_count(e: Mapping[str, Any] | None, rate: str) -> int:
+    """How many wrong decisions an estimate counts: its numerator for an FHR
+    (false hits), the rest of its denominator for a recall (missed hits)."""
+    if not e or e.get("value") is None:
+        return 0
+    num, den = int(e["numerator"]), int(e["denominator"])
+    return num if rate == "fhr" else den - num
+
+
+def _pairs_link(src: Mapping[str, Any], cache: str, key: str, rate: str,
+                e: Mapping[str, Any] | None) -> str:  # fmt: skip
+    """`` · [N false hits](page#...)`` for a rate's wrong decisions, or ""
+    when there are none or the source has no per-pair page."""
+    n = _wrong_count(e, rate)
+    if not n or not src.get("view"):
+        return ""
+    what = _WRONG[rate] + ("s" if n != 1 else "")
+    return f" · [{n} {what}]({view_link(src['view'], cache, key, rate)})"
+
+
 def _tau(t: float | None) -> str:
     return "n/a" if t is None else f"{t:+.2f}"
 
@@ -221,14 +329,22 @@ def render_markdown(record: Mapping[str, Any]) -> str:
         "(MISS; read by FHR), and every row of a never-cache prompt MISS by policy. "
         f"Seed {record['seed']}; 95% Wilson intervals; counts in parentheses.",
         "",
+        "Every pair behind these numbers is on one page per source (the Pairs column: "
+        "`cacheeval view`'s page, every row and every cache side by side; open it in a "
+        "browser from a checkout). Each count of false hits or missed hits below links to "
+        "that page filtered to exactly those pairs, and the verified cache's are also listed "
+        "here.",
+        "",
     ]
     lines += table(
-        ["Source", "File", "Prompts", "Prompts with rows", "Rows"],
+        ["Source", "File", "Prompts", "Prompts with rows", "Rows", "Pairs"],
         [[s["name"], f"`{s['file']}`", str(s["prompts"]), str(s["prompts_with_rows"]),
-          str(s["rows"])] for s in record["sources"]],
+          str(s["rows"]), f"[{s['view']}]({s['view']})" if s.get("view") else "-"]
+         for s in record["sources"]],
     )  # fmt: skip
     lines += _families(record)
     lines += _verified(record, targets)
+    lines += _wrong_pairs(record)
     lines += _agreement(record)
     for src in record["sources"]:
         lines += _per_kind(record, src["name"])
@@ -247,9 +363,13 @@ def _families(record: Mapping[str, Any]) -> list[str]:
         rows = []
         for c in record["caches"]:
             fams = c["stress"][name]["families"]
-            rows.append([c["name"], _rate(fams.get("noise", {}).get("recall")),
-                         *(_rate(fams.get(f, {}).get("fhr")) for f in ("identity", "context",
-                                                                        "policy"))])  # fmt: skip
+            cells = []
+            for fam, rate in (("noise", "recall"), ("identity", "fhr"), ("context", "fhr"),
+                              ("policy", "fhr")):  # fmt: skip
+                e = fams.get(fam, {}).get(rate)
+                key = "policy" if fam == "policy" else f"{fam}/"
+                cells.append(_rate(e) + _pairs_link(src, c["name"], key, rate, e))
+            rows.append([c["name"], *cells])
         out += ["", f"### {name}", ""]
         out += table(["Cache", "Noise recall", "Identity FHR", "Context FHR", "Policy FHR"], rows)
     return out
@@ -263,10 +383,13 @@ def _verified(record: Mapping[str, Any], targets: Mapping[str, Any]) -> list[str
         f"{targets['min_recall']:g}, on each source. Where a target is missed, the kinds of "
         "that family that miss it themselves are named, worst first."
     )
+    by_name = {s["name"]: s for s in record["sources"]}
     for name, checks in v["sources"].items():
         out += ["", f"### {name}", ""]
         rows = []
         for chk in checks:
+            link = _pairs_link(by_name.get(name, {}), v["name"], f"{chk['family']}/",
+                               chk["rate"], chk["estimate"])  # fmt: skip
             back = ", ".join(
                 f"{k['kind']} {k['value']:.3f} ({int(k['numerator'])}/{int(k['denominator'])})"
                 for k in chk["holding_back"]
@@ -274,9 +397,36 @@ def _verified(record: Mapping[str, Any], targets: Mapping[str, Any]) -> list[str
             want = (f"<= {targets['max_fhr']:g}" if chk["rate"] == "fhr"
                     else f">= {targets['min_recall']:g}")  # fmt: skip
             rows.append([f"{chk['family']} {'FHR' if chk['rate'] == 'fhr' else 'recall'} {want}",
-                         _rate(chk["estimate"]), "yes" if chk["holds"] else "**no**",
+                         _rate(chk["estimate"]) + link, "yes" if chk["holds"] else "**no**",
                          back or "-"])  # fmt: skip
         out += table(["Target", "Value", "Holds", "Kinds holding it back"], rows)
+    return out
+
+
+def _wrong_pairs(record: Mapping[str, Any]) -> list[str]:
+    """The verified cache's wrong decisions, pair by pair, per source."""
+    v = record["verified"]
+    wrong = v.get("wrong") or {}
+    if not wrong:
+        return []
+    out = ["", f"## The verified cache's wrong decisions, pair by pair ({v['name']})", ""]
+    out.append(
+        "Every stress row it decided wrongly: a false hit serves a stored answer to a request "
+        "it does not answer; a missed hit costs a model call. Queries are cut to a cell's "
+        "length (the JSON record and the per-pair page have them whole)."
+    )
+    for name, pairs in wrong.items():
+        out += ["", f"### {name}", ""]
+        if not pairs:
+            out.append("None.")
+            continue
+        out += table(
+            ["Row", "Kind", "Outcome", "Query a", "Edit", "Score (tier)"],
+            [[w["id"], w["key"], w["outcome"], shorten(w["query_a"], 90),
+              shorten(w["change"], 60),
+              ("-" if w["score"] is None else f"{w['score']:.4f}") + f" ({w['tier'] or '-'})"]
+             for w in pairs],
+        )  # fmt: skip
     return out
 
 
@@ -320,20 +470,26 @@ def _per_kind(record: Mapping[str, Any], source: str) -> list[str]:
     out = ["", f"## Per kind: {source}", ""]
     out.append(
         "Recall on noise kinds, FHR on the others (the value, then the rows it is over); the "
-        "JSON record has every interval."
+        "JSON record has every interval. A value with wrong decisions behind it links to "
+        "them on the per-pair page."
     )
     out.append("")
+    src = next(s for s in record["sources"] if s["name"] == source)
     rows = []
     for key in keys:
         cells, n = [], 0
+        rate = "recall" if family_of_key(key) == "noise" else "fhr"
         for c in caches:
             s = next((x for x in c["stress"][source]["per_kind"] if x["key"] == key), None)
             if s is None:
                 cells.append("-")
                 continue
             n = s["n"]
-            e = s["recall"] if family_of_key(key) == "noise" else s["fhr"]
-            cells.append("-" if e["value"] is None else f"{e['value']:.2f}")
+            e = s[rate]
+            text = "-" if e["value"] is None else f"{e['value']:.2f}"
+            if _wrong_count(e, rate) and src.get("view"):  # the value opens its wrong pairs
+                text = f"[{text}]({view_link(src['view'], c['name'], key, rate)})"
+            cells.append(text)
         rows.append([key, str(n), *cells])
     out += table(["Kind", "Rows", *(c["name"] for c in caches)], rows)
     return out

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 from ..metrics.classification import Confusion, fhr, recall
 from ..metrics.differences import DIFFERENCE_KINDS, Difference, changed_tokens, what_differs
-from ..results.columns import missing_prediction
+from ..results.columns import missing_prediction, perturbation_kind
 from ..results.predictions import Prediction, PredictionsHeader
 from ..schema import HIT, LABELS, Row
 from ..support.jsonio import dumps_pretty
@@ -394,7 +394,8 @@ class ViewBuilder:
         for key, value in (
             ("domain", row.domain),
             ("label", row.label),
-            ("sub", row.subcategory),
+            # a stress row shows the key its report uses ("identity/city", "policy")
+            ("sub", perturbation_kind(row) or row.subcategory),
             ("difficulty", row.difficulty),
             ("qa", row.query_a),
             ("qb", row.query_b),

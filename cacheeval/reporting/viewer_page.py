@@ -28,9 +28,10 @@ from importlib import resources
 from typing import Any
 
 from ..results.failures import FailureGroup
+from ..schema import Row
 from .verdict import GLOSSARY as REPORT_GLOSSARY
 from .verdict import false_hit_phrase, merged_groups
-from .viewer import CacheSummary
+from .viewer import CacheRun, CacheSummary, ViewBuilder, summarize
 
 _MARKER = re.compile(r"@@([A-Z_]+)@@")
 
@@ -262,9 +263,23 @@ def render_page(data: Mapping[str, Any], summaries: Sequence[CacheSummary]) -> s
     return _MARKER.sub(lambda m: parts[m.group(1)], _asset("viewer.html"))
 
 
+def page_for(
+    rows: Sequence[Row], runs: Sequence[CacheRun], *, title: str, source: Mapping[str, Any]
+) -> str:
+    """The page of ``rows`` (all labelled) and ``runs`` at once: what ``cacheeval
+    view`` writes, for a script that holds its rows and predictions in memory
+    (``scripts.run_stress`` ships one beside its report)."""
+    builder = ViewBuilder()
+    for row in rows:
+        builder.add(row)
+    data = builder.data(runs, title=title, source=source)
+    return render_page(data, summarize(builder.keys, builder.kinds, runs))
+
+
 __all__ = [
     "SHARED_TERMS",
     "glossary",
+    "page_for",
     "render_page",
     "script_json",
     "source_line",

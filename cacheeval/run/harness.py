@@ -644,6 +644,29 @@ def evaluate(
     so the cache cannot change them. ``cache_name`` defaults to
     :func:`cache_name_of`, ``cache_ref`` to :func:`cache_ref_of`;
     ``split``/``domains`` record the row filters."""
+    return evaluate_with_predictions(
+        cache, rows, cache_name, cache_args, on_error, timeout_ms, progress, dataset_path,
+        split=split, domains=domains, alphas=alphas, cache_ref=cache_ref,
+    )[0]  # fmt: skip
+
+
+def evaluate_with_predictions(
+    cache: Cache,
+    rows: Sequence[Row],
+    cache_name: str | None = None,
+    cache_args: Mapping[str, Any] | None = None,
+    on_error: OnError = "miss",
+    timeout_ms: float | None = None,
+    progress: ProgressCallback | None = None,
+    dataset_path: str | os.PathLike[str] | None = None,
+    *,
+    split: str | None = None,
+    domains: Sequence[str] | None = None,
+    alphas: Sequence[float] = DEFAULT_ALPHAS,
+    cache_ref: str | None = None,
+) -> tuple[Report, list[Prediction]]:
+    """:func:`evaluate`, and the predictions it scored (in row order): what a
+    per-pair view of the run (``cacheeval view``'s page) is built from."""
     rows = list(rows)
     require_labels(rows)
     truth = SealedRows(rows)
@@ -652,7 +675,7 @@ def evaluate(
     name = cache_name or cache_name_of(cache)
     ref = cache_ref or cache_ref_of(cache)
     preds = predict(cache, rows, on_error=on_error, timeout_ms=timeout_ms, progress=progress)
-    return score(
+    report = score(
         preds,
         truth.rows(),
         cache_name=name,
@@ -664,6 +687,7 @@ def evaluate(
         cost_per_call_usd=prices,
         alphas=alphas,
     )
+    return report, preds
 
 
 # --- loading a cache from a module -----------------------------------------------------

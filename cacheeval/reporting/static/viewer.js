@@ -62,6 +62,23 @@
     for (const i of column) if (i >= 0) seen.add(S(i));
     return [...seen].sort();
   }
+  // Stress rows' subcategories are family/kind ("identity/city"): each family
+  // also gets an option of its own ("identity/", every kind of it).
+  function subOptions(subs) {
+    const out = [];
+    let family = null;
+    for (const s of subs) {
+      const cut = s.indexOf("/");
+      const prefix = cut > 0 ? s.slice(0, cut + 1) : null;
+      if (prefix && prefix !== family) out.push([prefix, prefix + " (every kind)"]);
+      family = prefix;
+      out.push([s, s]);
+    }
+    return out;
+  }
+  function subMatches(sub, wanted) {
+    return wanted.endsWith("/") ? sub !== null && sub.startsWith(wanted) : sub === wanted;
+  }
   function fillSelect(select, options, anyText) {
     select.replaceChildren(el("option", { value: ANY, text: anyText }));
     for (const [value, text] of options) select.append(el("option", { value, text }));
@@ -72,7 +89,7 @@
     fillSelect(byId("f-label"),
       [["HIT", "should hit (HIT)"], ["MISS", "must miss (MISS)"]].concat(
         D.labels.filter((l) => labels.has(l)).map((l) => [l, l])), "all labels");
-    fillSelect(byId("f-sub"), distinct(R.sub).map((d) => [d, d]), "all subcategories");
+    fillSelect(byId("f-sub"), subOptions(distinct(R.sub)), "all subcategories");
     const kindsSeen = new Set(R.kind);
     fillSelect(byId("f-kind"),
       D.kinds.map((k, j) => [String(j), k]).filter(([j]) => kindsSeen.has(Number(j))),
@@ -115,7 +132,7 @@
         if (R.bin[i] !== state.label[0]) return false;
       } else if (S(R.label[i]) !== state.label) return false;
     }
-    if (state.sub !== ANY && S(R.sub[i]) !== state.sub) return false;
+    if (state.sub !== ANY && !subMatches(S(R.sub[i]), state.sub)) return false;
     if (state.kind !== ANY && R.kind[i] !== Number(state.kind)) return false;
     if (state.outcome !== ANY) {
       if (state.cache !== ANY) {
@@ -306,13 +323,89 @@
     tr.classList.add("open");
   }
 
+  // --- the address: #cache=NAME&sub=identity/city&outcome=false%20hit ---
+  // A report links to the pairs behind a number with such an address; the
+  // address follows the filters, so a view can be copied and shared. Caches
+  // and "what differs" are named, not numbered, so a link survives a page
+  // with other caches.
+  const LINK_KEYS = ["domain", "label", "sub", "kind", "cache", "outcome", "disagree", "text", "sort"];
+  function optionValue(id, value) {
+    for (const o of byId(id).options) if (o.value === value) return value;
+    return null;
+  }
+  function linkValue(key, value) {
+    if (key === "cache") {
+      const j = C.findIndex((c) => c.name === value);
+      return j < 0 ? null : String(j);
+    }
+    if (key === "kind") {
+      const j = D.kinds.indexOf(value);
+      return j < 0 ? null : optionValue("f-kind", String(j));
+    }
+    if (key === "disagree") return value === "1" || value === "true";
+    if (key === "text") return value.trim().toLowerCase();
+    return optionValue({ domain: "f-domain", label: "f-label", sub: "f-sub",
+      outcome: "f-outcome", sort: "f-sort" }[key], value);
+  }
+  function stateLink() {
+    const params = new URLSearchParams();
+    for (const key of LINK_KEYS) {
+      const v = state[key];
+      if (v === ANY || v === false || (key === "sort" && v === "order")) continue;
+      if (key === "cache") params.set(key, C[Number(v)].name);
+      else if (key === "kind") params.set(key, D.kinds[Number(v)]);
+      else params.set(key, v === true ? "1" : v);
+    }
+    return params.toString();
+  }
+  function syncAddress() {
+    const link = stateLink();
+    if (link === lastLink) return;
+    lastLink = link;
+    try {
+      history.replaceState(null, "", link ? "#" + link : location.pathname + location.search);
+    } catch (e) {
+      // a browser that refuses it for a file page: the filters still apply
+    }
+  }
+  let lastLink = null;
+  // Returns whether the address named filters (else it is a plain anchor).
+  function applyAddress() {
+    const raw = location.hash.slice(1);
+    if (!raw.includes("=")) return false;
+    const params = new URLSearchParams(raw);
+    const unknown = [];
+    resetState();
+    for (const [key, value] of params) {
+      if (!LINK_KEYS.includes(key)) { unknown.push(key + "=" + value); continue; }
+      const v = linkValue(key, value);
+      if (v === null) unknown.push(key + "=" + value);
+      else state[key] = v;
+    }
+    const note = byId("link-note");
+    note.hidden = !unknown.length;
+    note.textContent = unknown.length
+      ? "This page has nothing for " + unknown.join(", ") + " from the address; the other filters apply."
+      : "";
+    lastLink = stateLink();
+    writeFilters();
+    refresh();
+    return true;
+  }
+
   // --- wiring ---
   setupFilters();
   header();
-  byId("filters").addEventListener("change", () => { readFilters(); refresh(); });
-  byId("f-text").addEventListener("input", () => { readFilters(); refresh(); });
+  const changed = () => { readFilters(); refresh(); syncAddress(); };
+  byId("filters").addEventListener("change", changed);
+  byId("f-text").addEventListener("input", changed);
   byId("filters").addEventListener("submit", (e) => e.preventDefault());
-  byId("f-reset").addEventListener("click", () => { resetState(); writeFilters(); refresh(); });
+  byId("f-reset").addEventListener("click", () => {
+    resetState(); writeFilters(); refresh(); syncAddress();
+  });
+  window.addEventListener("hashchange", () => {
+    if (applyAddress()) byId("pairs").scrollIntoView();
+  });
   byId("first").addEventListener("click", () => { state.page = 0; render(); });
   byId("prev").addEventListener("click", () => { state.page -= 1; render(); });
   byId("next").addEventListener("click", () => { state.page += 1; render(); });
@@ -329,8 +422,10 @@
       if (ds.sort !== undefined) state.sort = ds.sort;
       writeFilters();
       refresh();
+      syncAddress();
       byId("pairs").scrollIntoView();
     });
   }
-  refresh();
+  if (applyAddress()) byId("pairs").scrollIntoView();
+  else refresh();
 })();
