@@ -160,9 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     record = to_record(sources, results, cacheeval_rows=which, verified=VERIFIED, seed=args.seed,
                        verified_wrong=wrong)  # fmt: skip
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    for src in sources:
-        write_view(args.out_dir / src["view"], src, stress[src["name"]], decided[src["name"]],
-                   args.seed)  # fmt: skip
+    for source in sources:
+        write_view(args.out_dir / source["view"], source, stress[source["name"]],
+                   decided[source["name"]], args.seed)  # fmt: skip
     write_bytes_atomic(args.out_dir / "STRESS.json", dumps_pretty(record).encode("utf-8"))
     write_bytes_atomic(args.out_dir / "STRESS.md", render_markdown(record).encode("utf-8"))
     if not args.no_figures:

@@ -385,6 +385,31 @@ def test_jsonl_tools_reach_the_never_cache_rules(tmp_path: Path) -> None:
     assert main(["verify", "--rows", str(out), "--jobs", "1"]) == 0
 
 
+def test_a_declared_device_tool_makes_the_prompt_never_cached(tmp_path: Path) -> None:
+    """A prompt that asks for an offered tool declaring ``"policy": "mutation"``
+    gives MISS rows by policy (as the benchmark labels "Set a timer ..."), and
+    ``cacheeval verify --rows`` derives the same; a question about the action
+    beside the same tools stays an ordinary prompt."""
+    timer = {"name": "set_timer", "description": "Start a countdown timer.", "policy": "mutation"}
+    src = tmp_path / "calls.jsonl"
+    records = [
+        {"msg": "Set a timer for 45 minutes for the lasagna", "tools": [timer]},
+        {"msg": "How do I set a timer on my phone?", "tools": [timer]},
+    ]
+    src.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    out = tmp_path / "rows.jsonl"
+    assert _stress(str(src), "--field", "msg", "--tools-field", "tools", "--out", str(out)) == 0
+    rows = load_bench(out)
+    asked = [r for r in rows if r.source == "calls.jsonl:1"]
+    question = [r for r in rows if r.source == "calls.jsonl:2"]
+    assert asked and question
+    assert all(r.verification_method == "policy_no_cache" and r.binary_label == MISS
+               for r in asked)  # fmt: skip
+    assert {(r.verification_payload or {})["policy"]["rule"] for r in asked} == {"mutation"}
+    assert all(r.verification_method != "policy_no_cache" for r in question)
+    assert main(["verify", "--rows", str(out), "--jobs", "1"]) == 0
+
+
 def test_tools_that_are_not_a_list_of_objects(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

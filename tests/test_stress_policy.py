@@ -66,3 +66,96 @@ def test_the_verified_cache_asks_the_same_rules() -> None:
             seen += 1
             refused += not core.allowed
     assert seen > 1000 and refused > 100
+
+
+# --- declared: the offered tool the query asks for declares a never-cache policy ----
+
+TIMER = {"name": "set_timer", "description": "Start a countdown timer.", "policy": "mutation"}
+UNITS = {
+    "name": "convert_units",
+    "policy": "cacheable",
+    "description": "Convert a measurement from one unit to another of the same kind.",
+}
+MONEY = {
+    "name": "convert_currency",
+    "policy": "time_sensitive",
+    "description": "Convert an amount of money at the current exchange rate.",
+}
+FLIGHTS = {
+    "type": "function",
+    "function": {
+        "name": "search_flights",
+        "policy": "time_sensitive",
+        "description": "Search flights. Airports are IATA codes.",
+    },
+}
+REMIND = {
+    "name": "create_reminder",
+    "policy": "mutation",
+    "description": "Create a reminder for the user at a date and optional time.",
+}
+NAMED = {"name": "set_timer"}  # declares nothing: the name's verb alone is no mutation
+
+
+@pytest.mark.parametrize(
+    ("query", "tools", "rule", "tool"),
+    [
+        ("Set a timer for 45 minutes for the lasagna", (TIMER, UNITS), "mutation", "set_timer"),
+        # the agent noun meets the verb: reminder -> remind
+        ("Remind me at 8 pm to take my medication", (REMIND, UNITS), "mutation",
+         "create_reminder"),
+        # live data is refused when asked as a question, too
+        ("Any flights from Chicago to Toronto tomorrow?", (FLIGHTS, UNITS), "time_sensitive",
+         "search_flights"),
+    ],
+)  # fmt: skip
+def test_declared_refuses_the_tool_the_query_asks_for(
+    query: str, tools: tuple[dict[str, object], ...], rule: str, tool: str
+) -> None:
+    verdict = request_policy(Request(query, tools=tools))
+    assert not verdict.allowed and verdict.rule == rule
+    assert verdict.reason == f"asks for {tool}, whose definition declares {rule}"
+
+
+@pytest.mark.parametrize(
+    ("query", "tools"),
+    [
+        # the benchmark's side a of cb-tool-0009: answered directly, no call
+        ("How many hours is 90 minutes?", (TIMER, UNITS)),
+        # a question about an action does not ask a device tool to act
+        ("How do I set a timer on my phone?", (TIMER, UNITS)),
+        # a tie with a cacheable tool ("convert") is not a never-cache request
+        ("Convert 10 km to miles", (MONEY, UNITS)),
+        # the same request without the declared tool, or with one that declares nothing
+        ("Set a timer for 45 minutes", (UNITS,)),
+        ("Set a timer for 45 minutes", (NAMED,)),
+        ("Set a timer for 45 minutes", ()),
+    ],
+)  # fmt: skip
+def test_declared_allows(query: str, tools: tuple[dict[str, object], ...]) -> None:
+    assert request_policy(Request(query, tools=tools or None)).allowed
+
+
+def test_declared_agrees_with_the_benchmarks_resolved_calls() -> None:
+    """On every side of a benchmark tool row whose resolved call is known, the
+    request is never cached exactly when that call's tool declares a never-cache
+    policy: the core agrees on at least 90% of them (424 sides when written:
+    398 agree; before the rule, 313), and refuses few that the benchmark serves."""
+    from cacheeval.verify.never_cache import NEVER_CACHE_POLICIES, declared_policy, tool_name
+
+    agree = total = false_refusals = 0
+    for row in iter_bench(REPO_ROOT / "cachebench.jsonl", split=("train", "dev")):
+        payload = row.verification_payload if isinstance(row.verification_payload, dict) else {}
+        for side in ("a", "b"):
+            request = row.request(side)
+            if not request.tools or f"call_{side}" not in payload:
+                continue
+            call = payload[f"call_{side}"]
+            policies = {tool_name(t): declared_policy(t) for t in request.tools}
+            truth = bool(call) and policies.get(call["name"]) in NEVER_CACHE_POLICIES
+            refused = not request_policy(request).allowed
+            total += 1
+            agree += truth == refused
+            false_refusals += refused and not truth
+    assert total > 200
+    assert agree / total >= 0.90 and false_refusals / total <= 0.03

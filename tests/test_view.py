@@ -515,5 +515,5 @@ def test_stress_rows_show_their_report_key_as_subcategory() -> None:
     rows = kind_rows()
     data = view_data(rows, [], title="t", source={})
     subs = [data["strings"][i] for i in data["rows"]["sub"]]
-    assert subs == (["noise/typo_drop"] * 3 + ["identity/city"] * 4
-                    + ["context/system_prompt_other"] * 2 + ["policy", rows[10].subcategory])  # fmt: skip
+    keys = ["noise/typo_drop"] * 3 + ["identity/city"] * 4 + ["context/system_prompt_other"] * 2
+    assert subs == [*keys, "policy", rows[10].subcategory]

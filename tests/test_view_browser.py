@@ -276,7 +276,9 @@ def test_the_address_sets_and_keeps_the_filters_on_stress_rows(
     uri = page.resolve().as_uri()
 
     def sub_options() -> list[str]:
-        return [o.get_attribute("value") for o in Select(browser.find_element(By.ID, "f-sub")).options]
+        return [
+            o.get_attribute("value") for o in Select(browser.find_element(By.ID, "f-sub")).options
+        ]
 
     browser.get(uri + "#" + view_link("", "marked cache", "context/", "fhr").split("#", 1)[1])
     assert severe_logs(browser) == []
@@ -285,7 +287,9 @@ def test_the_address_sets_and_keeps_the_filters_on_stress_rows(
                              rows[10].subcategory]  # fmt: skip
     assert status(browser)["matches"] == 2
     assert {r["id"] for r in shown(browser)} == {rows[7].id, rows[8].id}
-    assert Select(browser.find_element(By.ID, "f-cache")).first_selected_option.text == "marked cache"
+    assert (
+        Select(browser.find_element(By.ID, "f-cache")).first_selected_option.text == "marked cache"
+    )
     assert browser.find_element(By.ID, "link-note").get_attribute("hidden") is not None
 
     # A filter changed on the page is written to the address (a link to this view).

@@ -29,9 +29,17 @@ both ask it.
     Chloe Dubois", "talking with Priya Raman"): whatever the query, the answer
     may draw on that user's own, changing records (a balance, a schedule).
 
-A rule that needs a model of the request (the verified cache's ``declared``
-rule reads which offered tool the query calls) lives with that model and is
-passed to :func:`request_policy` as an extra rule, in its place.
+``declared``
+    The offered tool the query asks for declares ``"policy": "mutation"`` or
+    ``"policy": "time_sensitive"`` in its definition: the application that
+    wrote the tool says its result must never be replayed (an alarm or a timer
+    on the user's device, live flight or hotel listings). The benchmark's tool
+    rows are labelled so (the tool checker reads the resolved call's declared
+    policy); with unlabelled prompts there is no call, so :func:`declared`
+    guesses the tool from the words the query shares with each tool's name and
+    description (:func:`asked_tool`), and a question about an action ("How do
+    I set a timer?") does not ask a device tool to act. The verified cache has
+    its own guess from its request model (:mod:`adapters.verified_cache.policy`).
 
 Every rule returns a :class:`PolicyVerdict` whose ``reason`` names what fired.
 """
@@ -329,6 +337,108 @@ def time_sensitive(request: Request) -> PolicyVerdict:
     return ALLOWED
 
 
+# --- declared by the tool ------------------------------------------------------------
+
+#: Declared tool policies that forbid replaying a call's result.
+NEVER_CACHE_POLICIES = frozenset({"mutation", "time_sensitive"})
+#: Words that say nothing about which tool a query asks for: function words,
+#: and the verbs every tool set shares (a "set", "get", "search" or "add" is
+#: named by its object: a timer, the weather, flights, an event).
+_TOOL_STOP = frozenset(
+    """a an the of to in on at by for from with and or no not its it is are be one another
+    up out into given user user's users own optionally set get search find look create add
+    start turn make show return""".split()
+)
+#: First words of a question about an action rather than a request to take it.
+_QUESTION_START = frozenset(
+    "how why what what's whats when where which who whose is are can could should do does".split()
+)
+
+
+def _stem(word: str) -> str:
+    """A word without its plural or possessive ending (hotels, hotel's -> hotel;
+    cities -> city) or an agent's -er (reminder -> remind), so a query and a tool
+    name meet on the same form."""
+    word = word.removesuffix("'s")
+    if len(word) > 6 and word.endswith("er"):  # reminder -> remind (both sides alike)
+        return word[:-2]
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+_TOOL_WORD = re.compile(r"[^\W\d_]+(?:'s)?")
+
+
+def _tool_words(text: str) -> set[str]:
+    return {_stem(w) for w in _TOOL_WORD.findall(text.lower()) if w not in _TOOL_STOP}
+
+
+@lru_cache(maxsize=4096)
+def _words_of_tool(name: str, description: str) -> frozenset[str]:
+    return frozenset(_tool_words(name.replace("_", " ") + " " + description))
+
+
+def _tool_fields(tool: Mapping[str, Any]) -> tuple[str, str]:
+    fn = tool.get("function")
+    node = fn if isinstance(fn, Mapping) else tool
+    description = node.get("description")
+    return tool_name(tool), description if isinstance(description, str) else ""
+
+
+def asked_tool(request: Request) -> tuple[str, str] | None:
+    """(name, declared policy) of the offered tool the query asks for, or None:
+    the tool whose name and description share most words with the query (a
+    plural and its singular meet; function words and the verbs all tools
+    share, such as set, get, search, add, do not count). A never-cache tool is
+    asked for only when it shares more words than every other tool, so a tie
+    with a cacheable tool ("Convert 10 km to miles" beside ``convert_units`` and
+    ``convert_currency``) is not a never-cache request.
+
+    >>> timer = {"name": "set_timer", "description": "Start a countdown timer.",
+    ...          "policy": "mutation"}
+    >>> units = {"name": "convert_units", "description": "Convert a measurement.",
+    ...          "policy": "cacheable"}
+    >>> asked_tool(Request("Set a timer for 45 minutes", tools=(timer, units)))
+    ('set_timer', 'mutation')
+    >>> asked_tool(Request("How many hours is 90 minutes?", tools=(timer, units))) is None
+    True
+    """
+    if not request.tools:
+        return None
+    query = _tool_words(request.query)
+    best: tuple[int, str, str] | None = None
+    others = 0
+    for tool in request.tools:
+        name, description = _tool_fields(tool)
+        shared = len(query & _words_of_tool(name, description))
+        policy = declared_policy(tool)
+        if policy not in NEVER_CACHE_POLICIES:
+            others = max(others, shared)
+        elif shared and (best is None or (shared, best[1]) > (best[0], name)):
+            best = (shared, name, policy)
+    if best is None or best[0] <= others:
+        return None
+    return best[1], best[2]
+
+
+def declared(request: Request) -> PolicyVerdict:
+    """Never serve a request for the offered tool whose definition declares a
+    never-cache policy (:func:`asked_tool`). A device or account action
+    (``mutation``) is asked for by a request, not by a question about it."""
+    asked = asked_tool(request)
+    if asked is None:
+        return ALLOWED
+    name, policy = asked
+    if policy == "mutation":
+        first = _ASK_WORDS.findall(request.query.lower())[:1]
+        if first and first[0] in _QUESTION_START:
+            return ALLOWED
+    return PolicyVerdict(False, policy, f"asks for {name}, whose definition declares {policy}")
+
+
 # --- creative ------------------------------------------------------------------------
 
 #: Forms that are creative writing on their own.
@@ -394,7 +504,13 @@ def personal_data(request: Request) -> PolicyVerdict:
 RequestRule = Callable[[Request], PolicyVerdict]
 
 #: The rules in the order they are asked; the first that refuses names the verdict.
-REQUEST_RULES: tuple[RequestRule, ...] = (mutation, time_sensitive, creative, personal_data)
+REQUEST_RULES: tuple[RequestRule, ...] = (
+    mutation,
+    time_sensitive,
+    declared,
+    creative,
+    personal_data,
+)
 
 
 def request_policy(
