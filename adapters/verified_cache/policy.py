@@ -11,8 +11,10 @@ request's analysis) and the pair rule ``cross_user``:
     The core's rules on one request, as :mod:`cacheeval.verify.never_cache`
     defines them.
 ``declared``
-    The offered tool the query most plausibly calls (the one whose definition
-    shares most content words with it, :func:`~.features.tool_intent`) declares
+    The cache's own version of the core's rule of that name, from its request
+    model: the offered tool the query most plausibly calls (the one whose
+    definition shares most content words with it, :func:`~.features.tool_intent`,
+    units and currencies included; the core reads names and descriptions) declares
     ``"policy": "mutation"`` or ``"policy": "time_sensitive"`` in its definition:
     the application that wrote the tool says its result must never be replayed
     (a device action such as an alarm or the lights, live listings or
