@@ -190,10 +190,12 @@ def write_view(
     from cacheeval.reporting.viewer_page import page_for
     from cacheeval.results.predictions import make_header
 
+    # no predictions file: the page's File column says where the decisions came from
     runs = [
-        CacheRun(name, name, make_header(cache_name=name, created="-"), {p.id: p for p in preds})
+        CacheRun(name, "scripts.run_stress", make_header(cache_name=name, created="-"),
+                 {p.id: p for p in preds})
         for name, preds in decided
-    ]
+    ]  # fmt: skip
     title = f"Stress rows of {source['name']} ({source['file']}, seed {seed})"
     page = page_for(
         rows,
