@@ -140,7 +140,7 @@ def test_declared_agrees_with_the_benchmarks_resolved_calls() -> None:
     """On every side of a benchmark tool row whose resolved call is known, the
     request is never cached exactly when that call's tool declares a never-cache
     policy: the core agrees on at least 90% of them (424 sides when written:
-    398 agree; before the rule, 313), and refuses few that the benchmark serves."""
+    400 agree; before the rule, 313), and refuses few that the benchmark serves."""
     from cacheeval.verify.never_cache import NEVER_CACHE_POLICIES, declared_policy, tool_name
 
     agree = total = false_refusals = 0
@@ -159,3 +159,17 @@ def test_declared_agrees_with_the_benchmarks_resolved_calls() -> None:
             false_refusals += refused and not truth
     assert total > 200
     assert agree / total >= 0.90 and false_refusals / total <= 0.03
+
+
+def test_declared_reads_a_swapped_letter_but_not_another_word() -> None:
+    alarm = {
+        "name": "set_alarm",
+        "policy": "mutation",
+        "description": "Create an alarm on the user's phone at a clock time.",
+    }
+    lights = {"name": "set_lights", "policy": "mutation",
+              "description": "Turn the lights of one room on or off."}  # fmt: skip
+    refused = request_policy(Request("Set an alram for 5:45 pm labeled gym", tools=(alarm,)))
+    assert not refused.allowed and refused.rule == "mutation" and "set_alarm" in refused.reason
+    # one letter changed is another word: nights are not lights
+    assert request_policy(Request("Good nights to visit Tokyo", tools=(lights,))).allowed

@@ -392,7 +392,8 @@ def asked_tool(request: Request) -> tuple[str, str] | None:
     """(name, declared policy) of the offered tool the query asks for, or None:
     the tool whose name and description share most words with the query (a
     plural and its singular meet; function words and the verbs all tools
-    share, such as set, get, search, add, do not count). A never-cache tool is
+    share, such as set, get, search, add, do not count; a word with two
+    adjacent letters swapped still counts). A never-cache tool is
     asked for only when it shares more words than every other tool, so a tie
     with a cacheable tool ("Convert 10 km to miles" beside ``convert_units`` and
     ``convert_currency``) is not a never-cache request.
@@ -409,16 +410,27 @@ def asked_tool(request: Request) -> tuple[str, str] | None:
     if not request.tools:
         return None
     query = _tool_words(request.query)
-    best: tuple[int, str, str] | None = None
+    # a word typed with two letters swapped still names its tool ("alram" an alarm);
+    # other one-letter slips make other words ("nights", "lights")
+    swapped = {
+        w: {w[:i] + w[i + 1] + w[i] + w[i + 2 :] for i in range(len(w) - 1)} - {w}
+        for w in query
+        if len(w) >= 5
+    }
+    best: tuple[int, str, str] | None = None  # (words shared, name, policy)
     others = 0
     for tool in request.tools:
         name, description = _tool_fields(tool)
-        shared = len(query & _words_of_tool(name, description))
+        vocab = _words_of_tool(name, description)
+        shared = len(query & vocab)
+        shared += sum(1 for w, ws in swapped.items() if w not in vocab and ws & vocab)
         policy = declared_policy(tool)
         if policy not in NEVER_CACHE_POLICIES:
             others = max(others, shared)
-        elif shared and (best is None or (shared, best[1]) > (best[0], name)):
-            best = (shared, name, policy)
+        elif shared and (
+            best is None or shared > best[0] or (shared == best[0] and name < best[1])
+        ):
+            best = (shared, name, policy)  # most words shared; a tie to the first name
     if best is None or best[0] <= others:
         return None
     return best[1], best[2]
