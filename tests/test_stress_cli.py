@@ -510,3 +510,86 @@ def test_workers_beyond_the_cpus_are_refused_before_any_process_starts(
     assert main(["verify", "--rows", str(out), "--jobs", str(limit + 1)]) == 2
     assert _error(capsys) == f"verify: --jobs must be at most {limit} {why}, got {limit + 1}"
     assert started == []
+
+
+def _chat_file(tmp_path: Path, records: list[object]) -> Path:
+    src = tmp_path / "requests.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return src
+
+
+def test_chat_requests_by_messages_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--messages-field``: a chat request's last user message is the request
+    (an answer logged after it is left out), its system and developer messages
+    the system prompt, the messages before it the turns, and its ``tools`` the
+    tools; a request that is not text is skipped and counted on stderr."""
+    flights = {
+        "type": "function",
+        "function": {
+            "name": "search_flights",
+            "description": "Search flights.",
+            "policy": "time_sensitive",
+        },
+    }
+    src = _chat_file(tmp_path, [
+        {"messages": [
+            {"role": "system", "content": "You are a travel assistant for Acme Air."},
+            {"role": "developer", "content": "Answer in one sentence."},
+            {"role": "user", "content": "I'm flying to Rome next month."},
+            {"role": "assistant", "content": "Lovely! How can I help?"},
+            {"role": "user",
+             "content": [{"type": "text", "text": "What should I pack for 5 days?"}]},
+            {"role": "assistant", "content": "Light layers."}]},
+        {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]},
+        {"messages": [{"role": "user", "content": "Any flights from Chicago to Toronto tomorrow?"}],
+         "tools": [flights]},
+    ])  # fmt: skip
+    out = tmp_path / "rows.jsonl"
+    assert _stress(str(src), "--messages-field", "messages", "--out", str(out)) == 0
+    err = capsys.readouterr().err
+    assert (f"skipped 1 record(s): the request is not text (an image or audio part) "
+            f"(first at {src}:2)") in err  # fmt: skip
+    rows = load_bench(out)
+    first = [r for r in rows if r.source == "requests.jsonl:1"]
+    assert first and {r.query_a for r in first} == {"What should I pack for 5 days?"}
+    assert {r.system_prompt_a for r in first} == {
+        "You are a travel assistant for Acme Air. Answer in one sentence."  # spaces collapsed
+    }
+    assert all(r.context_a == ({"role": "user", "content": "I'm flying to Rome next month."},
+                               {"role": "assistant", "content": "Lovely! How can I help?"})
+               for r in first)  # fmt: skip
+    # the travel assistant of a business is no user's profile: ordinary rows
+    assert all(r.verification_method != "policy_no_cache" for r in first)
+    third = [r for r in rows if r.source == "requests.jsonl:3"]
+    assert third and all(r.verification_method == "policy_no_cache" for r in third)
+    assert all(r.tools_a == (flights,) for r in third)
+    assert not [r for r in rows if r.source == "requests.jsonl:2"]
+    assert main(["verify", "--rows", str(out), "--jobs", "1"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("records", "extra", "message"),
+    [
+        ([{"messages": "hi"}], [], "requests.jsonl:1: messages must be a list of {role, content}"),
+        ([{"messages": [{"content": "hi"}]}], [], "messages must be a list of {role, content}"),
+        ([{"text": "hi"}], [], "requests.jsonl:1: no field 'messages'"),
+        ([{"messages": [{"role": "user", "content": "hi"}]}], ["--system-field", "s"],
+         "--messages-field reads a JSONL file's chat requests whole"),
+        ([{"messages": [{"role": "assistant", "content": "hi"}]}], [],
+         "requests.jsonl:1: no prompts in the file"),
+    ],
+)  # fmt: skip
+def test_chat_requests_bad_input(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    records: list[object],
+    extra: list[str],
+    message: str,
+) -> None:
+    src = _chat_file(tmp_path, records)
+    out = tmp_path / "rows.jsonl"
+    assert _stress(str(src), "--messages-field", "messages", *extra, "--out", str(out)) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()

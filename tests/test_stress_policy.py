@@ -24,6 +24,11 @@ from tests.conftest import REPO_ROOT
         (Request("Any news about the election?"), "time_sensitive"),
         (Request("What's my balance?", system_prompt="Bank helper. Member: Chloe Dubois"),
          "personal_data"),
+        (Request("When is my first meeting?",
+                 system_prompt="You are the scheduling assistant for Lukas Brenner."),
+         "personal_data"),
+        (Request("What can I eat?", system_prompt="You are the ordering assistant for Saffron "
+                 "Table. Guest profile: Grace Whitfield; diet: vegetarian."), "personal_data"),
         (Request("Send $50 to Ana", tools=({"name": "send_money"},)), "mutation"),
         (Request("Cancel my reservation", tools=({"name": "cancel_booking"},)), "mutation"),
     ],
@@ -42,8 +47,13 @@ def test_refused(request_: Request, rule: str) -> None:
         # without a tool the model can only draft text: nothing is mutated
         Request("Cancel my reservation"),
         Request("How do I write a good cover letter?"),
+        # an assistant for a named business serves everyone, not one user
+        Request("Do I need a visa for Japan?",
+                system_prompt="You are a travel assistant for Acme Air."),
+        Request("How do I reset my PIN?",
+                system_prompt="You are the support assistant for Aurora Bank customers."),
     ],
-)
+)  # fmt: skip
 def test_allowed(request_: Request) -> None:
     assert request_policy(request_).allowed
 

@@ -2,6 +2,7 @@
 
     cacheeval stress prompts.txt --out rows.jsonl --seed 0
     cacheeval stress chats.jsonl --field message --system-field system --out rows.jsonl
+    cacheeval stress requests.jsonl --messages-field messages --out rows.jsonl   # chat requests
     cacheeval stress tickets.csv --column text --out rows.jsonl
     cacheeval stress big-log.txt --workers 4 --out rows.jsonl     # same bytes, 4 processes
     cacheeval eval --bench rows.jsonl --baseline exact_match --out report.md
@@ -59,6 +60,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--field", help="JSONL: the field holding the request")
     which.add_argument("--column", help="CSV/TSV: the column holding the request")
+    which.add_argument(
+        "--messages-field",
+        metavar="FIELD",
+        help="JSONL: the field holding a chat request's messages (OpenAI style): the last user "
+        "message is the request, system and developer messages its system prompt, the messages "
+        "before it its turns; tools from the 'tools' field unless --tools-field says otherwise",
+    )
     parser.add_argument("--system-field", help="JSONL: the field holding a system prompt")
     parser.add_argument("--turns-field", help="JSONL: the field holding prior turns")
     parser.add_argument(
@@ -144,7 +152,7 @@ def _key_over_input(args: argparse.Namespace) -> str | None:
 
 def _generate(args: argparse.Namespace) -> int:
     from ..benches.stress.generate import StressStats, stress_lines
-    from ..benches.stress.reader import PromptSpec, detect_format, read_prompts
+    from ..benches.stress.reader import PromptSpec, Skipped, detect_format, read_prompts
     from ..support.jsonio import AtomicFile
     from ..support.progress import terminal_progress
 
@@ -156,20 +164,30 @@ def _generate(args: argparse.Namespace) -> int:
             print(f"{NAME}: --where must be FIELD=VALUE, got {args.where!r}", file=sys.stderr)
             return 2
         where = (key, value)
+    messages = args.messages_field
+    if messages is not None and (args.system_field or args.turns_field or fmt != "jsonl"):
+        print(
+            f"{NAME}: --messages-field reads a JSONL file's chat requests whole "
+            "(no --system-field or --turns-field beside it)",
+            file=sys.stderr,
+        )
+        return 2
     spec = PromptSpec(
         fmt=fmt,
         field=args.field if fmt == "jsonl" else args.column if fmt in ("csv", "tsv") else None,
         system_field=args.system_field,
         turns_field=args.turns_field,
         where=where,
-        tools_field=args.tools_field,
+        tools_field=args.tools_field or ("tools" if messages is not None else None),
+        messages_field=messages,
     )
+    skipped = Skipped()
     stats = StressStats()
     progress = terminal_progress()
     out: AtomicFile | None = None
     try:
         out = AtomicFile(args.out)
-        prompts = read_prompts(args.prompts, spec)
+        prompts = read_prompts(args.prompts, spec, skipped)
         options = dict(
             seed=args.seed,
             per_prompt=args.per_prompt,
@@ -199,6 +217,8 @@ def _generate(args: argparse.Namespace) -> int:
         return 2
     if progress is not None:
         progress.finish()
+    for line in skipped.lines(str(args.prompts)):
+        print(f"{NAME}: {line}", file=sys.stderr)
     print(stats.summary())
     print(f"wrote {args.out}")
     return 0

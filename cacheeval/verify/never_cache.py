@@ -492,18 +492,37 @@ def creative(request: Request) -> PolicyVerdict:
 _PROFILE = re.compile(
     r"\b(?i:member|patron|cardholder|customer|customer contact|employee|signed-in user|user|"
     r"traveller|traveler|runner|learner|student|patient|resident|owner|client|parent|"
-    r"account holder|policyholder|subscriber|player|guest)\s*:\s*[A-Z]"
+    r"account holder|policyholder|subscriber|player|guest)(?i: profile)?\s*:\s*[A-Z]"
     r"|\b(?i:talking|speaking|chatting) (?i:with|to) (?i:verified |the )?(?i:member |customer |"
     r"user |patient )?[A-Z][\w'-]+"
-    r"|\bassistant\b[^.]{0,80}?\bfor [A-Z][\w'-]+ [A-Z][\w'-]+",
+)
+#: "the scheduling assistant for Lukas Brenner": an assistant for a named person.
+_ASSISTANT_FOR = re.compile(r"\bassistant\b[^.]{0,80}?\bfor ([A-Z][\w'-]+) ([A-Z][\w'-]+)")
+#: Last words of an organisation's name: "a travel assistant for Acme Air",
+#: "for Aurora Bank", "for Saffron Table" serve a business, not one person.
+ORGANISATION_WORDS = frozenset(
+    """air airline airlines airways bank banking insurance health healthcare clinic hospital
+    pharmacy fitness gym mobile telecom wireless logistics shipping analytics labs lab
+    software systems technologies tech media group company co corp corporation inc ltd llc
+    gmbh partners holdings solutions services consulting university college school academy
+    institute library museum hotel hotels resort resorts travel tours table kitchen bistro
+    grill cafe café restaurant bakery foods market store stores shop outlet mall court
+    apartments homes realty properties energy power utilities motors auto cars rail transit
+    games studio studios press publishing news network cloud""".split()
 )
 
 
 def personal_data(request: Request) -> PolicyVerdict:
     """Never serve a request made under a signed-in user's profile: the answer
-    draws on that user's own, changing records."""
+    draws on that user's own, changing records. An assistant "for" a named
+    business is not one user's ("You are a travel assistant for Acme Air")."""
     system = request.system_prompt or ""
-    if system and _PROFILE.search(system):
+    if not system:
+        return ALLOWED
+    named = _ASSISTANT_FOR.search(system)
+    if _PROFILE.search(system) or (
+        named is not None and named.group(2).lower() not in ORGANISATION_WORDS
+    ):
         return PolicyVerdict(
             False, "personal_data", "made under a signed-in user's profile and records"
         )

@@ -1,9 +1,13 @@
 """Reading unlabelled prompts: a text file (one request per line), JSONL (a
-field, and optionally a system-prompt field and a turns field), CSV or TSV (a
-column). One prompt at a time, so memory stays flat on any file size.
+field, and optionally a system-prompt field and a turns field; or a chat
+request's ``messages``), CSV or TSV (a column). One prompt at a time, so memory
+stays flat on any file size.
 
 Every problem names ``path:LINE`` (:class:`~cacheeval.support.jsonio.JsonlError`):
 an empty file, binary data, a line that is not UTF-8, a missing field or column.
+A well-formed chat request that holds no text request (its last user message
+is an image, or tool calls come before it) is skipped and counted
+(:class:`Skipped`), not an error: a log mixes such requests with the others.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import codecs
 import csv
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +42,88 @@ class PromptSpec:
     turns_field: str | None = None
     where: tuple[str, str] | None = None
     tools_field: str | None = None
+    #: JSONL: the field holding a chat request's messages (instead of ``field``):
+    #: the last user message is the request, system and developer messages the
+    #: system prompt, the user and assistant messages before it the turns.
+    messages_field: str | None = None
+
+
+@dataclass
+class Skipped:
+    """Chat requests left out, per reason, with the line of the first."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    first_line: dict[str, int] = field(default_factory=dict)
+
+    def add(self, reason: str, lineno: int) -> None:
+        self.counts[reason] = self.counts.get(reason, 0) + 1
+        self.first_line.setdefault(reason, lineno)
+
+    def lines(self, path: str) -> list[str]:
+        """One line per reason, for the command's stderr."""
+        return [
+            f"skipped {n} record(s): {reason} (first at {path}:{self.first_line[reason]})"
+            for reason, n in self.counts.items()
+        ]
+
+
+#: Roles whose messages make up the system prompt.
+SYSTEM_ROLES = frozenset({"system", "developer"})
+
+
+def _text_of(content: Any) -> str | None:
+    """A message's text: a string, or the text parts of a list of content parts
+    joined by newlines; None when it holds anything else (an image, audio)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(
+        isinstance(c, dict) and c.get("type") == "text" and isinstance(c.get("text"), str)
+        for c in content
+    ):
+        return "\n".join(c["text"] for c in content)
+    return None
+
+
+ChatRequest = tuple[str, str | None, tuple[dict[str, Any], ...] | None]
+
+
+def chat_request(spath: str, lineno: int, messages: Any) -> ChatRequest | str:
+    """(query, system prompt, turns) of a chat request's ``messages``, or why it
+    holds no text request. The request is the last user message (an assistant
+    answer logged after it is left out); a ``messages`` value that is not a list
+    of objects with a string ``role`` is an error (:class:`JsonlError`).
+
+    >>> chat_request("f", 1, [{"role": "system", "content": "Be brief."},
+    ...     {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"},
+    ...     {"role": "user", "content": [{"type": "text", "text": "Capital of Peru?"}]},
+    ...     {"role": "assistant", "content": "Lima."}])
+    ('Capital of Peru?', 'Be brief.', ({'role': 'user', 'content': 'Hi'}, {'role': 'assistant', 'content': 'Hello!'}))
+    >>> chat_request("f", 1, [{"role": "user", "content": [{"type": "image_url"}]}])
+    'the request is not text (an image or audio part)'
+    """  # noqa: E501
+    if not isinstance(messages, list) or not all(
+        isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages
+    ):
+        raise JsonlError(spath, lineno, "messages must be a list of {role, content} objects")
+    last = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=None)
+    if last is None:
+        return "no user message"
+    query = _text_of(messages[last].get("content"))
+    if query is None:
+        return "the request is not text (an image or audio part)"
+    system: list[str] = []
+    turns: list[dict[str, Any]] = []
+    for m in messages[:last]:
+        text = _text_of(m.get("content"))
+        if m["role"] in SYSTEM_ROLES:
+            if text is None:
+                return "a system message is not text"
+            system.append(text)
+        elif m["role"] in ("user", "assistant") and text is not None and not m.get("tool_calls"):
+            turns.append({"role": m["role"], "content": text})
+        else:
+            return "tool calls or non-text messages before the request"
+    return query, " ".join(system) or None, tuple(turns) or None
 
 
 def json_type(value: Any) -> str:
@@ -117,8 +203,11 @@ def _tools(spath: str, lineno: int, value: Any) -> tuple[dict[str, Any], ...] | 
     return tuple(value) or None
 
 
-def read_prompts(path: str | os.PathLike[str], spec: PromptSpec) -> Iterator[Prompt]:
-    """Every prompt of ``path`` in file order (blank requests skipped). Raises
+def read_prompts(
+    path: str | os.PathLike[str], spec: PromptSpec, skipped: Skipped | None = None
+) -> Iterator[Prompt]:
+    """Every prompt of ``path`` in file order (blank requests skipped; chat
+    requests without a text request counted in ``skipped``). Raises
     :class:`JsonlError` on the first bad line, and on a file with no prompt."""
     spath = str(path)
     name = Path(path).name
@@ -133,16 +222,14 @@ def read_prompts(path: str | os.PathLike[str], spec: PromptSpec) -> Iterator[Pro
             if str(record[key]) != value:
                 continue
         matched += 1
-        field = "" if spec.fmt == "text" else spec.field or ""
-        if field not in record:
-            raise JsonlError(spath, lineno, f"no field {field!r} (fields: {', '.join(record)})")
-        query = _clean(spath, lineno, record[field], field or "the line")
+        request = _request(spath, lineno, record, spec)
+        if isinstance(request, str):
+            if skipped is not None:
+                skipped.add(request, lineno)
+            continue
+        query, system, turns = request
         if query is None:
             continue
-        system = None
-        if spec.system_field is not None and record.get(spec.system_field) is not None:
-            system = _clean(spath, lineno, record[spec.system_field], spec.system_field)
-        turns = _turns(spath, lineno, record.get(spec.turns_field)) if spec.turns_field else None
         tools = _tools(spath, lineno, record.get(spec.tools_field)) if spec.tools_field else None
         found = True
         yield Prompt(query, system, turns, f"{name}:{lineno}", lineno, tools)
@@ -153,6 +240,33 @@ def read_prompts(path: str | os.PathLike[str], spec: PromptSpec) -> Iterator[Pro
         raise JsonlError(spath, 1, "no prompts in the file (empty, or every request blank)")
 
 
+def _request(
+    spath: str, lineno: int, record: dict[str, Any], spec: PromptSpec
+) -> tuple[str | None, str | None, tuple[dict[str, Any], ...] | None] | str:
+    """(query, system prompt, turns) of one record (query None: blank), or why
+    a chat request holds no text request."""
+    if spec.messages_field is not None:
+        if spec.messages_field not in record:
+            raise JsonlError(
+                spath, lineno, f"no field {spec.messages_field!r} (fields: {', '.join(record)})"
+            )
+        chat = chat_request(spath, lineno, record[spec.messages_field])
+        if isinstance(chat, str):
+            return chat
+        text, system_text, turns = chat
+        system = _clean(spath, lineno, system_text, "the system messages") if system_text else None
+        return _clean(spath, lineno, text, "the last user message"), system, turns
+    key = "" if spec.fmt == "text" else spec.field or ""
+    if key not in record:
+        raise JsonlError(spath, lineno, f"no field {key!r} (fields: {', '.join(record)})")
+    query = _clean(spath, lineno, record[key], key or "the line")
+    system = None
+    if spec.system_field is not None and record.get(spec.system_field) is not None:
+        system = _clean(spath, lineno, record[spec.system_field], spec.system_field)
+    turns = _turns(spath, lineno, record.get(spec.turns_field)) if spec.turns_field else None
+    return query, system, turns
+
+
 def _records(
     path: str | os.PathLike[str], spec: PromptSpec
 ) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -161,8 +275,10 @@ def _records(
         for lineno, line in _lines(path):
             yield lineno, {"": line}
     elif spec.fmt == "jsonl":
-        if not spec.field:
-            raise JsonlError(spath, 1, "a JSONL file needs --field (the request's field)")
+        if not spec.field and not spec.messages_field:
+            raise JsonlError(
+                spath, 1, "a JSONL file needs --field (the request's field) or --messages-field"
+            )
         _check_text(path)
         for lineno, value in iter_jsonl(path):
             if not isinstance(value, dict):
