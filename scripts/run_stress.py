@@ -35,6 +35,7 @@ from cacheeval.benches.stress_report import (
     wrong_decisions,
 )
 from cacheeval.dataset import load_bench
+from cacheeval.reporting.plotdata import slug
 from cacheeval.reporting.report import Report
 from cacheeval.results.predictions import Prediction
 from cacheeval.run.harness import evaluate, evaluate_with_predictions
@@ -171,13 +172,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def slug(name: str) -> str:
-    """A source's name as a file name (the figures' rule)."""
-    from cacheeval.reporting.plotdata import slug as figure_slug
-
-    return figure_slug(name)
-
-
 def write_view(
     path: Path,
     source: dict[str, Any],
@@ -222,7 +216,7 @@ def figures(record: dict[str, Any], out_dir: Path) -> None:
     """The per-kind figure of the pool on each source, drawn from the record
     (``python -m scripts.run_stress --redraw`` draws them from reports/STRESS.json)."""
     from cacheeval.reporting import plot
-    from cacheeval.reporting.plotdata import PAIR, Source, slug
+    from cacheeval.reporting.plotdata import PAIR, Source
 
     for src in record["sources"]:
         name = src["name"]
