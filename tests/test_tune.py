@@ -186,3 +186,31 @@ def test_a_gptcache_run_gets_its_similarity_threshold(tmp_path, capsys) -> None:
     (p,) = json.loads((tmp_path / "t.json").read_text())["points"]
     assert p["setting"] == {"system": "GPTCache", "similarity_threshold": 0.95,
                             "cosine_at_least": 0.9}  # fmt: skip
+
+
+def test_rows_the_key_should_refuse_are_named_with_the_fix(tmp_path, capsys) -> None:
+    """MISS rows at the top score that differ only in their system prompt are
+    the cache key's to refuse, not a threshold's: tune says how many, and what
+    to do (here, from a predictions file: the key; with a cache: --keyed)."""
+    rows, preds = [], []
+    for i in range(5):  # served HIT rows
+        rows.append(make_row(i, "EQUIV", "qa_factual", split="dev", query_a=f"q{i}",
+                             query_b=f"q{i}?"))  # fmt: skip
+    for i in range(5, 9):  # the same query under another user's system prompt
+        rows.append(make_row(i, "ADVERSARIAL", "qa_factual", split="dev", query_a=f"q{i}",
+                             query_b=f"q{i}", system_prompt_a="User: Ana",
+                             system_prompt_b="User: Bo"))  # fmt: skip
+    rows += [make_row(i, "ADVERSARIAL", "qa_factual", split="dev", query_a=f"q{i}",
+                      query_b=f"other {i}") for i in range(9, 80)]  # fmt: skip
+    for r in rows:
+        score = 1.0 if r.label == "EQUIV" or r.system_prompt_b else 0.1
+        preds.append(Prediction(r.id, score >= 0.5, 1.0, score, "embedding", 1.0))
+    bench = tmp_path / "bench.jsonl"
+    write_jsonl(bench, [r.to_dict() for r in rows])
+    pred_file = tmp_path / "preds.jsonl"
+    write_predictions(pred_file, make_header(cache_name="s", created="x"), preds)
+    code, out, _ = _tune(capsys, "--bench", str(bench), "--predictions", str(pred_file))
+    assert code == 3 and "rows that break every threshold (4;" in out
+    assert ("  4 of them differ in context (system prompt, prior turns or tools): no score "
+            "threshold can refuse them; the fix is the cache's key (tune --keyed runs a cache "
+            "behind it)") in out  # fmt: skip

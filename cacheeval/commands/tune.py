@@ -25,7 +25,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
         points = _points(args, scored)
         details = _breaking_rows(args, scored, points)
         settings = [_setting(scored.cache_ref, p) for p in points]
-        text = render(scored, points, details, settings, args.show)
+        text = render(scored, points, details, settings, args.show, _key_advice(args))
         if args.json is not None:
             from ..support.jsonio import write_bytes_atomic
 
@@ -347,14 +347,46 @@ def _estimate(e: Any, digits: int = 3) -> str:
     )
 
 
+def _key_advice(args: argparse.Namespace) -> str:
+    """What to do about rows no threshold can refuse, for this run."""
+    if getattr(args, "keyed", False):
+        return "they got past --keyed: the cache's own key or policy lets them through"
+    if getattr(args, "predictions", None) is not None:
+        return "the fix is the cache's key (tune --keyed runs a cache behind it)"
+    return "rerun with --keyed (the cache behind the key it should have) to tune the rest"
+
+
+def key_hint(breaking: Sequence[Mapping[str, Any]], advice: str) -> str | None:
+    """A line on the rows that break every threshold because the cache's key,
+    not its score, should refuse them: context rows (another system prompt,
+    other turns or tools) and never-cache requests; None when there are none.
+
+    >>> key_hint([{"subscore": "context"}, {"subscore": "context"}, {"subscore": "query"}],
+    ...          "rerun with --keyed")
+    '  2 of them differ in context (system prompt, prior turns or tools): no score threshold can refuse them; rerun with --keyed'
+    """  # noqa: E501
+    context = sum(1 for d in breaking if d.get("subscore") == "context")
+    policy = sum(1 for d in breaking if d.get("subscore") == "policy")
+    parts = []
+    if context:
+        parts.append(f"{context} of them differ in context (system prompt, prior turns or tools)")
+    if policy:
+        parts.append(f"{policy} {'are' if context else 'of them are'} never-cache requests")
+    if not parts:
+        return None
+    return f"  {' and '.join(parts)}: no score threshold can refuse them; {advice}"
+
+
 def render(
     s: Scored,
     points: Sequence[Any],
     details: dict[str, dict[str, Any]],
     settings: Sequence[dict[str, Any] | None],
     show: int,
+    advice: str = "",
 ) -> str:
-    """The text tune prints: one block per point; a threshold only when certified."""
+    """The text tune prints: one block per point; a threshold only when certified
+    (``advice``: what to do about rows the key should refuse, :func:`key_hint`)."""
     first = points[0]
     out = [
         f"cache: {s.cache_name} on {len(s.ids)} labelled rows"
@@ -402,6 +434,9 @@ def render(
                     f"    {d['id']}  {d.get('label')}  {d.get('subscore')}  "
                     f"{d.get('subcategory')}  score {s.scores[i]:.6g}"
                 )
+            hint = key_hint([details.get(s.ids[i], {}) for i in p.breaking], advice)
+            if hint is not None and advice:
+                out.append(hint)
     return "\n".join(out) + "\n"
 
 
