@@ -5,7 +5,6 @@ that hold it back, Kendall's tau, and a Markdown made from the JSON alone."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
@@ -154,34 +153,9 @@ def test_the_committed_links_open_exactly_their_pairs() -> None:
     """Every count of wrong decisions in reports/STRESS.md links to a committed
     per-pair page, and the page's own data, filtered as the link says (cache,
     subcategory or family, outcome), holds exactly that many pairs."""
-    import re
-    from urllib.parse import parse_qsl, unquote
+    from tests.view_links import check_links
 
     md_path = REPO_ROOT / "reports" / "STRESS.md"
     if not md_path.is_file():
         pytest.skip("reports/STRESS.md not written yet (python -m scripts.run_stress)")
-    md = md_path.read_text(encoding="utf-8")
-    links = re.findall(r"\[(\d+) (false hits?|missed hits?)\]\((stress/[^)#]+)#([^)]+)\)", md)
-    assert links, "the report links no counts to pairs"
-    pages: dict[str, dict[str, object]] = {}
-    for count, what, page, query in links:
-        if page not in pages:
-            html = (REPO_ROOT / "reports" / unquote(page)).read_text(encoding="utf-8")
-            data = re.search(r'<script type="application/json" id="viewer-data">(.*?)</script>',
-                             html, re.S)  # fmt: skip
-            assert data, page
-            pages[page] = json.loads(data.group(1))
-        d: dict[str, Any] = pages[page]  # type: ignore[assignment]
-        want = dict(parse_qsl(query))
-        assert want["outcome"] == what.rstrip("s")
-        cache = next(c for c in d["caches"] if c["name"] == want["cache"])
-        sub = want["sub"]
-        n = 0
-        for i, s in enumerate(d["rows"]["sub"]):
-            name = d["strings"][s]
-            if not (name.startswith(sub) if sub.endswith("/") else name == sub):
-                continue
-            served, truth = cache["dec"][i] == "H", d["rows"]["bin"][i]
-            n += (served and truth == "M") if want["outcome"] == "false hit" else (
-                not served and truth == "H")  # fmt: skip
-        assert n == int(count), (page, query)
+    assert check_links(md_path.read_text(encoding="utf-8"), md_path.parent) > 20

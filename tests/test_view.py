@@ -517,3 +517,42 @@ def test_stress_rows_show_their_report_key_as_subcategory() -> None:
     subs = [data["strings"][i] for i in data["rows"]["sub"]]
     keys = ["noise/typo_drop"] * 3 + ["identity/city"] * 4 + ["context/system_prompt_other"] * 2
     assert subs == [*keys, "policy", rows[10].subcategory]
+
+
+def test_eval_view_links_every_count_to_its_pairs(tmp_path: Path) -> None:
+    """``cacheeval eval --view PAGE``: the per-pair page of the run (every cache
+    of it side by side) and reports whose counts of false and missed hits
+    (headline, failure groups, per domain and label) link to exactly those
+    pairs on it; with several caches each report links under its own name.
+    Without --predictions nothing but the report and the page is written."""
+    from tests.view_links import check_links
+    from tests.view_links import page_data as embedded
+
+    bench = REPO_ROOT / "cachebench.jsonl"
+    out = tmp_path / "r" / "report.md"
+    page = tmp_path / "pages" / "pairs.html"
+    argv = ["eval", "--bench", str(bench), "--split", "dev", "--domain", "math", "code",
+            "--baseline", "exact_match", "--baseline", "always_hit"]  # fmt: skip
+    assert main([*argv, "--out", str(out), "--view", str(page)]) == 0
+    assert [c["name"] for c in embedded(page)["caches"]] == ["exact_match", "always_hit"]
+    reports = sorted(out.parent.glob("report.*.md"))
+    assert len(reports) == 2 and sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == (
+        sorted(["report.md", "pairs.html", *(r.name for r in reports)])
+    )
+    for md_path in reports:
+        md = md_path.read_text(encoding="utf-8")
+        assert "[../pages/pairs.html](../pages/pairs.html)" in md
+        assert "| Domain | n |" in md and md.count("](../pages/pairs.html#cache=") >= 5
+        assert check_links(md, md_path.parent) >= 5
+    always = next(r for r in reports if "always_hit" in r.name).read_text(encoding="utf-8")
+    assert (
+        "Pairs: [" in always
+        and "false hits](../pages/pairs.html#cache=always_hit&outcome=false%20hit)" in always
+    )  # noqa: E501
+    # one cache, predictions kept: the page is made from that file
+    preds = tmp_path / "p.jsonl"
+    one = tmp_path / "one.md"
+    assert main(["eval", "--bench", str(bench), "--split", "dev", "--domain", "math",
+                 "--baseline", "exact_match", "--out", str(one), "--predictions", str(preds),
+                 "--view", str(tmp_path / "one.html")]) == 0  # fmt: skip
+    assert preds.is_file() and check_links(one.read_text(encoding="utf-8"), tmp_path) >= 2

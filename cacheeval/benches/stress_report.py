@@ -30,7 +30,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urlencode
 
 from ..metrics.agreement import kendall_tau
 from ..metrics.classification import Confusion, Estimate, fhr, recall
@@ -38,6 +37,7 @@ from ..metrics.slices import Slice
 from ..reporting.failures_markdown import shorten
 from ..reporting.markdown import table
 from ..reporting.report import Report, to_plain
+from ..reporting.viewer import pairs_address
 from ..results.columns import KIND_FAMILIES, perturbation_kind
 from ..results.predictions import Prediction
 from ..schema import Row
@@ -147,8 +147,7 @@ def view_link(view: str, cache: str, key: str, rate: str) -> str:
     >>> view_link("stress/dev.html", "gptcache minilm@0.80", "identity/", "fhr")
     'stress/dev.html#cache=gptcache%20minilm%400.80&sub=identity%2F&outcome=false%20hit'
     """
-    query = urlencode({"cache": cache, "sub": key, "outcome": _WRONG[rate]}, quote_via=quote)
-    return f"{view}#{query}"
+    return pairs_address(view, cache=cache, sub=key, outcome=_WRONG[rate])
 
 
 def _visible(span: object) -> str:

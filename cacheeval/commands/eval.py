@@ -14,7 +14,9 @@ bad data), never a traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -138,13 +140,40 @@ def summary_line(report: Any, out: Path) -> str:
     )
 
 
-def write_report(report: Any, md_path: Path, json_path: Path | None) -> None:
-    """Write the Markdown (and JSON) renderings atomically."""
+def write_report(
+    report: Any, md_path: Path, json_path: Path | None, view: tuple[Path, str] | None = None
+) -> None:
+    """Write the Markdown (and JSON) renderings atomically; ``view``: the run's
+    per-pair page and the cache's name on it, which the Markdown's counts link to."""
+    from ..reporting.report_markdown import render_markdown
+    from ..reporting.viewer import ViewLink
     from ..support.jsonio import write_bytes_atomic
 
-    write_bytes_atomic(md_path, report.to_markdown().encode("utf-8"))
+    link = None
+    if view is not None:
+        link = ViewLink(os.path.relpath(view[0], md_path.parent).replace(os.sep, "/"), view[1])
+    write_bytes_atomic(md_path, render_markdown(report, link).encode("utf-8"))
     if json_path is not None:
         write_bytes_atomic(json_path, report.to_json().encode("utf-8"))
+
+
+def write_view(args: argparse.Namespace, prog: str, predictions: list[Path]) -> list[str]:
+    """``--view``: the per-pair page of the run's predictions files (``cacheeval
+    view``'s page, every cache side by side); the caches' names on it."""
+    from .view import write_page
+
+    page_args = argparse.Namespace(
+        predictions=predictions,
+        bench=args.bench,
+        split=args.split,
+        domains=args.domains,
+        labels=args.labels,
+        title=None,
+        out=args.view,
+    )
+    summary, names = write_page(page_args, prog)
+    print(f"{prog}: per-pair page: {summary}", file=sys.stderr)
+    return names
 
 
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:
@@ -182,7 +211,10 @@ def run_report_command(
     try:
         report = make_report(args, prog)
         if report is not None:
-            write_report(report, args.out, args.json)
+            view = None
+            if getattr(args, "view", None) is not None:
+                view = (args.view, write_view(args, prog, [args.predictions])[0])
+            write_report(report, args.out, args.json, view)
     except UsageError as e:
         return fail(prog, str(e))
     except CacheCallError as e:
@@ -213,17 +245,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_report_arguments(parser)
     add_failure_arguments(parser)
     parser.add_argument("--predictions", type=Path, help="also write the predictions JSONL")
+    parser.add_argument(
+        "--view",
+        type=Path,
+        metavar="PAGE",
+        help="also write the per-pair page (cacheeval view: every pair, every cache of the run) "
+        "and link the report's counts of false and missed hits to exactly those pairs on it",
+    )
     add_probe_argument(parser)
     parser.set_defaults(_prog=parser.prog)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ._several import cache_choices
-
     prog = prog_name(args, f"cacheeval {NAME}")
-    clash = output_problem(args, ("out", "json", "predictions"), ("bench", "labels"))
+    clash = output_problem(args, ("out", "json", "predictions", "view"), ("bench", "labels"))
     if clash is not None:
         return fail(prog, clash)
+    if getattr(args, "view", None) is None or args.predictions is not None:
+        return _run(args, prog)
+    # the page is made from the predictions: keep them, in a folder that goes after
+    with tempfile.TemporaryDirectory(prefix="cacheeval-eval-") as tmp:
+        args.predictions = Path(tmp) / "predictions.jsonl"
+        return _run(args, prog)
+
+
+def _run(args: argparse.Namespace, prog: str) -> int:
+    from ._several import cache_choices
+
     try:
         choices = cache_choices(args)
     except UsageError as e:
@@ -266,6 +314,10 @@ def run_several(
             write_report(report, c.out, c.json)
             print(summary_line(report, c.out))
             reports.append(report)
+        if getattr(args, "view", None) is not None:  # one page for all: relink each report
+            on_page = write_view(args, prog, [c.predictions for c in choices])
+            for c, report, page_name in zip(choices, reports, on_page, strict=True):
+                write_report(report, c.out, c.json, (args.view, page_name))
         names = distinct_names([r.provenance.cache_name for r in reports])
         by_name = dict(zip(names, reports, strict=True))
         files = {n: _relative(c.out, args.out) for n, c in zip(names, choices, strict=True)}

@@ -51,7 +51,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     prog = prog_name(args, f"cacheeval {NAME}")
-    from ..support.jsonio import PRIVATE_MODE, PUBLIC_MODE, write_bytes_atomic
     from ._running import output_problem
 
     clash = output_problem(args, ("out",), ("bench", "labels", "predictions"))
@@ -59,25 +58,36 @@ def run(args: argparse.Namespace) -> int:
         return fail(prog, clash)
 
     try:
-        page, n_rows, n_caches, n_private = _make_page(args, prog)
-        # A page showing hidden test labels is as private as the labels file.
-        mode = PRIVATE_MODE if n_private else PUBLIC_MODE
-        body = page.encode("utf-8")
-        del page  # a long run's page is large: one copy at a time
-        write_bytes_atomic(args.out, body, mode=mode)
+        summary, _ = write_page(args, prog)
     except UsageError as e:
         return fail(prog, str(e))
     except OSError as e:
         return fail(prog, _one_line(e))
-    size = len(body)
+    print(summary)
+    return 0
+
+
+def write_page(args: argparse.Namespace, prog: str) -> tuple[str, list[str]]:
+    """Write the page ``args`` describe (predictions, bench, split, domains,
+    labels, title, out; mode 600 with a note when it shows hidden test
+    labels); its summary line and the caches' names on it, in file order
+    (``cacheeval eval --view`` links its reports to them)."""
+    from ..support.jsonio import PRIVATE_MODE, PUBLIC_MODE, write_bytes_atomic
+
+    page, n_rows, names, n_private = _make_page(args, prog)
+    # A page showing hidden test labels is as private as the labels file.
+    mode = PRIVATE_MODE if n_private else PUBLIC_MODE
+    body = page.encode("utf-8")
+    del page  # a long run's page is large: one copy at a time
+    write_bytes_atomic(args.out, body, mode=mode)
     if n_private:
         print(
             f"{prog}: note: {args.out} shows the hidden labels of {n_private} test rows "
             "(written private, mode 600): do not publish it",
             file=sys.stderr,
         )
-    print(f"{n_rows} pairs x {n_caches} caches -> {args.out} ({size / 1e6:.2f} MB)")
-    return 0
+    size = len(body)
+    return f"{n_rows} pairs x {len(names)} caches -> {args.out} ({size / 1e6:.2f} MB)", names
 
 
 def _read_runs(paths: Sequence[Path]) -> list[Any]:
@@ -145,8 +155,8 @@ def check_ids(
     return notes
 
 
-def _make_page(args: argparse.Namespace, prog: str) -> tuple[str, int, int, int]:
-    """The page, its rows, its caches and how many rows carry hidden labels.
+def _make_page(args: argparse.Namespace, prog: str) -> tuple[str, int, list[str], int]:
+    """The page, its rows, its caches' names and how many rows carry hidden labels.
     The rows are encoded as they are read and not kept (a long run's rows
     would take gigabytes)."""
     from ..reporting.viewer import ViewBuilder, summarize
@@ -204,4 +214,4 @@ def _make_page(args: argparse.Namespace, prog: str) -> tuple[str, int, int, int]
     }
     data = builder.data(runs, title=title, source=source)
     summaries = summarize(builder.keys, builder.kinds, runs)
-    return render_page(data, summaries), n_rows, len(runs), n_private
+    return render_page(data, summaries), n_rows, [r.name for r in runs], n_private

@@ -14,6 +14,7 @@ from ..metrics.differences import Difference
 from ..results.failures import FailureExample, FailureGroup, Failures
 from .markdown import table
 from .verdict import GLOSSARY, pct
+from .viewer import ViewLink, pairs_address
 
 #: Longest query shown in a table cell, and longest changed span.
 QUERY_CHARS = 90
@@ -65,10 +66,21 @@ def glossary_markdown() -> list[str]:
     return ["", "## Terms", "", *(f"- **{term}**: {text}" for term, text in GLOSSARY)]
 
 
-def _groups(groups: Sequence[FailureGroup], what: str) -> list[str]:
+def _groups(
+    groups: Sequence[FailureGroup], what: str, view: ViewLink | None = None, outcome: str = ""
+) -> list[str]:
+    """A table of failure groups; with ``view``, each count links to its pairs
+    (the page's "what differs" filter is the same first difference)."""
+
+    def counted(g: FailureGroup) -> str:
+        if view is None:
+            return str(g.count)
+        address = pairs_address(view.page, cache=view.cache, kind=g.kind, outcome=outcome)
+        return f"[{g.count}]({address})"
+
     return table(
         ["What differs", what, "Share", "Worst rows"],
-        [[g.kind, str(g.count), pct(g.share), ", ".join(g.example_ids)] for g in groups],
+        [[g.kind, counted(g), pct(g.share), ", ".join(g.example_ids)] for g in groups],
     )
 
 
@@ -89,8 +101,9 @@ def _examples(examples: Sequence[FailureExample]) -> list[str]:
     )
 
 
-def failures_markdown(f: Failures) -> list[str]:
-    """The ``## Failures`` section."""
+def failures_markdown(f: Failures, view: ViewLink | None = None) -> list[str]:
+    """The ``## Failures`` section (``view``: the run's per-pair page, which
+    the groups' counts link to)."""
     listed_missed = f.n_missed_hits - f.n_failed_calls
     failed = (
         f", {f.n_failed_calls} of them failed calls, listed under Errors and timeouts"
@@ -113,7 +126,7 @@ def failures_markdown(f: Failures) -> list[str]:
         ]
     if f.false_hit_groups:
         out += ["", "### False hits by what differs", ""]
-        out += _groups(f.false_hit_groups, "False hits")
+        out += _groups(f.false_hit_groups, "False hits", view, "false hit")
     top = f.top_score
     if top is not None:
         rows = "1 row" if top.n_rows == 1 else f"{top.n_rows} rows"
@@ -133,5 +146,5 @@ def failures_markdown(f: Failures) -> list[str]:
         out += _examples(f.missed_hits)
     if f.missed_hit_groups:
         out += ["", f"### Missed hits by what differs ({listed_missed} analysed)", ""]
-        out += _groups(f.missed_hit_groups, "Missed hits")
+        out += _groups(f.missed_hit_groups, "Missed hits", view, "missed hit")
     return out

@@ -20,6 +20,7 @@ from .failures_markdown import failures_markdown, glossary_markdown, verdict_mar
 from .latency_text import prepare_sentence, probe_sentence
 from .markdown import cell, count, estimate, fraction, num, table
 from .report import Provenance, Report, register_renderer
+from .viewer import ViewLink
 
 
 def _usd(x: float | None) -> str:
@@ -244,21 +245,52 @@ SECTIONS: tuple[Section, ...] = (
 )  # fmt: skip
 
 
-def render_markdown(r: Report) -> str:
+#: Slice tables whose rows the per-pair page can select, by the page's filter.
+LINKED_SLICES = {"per_kind[]": "sub", "per_domain[]": "domain", "per_label[]": "label"}
+
+
+def _wrong_counts(s: Any) -> tuple[int, int]:
+    """(false hits, missed hits) of a slice or the headline: FP = the FHR's
+    numerator; FN = the recall's denominator minus its numerator."""
+    fp = int(s.fhr.numerator) if s.fhr.value is not None else 0
+    fn = int(s.recall.denominator - s.recall.numerator) if s.recall.value is not None else 0
+    return fp, fn
+
+
+def pairs_cell(view: ViewLink, counts: tuple[int, int], **filters: str) -> str:
+    """The links to a slice's false hits and missed hits on the page ("-": none)."""
+    links = [
+        view.wrong("false hit", counts[0], **filters),
+        view.wrong("missed hit", counts[1], **filters),
+    ]
+    return " · ".join(x for x in links if x) or "-"
+
+
+def render_markdown(r: Report, view: ViewLink | None = None) -> str:
     """The report for people: the verdict, provenance, the glossary, then
     every section of :data:`SECTIONS` with the failures after the headline.
     A report without failures (rows not at hand, or written before format
-    1.4) has no verdict, glossary or failures and renders as it always did."""
+    1.4) has no verdict, glossary or failures and renders as it always did.
+    With ``view`` (the run's per-pair page, ``cacheeval eval --view``), every
+    count of false and missed hits links to exactly those pairs there: the
+    headline's, each domain's, label's and perturbation kind's (a Pairs
+    column), and each failure group's."""
     lines = [f"# CacheEval report: {cell(r.provenance.cache_name)}"]
     if r.verdict is not None:
         lines += verdict_markdown(r.verdict)
     lines += ["", *table(["Run", ""], _run_rows(r.provenance))]
+    if view is not None:
+        lines += ["", f"Every pair of the run, with its decision: [{view.page}]({view.page})"
+                  " (open it in a browser; the counts below open it filtered)."]  # fmt: skip
     if r.failures is not None:
         lines += glossary_markdown()
     for section in SECTIONS:
-        lines += _section(r, section)
-        if section.heading == "Headline" and r.failures is not None:
-            lines += failures_markdown(r.failures)
+        lines += _section(r, section, view)
+        if section.heading == "Headline":
+            if view is not None:
+                lines += ["", "Pairs: " + pairs_cell(view, _wrong_counts(r.headline))]
+            if r.failures is not None:
+                lines += failures_markdown(r.failures, view)
     return "\n".join(lines) + "\n"
 
 
@@ -298,21 +330,25 @@ def _at(data: Any, path: str) -> Any:
     return data if not path else values_at(data, path)[0]
 
 
-def _section(r: Report, section: Section) -> list[str]:
+def _section(r: Report, section: Section, view: ViewLink | None = None) -> list[str]:
     if section.requires and _at(r, section.requires) is None:
         if section.absent is None:
             return []
         parts = [[section.absent.format(x=r)]]
     else:
         metrics = section_metrics(section.heading)
-        parts = [_block(r, b, metrics) for b in section.blocks if not b.when or _at(r, b.when)]
+        parts = [
+            _block(r, b, metrics, view) for b in section.blocks if not b.when or _at(r, b.when)
+        ]
     out = ["", f"## {section.heading}", ""]
     for i, part in enumerate(parts):
         out += [""] * (i > 0) + part
     return out
 
 
-def _block(r: Report, block: Block, metrics: Sequence[MetricSpec]) -> list[str]:
+def _block(
+    r: Report, block: Block, metrics: Sequence[MetricSpec], view: ViewLink | None = None
+) -> list[str]:
     if isinstance(block, Text):
         return [block.template.format(x=r)]
     if isinstance(block, Bullets):
@@ -322,10 +358,13 @@ def _block(r: Report, block: Block, metrics: Sequence[MetricSpec]) -> list[str]:
     shown = [m for m in metrics if m.fmt and m.path.rsplit(".", 1)[0] == block.rows]
     columns = [*block.lead, *(Column(m.title, m.field, m.fmt or "") for m in shown), *block.trail]
     items = [x for x in values_at(r, block.rows) if not block.keep or _at(x, block.keep)]
-    return table(
-        [c.title for c in columns],
-        [[FORMATS[c.fmt](_at(x, c.attr)) for c in columns] for x in items],
-    )
+    rows = [[FORMATS[c.fmt](_at(x, c.attr)) for c in columns] for x in items]
+    by = LINKED_SLICES.get(block.rows)
+    if view is None or by is None:
+        return table([c.title for c in columns], rows)
+    for row, x in zip(rows, items, strict=True):
+        row.append(pairs_cell(view, _wrong_counts(x), **{by: x.key}))
+    return table([*(c.title for c in columns), "Pairs"], rows)
 
 
 def _metric_rows(r: Report, block: MetricRows, metrics: Sequence[MetricSpec]) -> list[str]:

@@ -495,6 +495,41 @@ def _tiny_row(rid: str, binary_label: str) -> Row:
     return Row.from_dict(data)
 
 
+def pairs_address(page: str, **filters: str) -> str:
+    """A link to ``page`` (a per-pair page, as a report links to it) opened
+    with ``filters`` set: the keys the page reads from its address (domain,
+    label, sub, kind, cache, outcome, disagree, text, sort), by value, not by
+    position (a cache and a "what differs" kind by name).
+
+    >>> pairs_address("view.html", cache="exact match", sub="identity/", outcome="false hit")
+    'view.html#cache=exact%20match&sub=identity%2F&outcome=false%20hit'
+    """
+    from urllib.parse import quote, urlencode
+
+    return f"{page}#{urlencode(filters, quote_via=quote)}"
+
+
+@dataclass(frozen=True, slots=True)
+class ViewLink:
+    """A report's per-pair page: its path as the report links to it, and the
+    report's cache's name on the page."""
+
+    page: str
+    cache: str
+
+    def wrong(self, outcome: str, n: int, **filters: str) -> str:
+        """``[n false hits](page#...)`` for ``outcome`` ("false hit" or "missed
+        hit") of this cache on the rows ``filters`` select; "" when ``n`` is 0.
+
+        >>> ViewLink("v.html", "c").wrong("missed hit", 2, domain="math")
+        '[2 missed hits](v.html#cache=c&domain=math&outcome=missed%20hit)'
+        """
+        if not n:
+            return ""
+        address = pairs_address(self.page, cache=self.cache, **filters, outcome=outcome)
+        return f"[{n} {outcome}{'s' if n != 1 else ''}]({address})"
+
+
 def file_label(path: str | Path) -> str:
     """How the page names a predictions file: its base name (so the page
     does not depend on where the checkout lives)."""
