@@ -534,7 +534,10 @@ def test_eval_view_links_every_count_to_its_pairs(tmp_path: Path) -> None:
     argv = ["eval", "--bench", str(bench), "--split", "dev", "--domain", "math", "code",
             "--baseline", "exact_match", "--baseline", "always_hit"]  # fmt: skip
     assert main([*argv, "--out", str(out), "--view", str(page)]) == 0
-    assert [c["name"] for c in embedded(page)["caches"]] == ["exact_match", "always_hit"]
+    data = embedded(page)
+    assert [c["name"] for c in data["caches"]] == ["exact_match", "always_hit"]
+    # the predictions were not kept: the page does not name a file that is gone
+    assert [c["file"] for c in data["caches"]] == ["(predictions not kept)"] * 2
     reports = sorted(out.parent.glob("report.*.md"))
     assert len(reports) == 2 and sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == (
         sorted(["report.md", "pairs.html", *(r.name for r in reports)])
@@ -556,3 +559,4 @@ def test_eval_view_links_every_count_to_its_pairs(tmp_path: Path) -> None:
                  "--baseline", "exact_match", "--out", str(one), "--predictions", str(preds),
                  "--view", str(tmp_path / "one.html")]) == 0  # fmt: skip
     assert preds.is_file() and check_links(one.read_text(encoding="utf-8"), tmp_path) >= 2
+    assert [c["file"] for c in embedded(tmp_path / "one.html")["caches"]] == ["p.jsonl"]

@@ -159,9 +159,11 @@ def write_report(
 
 def write_view(args: argparse.Namespace, prog: str, predictions: list[Path]) -> list[str]:
     """``--view``: the per-pair page of the run's predictions files (``cacheeval
-    view``'s page, every cache side by side); the caches' names on it."""
+    view``'s page, every cache side by side); the caches' names on it. Files
+    the run does not keep (no --predictions) are named so on the page."""
     from .view import write_page
 
+    kept = getattr(args, "predictions_kept", True)
     page_args = argparse.Namespace(
         predictions=predictions,
         bench=args.bench,
@@ -170,6 +172,7 @@ def write_view(args: argparse.Namespace, prog: str, predictions: list[Path]) -> 
         labels=args.labels,
         title=None,
         out=args.view,
+        file_labels=None if kept else ["(predictions not kept)"] * len(predictions),
     )
     summary, names = write_page(page_args, prog)
     print(f"{prog}: per-pair page: {summary}", file=sys.stderr)
@@ -266,6 +269,7 @@ def run(args: argparse.Namespace) -> int:
     # the page is made from the predictions: keep them, in a folder that goes after
     with tempfile.TemporaryDirectory(prefix="cacheeval-eval-") as tmp:
         args.predictions = Path(tmp) / "predictions.jsonl"
+        args.predictions_kept = False
         return _run(args, prog)
 
 

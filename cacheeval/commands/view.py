@@ -90,7 +90,9 @@ def write_page(args: argparse.Namespace, prog: str) -> tuple[str, list[str]]:
     return f"{n_rows} pairs x {len(names)} caches -> {args.out} ({size / 1e6:.2f} MB)", names
 
 
-def _read_runs(paths: Sequence[Path]) -> list[Any]:
+def _read_runs(paths: Sequence[Path], shown: Sequence[str] | None = None) -> list[Any]:
+    """The runs of ``paths``; ``shown``: how the page names each file (default
+    its base name; ``eval --view`` names predictions it does not keep)."""
     from ..reporting.viewer import CacheRun, file_label, unique_names
     from ..results.predictions import read_predictions
 
@@ -103,7 +105,7 @@ def _read_runs(paths: Sequence[Path]) -> list[Any]:
         except ValueError as e:  # JsonlError: path:LINE: ...
             raise UsageError(str(e)) from None
         read.append((path, header, {p.id: p for p in predictions}))
-    files = [file_label(p) for p, _, _ in read]
+    files = list(shown) if shown is not None else [file_label(p) for p, _, _ in read]
     names = unique_names([h.cache_name for _, h, _ in read], files)
     return [
         CacheRun(name, file, header, preds)
@@ -164,7 +166,7 @@ def _make_page(args: argparse.Namespace, prog: str) -> tuple[str, int, list[str]
     from ..schema import DOMAINS, SPLITS
     from ._running import stream_rows
 
-    runs = _read_runs(args.predictions)
+    runs = _read_runs(args.predictions, getattr(args, "file_labels", None))
     split = args.split or _shared([r.header.split for r in runs])
     if split not in SPLITS:
         split = None
