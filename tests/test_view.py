@@ -560,3 +560,18 @@ def test_eval_view_links_every_count_to_its_pairs(tmp_path: Path) -> None:
                  "--view", str(tmp_path / "one.html")]) == 0  # fmt: skip
     assert preds.is_file() and check_links(one.read_text(encoding="utf-8"), tmp_path) >= 2
     assert [c["file"] for c in embedded(tmp_path / "one.html")["caches"]] == ["p.jsonl"]
+
+
+def test_score_view_links_its_counts(tmp_path: Path) -> None:
+    """``cacheeval score --view``: the same page and links from a saved predictions file."""
+    from tests.view_links import check_links
+
+    bench = REPO_ROOT / "cachebench.jsonl"
+    preds = tmp_path / "p.jsonl"
+    assert main(["predict", "--bench", str(bench), "--split", "dev", "--domain", "math",
+                 "--baseline", "always_hit", "--out", str(preds)]) == 0  # fmt: skip
+    out = tmp_path / "score.md"
+    assert main(["score", "--bench", str(bench), "--predictions", str(preds), "--out", str(out),
+                 "--view", str(tmp_path / "page.html")]) == 0  # fmt: skip
+    md = out.read_text(encoding="utf-8")
+    assert "[page.html](page.html)" in md and check_links(md, tmp_path) >= 3

@@ -195,6 +195,17 @@ def add_failure_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_view_argument(parser: argparse.ArgumentParser) -> None:
+    """--view (eval and score)."""
+    parser.add_argument(
+        "--view",
+        type=Path,
+        metavar="PAGE",
+        help="also write the per-pair page (cacheeval view: every pair, every cache of the run) "
+        "and link the report's counts of false and missed hits to exactly those pairs on it",
+    )
+
+
 def list_test_failures(args: argparse.Namespace) -> bool:
     """Whether the report lists failed test-split rows: when their labels are
     the rows' own (no --labels file), or when asked."""
@@ -248,13 +259,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_report_arguments(parser)
     add_failure_arguments(parser)
     parser.add_argument("--predictions", type=Path, help="also write the predictions JSONL")
-    parser.add_argument(
-        "--view",
-        type=Path,
-        metavar="PAGE",
-        help="also write the per-pair page (cacheeval view: every pair, every cache of the run) "
-        "and link the report's counts of false and missed hits to exactly those pairs on it",
-    )
+    add_view_argument(parser)
     add_probe_argument(parser)
     parser.set_defaults(_prog=parser.prog)
 

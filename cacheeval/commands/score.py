@@ -24,6 +24,7 @@ from .eval import (
     add_failure_arguments,
     add_report_arguments,
     add_rows_arguments,
+    add_view_argument,
     hidden_count_message,
     list_test_failures,
     run_report_command,
@@ -40,6 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_report_arguments(parser)
     add_failure_arguments(parser)
+    add_view_argument(parser)
     parser.set_defaults(_prog=parser.prog)
 
 
@@ -47,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from ._running import output_problem
     from .eval import fail, prog_name
 
-    clash = output_problem(args, ("out", "json"), ("bench", "labels", "predictions"))
+    clash = output_problem(args, ("out", "json", "view"), ("bench", "labels", "predictions"))
     if clash is not None:
         return fail(prog_name(args, f"cacheeval {NAME}"), clash)
     return run_report_command(args, NAME, _score)
