@@ -149,10 +149,12 @@ def write_report(
     from ..reporting.viewer import ViewLink
     from ..support.jsonio import write_bytes_atomic
 
-    link = None
-    if view is not None:
+    if view is None:  # any report (a replay's too) renders itself
+        markdown = report.to_markdown()
+    else:
         link = ViewLink(os.path.relpath(view[0], md_path.parent).replace(os.sep, "/"), view[1])
-    write_bytes_atomic(md_path, render_markdown(report, link).encode("utf-8"))
+        markdown = render_markdown(report, link)
+    write_bytes_atomic(md_path, markdown.encode("utf-8"))
     if json_path is not None:
         write_bytes_atomic(json_path, report.to_json().encode("utf-8"))
 
@@ -161,7 +163,7 @@ def write_view(args: argparse.Namespace, prog: str, predictions: list[Path]) -> 
     """``--view``: the per-pair page of the run's predictions files (``cacheeval
     view``'s page, every cache side by side); the caches' names on it. Files
     the run does not keep (no --predictions) are named so on the page."""
-    from .view import write_page
+    from ._pages import write_page
 
     kept = getattr(args, "predictions_kept", True)
     page_args = argparse.Namespace(
