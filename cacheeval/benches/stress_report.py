@@ -37,10 +37,10 @@ from ..metrics.slices import Slice
 from ..reporting.failures_markdown import shorten
 from ..reporting.markdown import table
 from ..reporting.report import Report, to_plain
-from ..reporting.viewer import pairs_address
-from ..results.columns import KIND_FAMILIES, perturbation_kind
+from ..reporting.viewer import ViewLink, outcome, pairs_address
+from ..results.columns import KIND_FAMILIES, missing_prediction, perturbation_kind
 from ..results.predictions import Prediction
-from ..schema import Row
+from ..schema import HIT, Row
 
 RECORD_KEY = "cacheeval_stress_report"
 RECORD_VERSION = "1.0"
@@ -184,9 +184,11 @@ def wrong_decisions(rows: Sequence[Row], predictions: Sequence[Prediction]) -> l
     by_id = {p.id: p for p in predictions}
     out = []
     for row in rows:
-        p = by_id.get(row.id)
-        served = p is not None and p.is_hit and p.error is None
-        if served == (row.binary_label == "HIT"):
+        p = by_id.get(row.id) or missing_prediction(row.id)
+        result = outcome(row.binary_label, p)
+        if result == "error":  # a failed call serves nothing: wrong only on a HIT row
+            result = "missed hit" if row.binary_label == HIT else "correct"
+        if result not in _WRONG.values():
             continue
         payload = row.verification_payload if isinstance(row.verification_payload, dict) else {}
         field = payload.get("field") or "query"
@@ -197,12 +199,12 @@ def wrong_decisions(rows: Sequence[Row], predictions: Sequence[Prediction]) -> l
         out.append({
             "id": row.id,
             "key": perturbation_kind(row) or row.subcategory,
-            "outcome": "false hit" if served else "missed hit",
+            "outcome": result,
             "query_a": row.query_a,
             "query_b": row.query_b,
             "change": change,
-            "score": None if p is None else p.score,
-            "tier": None if p is None else p.tier_used,
+            "score": p.score,
+            "tier": p.tier_used,
         })  # fmt: skip
     return out
 
@@ -307,8 +309,7 @@ def _pairs_link(src: Mapping[str, Any], cache: str, key: str, rate: str,
     n = _wrong_count(e, rate)
     if not n or not src.get("view"):
         return ""
-    what = _WRONG[rate] + ("s" if n != 1 else "")
-    return f" · [{n} {what}]({view_link(src['view'], cache, key, rate)})"
+    return " · " + ViewLink(src["view"], cache).wrong(_WRONG[rate], n, sub=key)
 
 
 def _tau(t: float | None) -> str:
